@@ -1,0 +1,39 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Dependencies point one way:
+//   binder (exe) -> BinderCommands -> BinderFUSE -> BinderCore -> {BinderGit, BinderCrypto, BinderFormat}
+// Each C library is imported by exactly one Swift target:
+//   CSodium, CSecp256k1 -> BinderCrypto; CGit2 -> BinderGit; CFuse3 -> BinderFUSE; CLinux -> BinderSystem.
+let package = Package(
+    name: "binder",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "binder", targets: ["binder"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
+    ],
+    targets: [
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(name: "CSecp256k1", pkgConfig: "libsecp256k1", providers: [.apt(["libsecp256k1-dev"])]),
+        .systemLibrary(name: "CGit2", pkgConfig: "libgit2", providers: [.apt(["libgit2-dev"])]),
+        .systemLibrary(name: "CFuse3", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
+        .systemLibrary(name: "CLinux"),
+
+        .target(name: "BinderCrypto", dependencies: ["CSodium", "CSecp256k1"]),
+        .target(name: "BinderSystem", dependencies: ["CLinux", "BinderCrypto"]),
+        .target(name: "BinderCommands", dependencies: [
+            "BinderSystem", "BinderCrypto",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .executableTarget(name: "binder", dependencies: ["BinderCommands"]),
+
+        .testTarget(name: "BinderCryptoTests", dependencies: ["BinderCrypto"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "BinderCLITests", dependencies: ["BinderCrypto", "BinderSystem"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,147 @@
+import ArgumentParser
+import BinderCrypto
+import BinderSystem
+import Foundation
+
+struct KeyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "key",
+        abstract: "Create, import, show or export your Nostr key (stored as a NIP-49 ncryptsec).",
+        subcommands: [Generate.self, Import.self, Show.self, Export.self]
+    )
+
+    struct Generate: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Generate a new key, protect it with a passphrase, and show the nsec once.")
+
+        @OptionGroup var passphrase: PassphraseOptions
+        @Option(name: .customLong("log-n"), help: "scrypt cost (2^N); 16 unless you know better.")
+        var logN: UInt8 = NIP49.defaultLogN
+
+        func run() throws {
+            let store = KeyStore()
+            guard !store.exists else {
+                throw CommandFailure("a key already exists at \(store.state.keyFile); move it away first to replace it")
+            }
+            let key = SecretKey.generate()
+            let secret = try askNewPassphrase(passphrase.source)
+            let ncryptsec = try NIP49.encrypt(key, passphrase: secret, logN: logN)
+            try store.save(ncryptsec: ncryptsec, publicKey: key.publicKey)
+            let nsec = key.nsec()
+            printOut("Your public key:  \(key.publicKey.npub)")
+            printOut("")
+            printOut("Your secret key is shown this once. Write it down and keep it somewhere safe:")
+            printOut("anyone with it can read your binder, and without it (or your passphrase) nobody can.")
+            printOut("")
+            printOut("  " + nsec.withUnsafeBytes { String(decoding: $0, as: UTF8.self) })
+            printOut("")
+            printOut("Saved, encrypted with your passphrase, to \(store.state.keyFile)")
+        }
+    }
+
+    struct Import: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Import a key from standard input: nsec1…, 64 hex characters, or ncryptsec1….")
+
+        @OptionGroup var passphrase: PassphraseOptions
+        @Option(name: .customLong("log-n"), help: "scrypt cost (2^N) when encrypting an nsec or hex key.")
+        var logN: UInt8 = NIP49.defaultLogN
+
+        func run() throws {
+            let store = KeyStore()
+            guard !store.exists else {
+                throw CommandFailure("a key already exists at \(store.state.keyFile); move it away first to replace it")
+            }
+            let input = readStandardInputSecret()
+            let text = input.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !text.isEmpty else { throw CommandFailure("nothing on standard input: pipe in an nsec, hex key or ncryptsec") }
+            if text.lowercased().hasPrefix("ncryptsec1") {
+                // Keep the ncryptsec as it is (its passphrase stays the user's); decrypt once to check it.
+                let secret = try readPassphrase(passphrase.source, prompt: "Passphrase of this ncryptsec: ", allowEmpty: true)
+                let key: SecretKey
+                do { key = try NIP49.decrypt(text, passphrase: secret).key } catch NIP49.Error.wrongPassphrase {
+                    throw CommandFailure("wrong passphrase for this ncryptsec")
+                } catch { throw CommandFailure("\(error)") }
+                try store.save(ncryptsec: text.lowercased(), publicKey: key.publicKey)
+                printOut("Imported \(key.publicKey.npub)")
+                return
+            }
+            let key: SecretKey
+            do {
+                if text.lowercased().hasPrefix("nsec1") {
+                    key = try SecretKey(nsec: text)
+                } else if text.count == 64, Hex.decode(text) != nil {
+                    key = try SecretKey(hex: text)
+                } else {
+                    throw CommandFailure("malformed key: expected nsec1…, 64 hex characters or ncryptsec1…")
+                }
+            } catch let error as KeyError {
+                throw CommandFailure("malformed key: \(error)")
+            }
+            let secret = try askNewPassphrase(passphrase.source)
+            try store.save(ncryptsec: try NIP49.encrypt(key, passphrase: secret, logN: logN), publicKey: key.publicKey)
+            printOut("Imported \(key.publicKey.npub)")
+        }
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show your public key (npub and hex). Works while locked.")
+
+        func run() throws {
+            let key = try KeyStore().publicKey()
+            printOut("npub: \(key.npub)")
+            printOut("hex:  \(key.hex)")
+        }
+    }
+
+    struct Export: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print your key as an ncryptsec (default) or, with --nsec --confirm-plaintext, as a bare nsec.")
+
+        @Flag(help: "Print the unencrypted nsec instead of the ncryptsec.")
+        var nsec = false
+        @Flag(name: .customLong("confirm-plaintext"), help: "Confirm that you want the secret key printed unencrypted.")
+        var confirmPlaintext = false
+        @OptionGroup var passphrase: PassphraseOptions
+
+        func run() throws {
+            let store = KeyStore()
+            guard nsec else {
+                printOut(try store.encryptedKey())
+                return
+            }
+            guard confirmPlaintext else {
+                throw CommandFailure("--nsec prints your secret key in the clear; add --confirm-plaintext if you mean it")
+            }
+            let key = try store.secretKey(passphrase: passphrase.source)
+            let text = key.nsec()
+            text.withUnsafeBytes { FileHandle.standardOutput.write(Data($0)) }
+            FileHandle.standardOutput.write(Data("\n".utf8))
+        }
+    }
+}
+
+/// A new passphrase: asked twice on a terminal, refused if empty.
+func askNewPassphrase(_ source: PassphraseSource) throws -> SecureBytes {
+    do {
+        return try readPassphrase(source, prompt: "New passphrase for your key: ", confirm: true)
+    } catch PassphraseSource.Error.noTerminal {
+        throw CommandFailure(PassphraseSource.Error.noTerminal.description)
+    }
+}
+
+/// All of standard input, into secret memory (a key being imported).
+func readStandardInputSecret(limit: Int = 4096) -> SecureBytes {
+    let buffer = SecureBytes(count: limit)
+    var total = 0
+    buffer.withUnsafeMutableBytes { b in
+        while total < limit {
+            let n = read(0, b.baseAddress! + total, limit - total)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            total += n
+        }
+    }
+    return buffer.slice(0..<total)
+}

@@ -1,0 +1,162 @@
+internal import CSodium
+
+/// Lowercase hexadecimal.
+public enum Hex {
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.underestimatedCount * 2)
+        for b in bytes {
+            out.append(digits[Int(b >> 4)])
+            out.append(digits[Int(b & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func encode(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
+        precondition(output.count == input.count * 2)
+        for (i, b) in input.enumerated() {
+            output[2 * i] = digits[Int(b >> 4)]
+            output[2 * i + 1] = digits[Int(b & 0x0f)]
+        }
+    }
+
+    /// Decodes hex (either case); nil on odd length or a non-hex character.
+    public static func decode(_ text: some StringProtocol) -> [UInt8]? {
+        decode(bytes: Array(text.utf8))
+    }
+
+    static func decode(bytes utf8: some Collection<UInt8>) -> [UInt8]? {
+        guard utf8.count % 2 == 0 else { return nil }
+        var out = [UInt8]()
+        out.reserveCapacity(utf8.count / 2)
+        var high: UInt8? = nil
+        for c in utf8 {
+            let v: UInt8
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): v = c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): v = c - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+            if let h = high { out.append(h << 4 | v); high = nil } else { high = v }
+        }
+        return out
+    }
+
+    /// Decodes hex held in secret memory into secret memory (used for wrapped DEKs).
+    static func decodeSecret(_ hex: SecureBytes) -> SecureBytes? {
+        guard hex.count % 2 == 0 else { return nil }
+        let out = SecureBytes(count: hex.count / 2)
+        let ok = hex.withUnsafeBytes { h in
+            out.withUnsafeMutableBytes { o -> Bool in
+                for i in 0..<(h.count / 2) {
+                    guard let hi = nibble(h[2 * i]), let lo = nibble(h[2 * i + 1]) else { return false }
+                    o[i] = hi << 4 | lo
+                }
+                return true
+            }
+        }
+        return ok ? out : nil
+    }
+
+    private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}
+
+/// Standard base64 with `=` padding (libsodium's constant-time codec).
+public enum Base64 {
+    public static func encodedLength(_ count: Int) -> Int {
+        Sodium.ensureReady()
+        return sodium_base64_encoded_len(count, sodium_base64_VARIANT_ORIGINAL) - 1
+    }
+
+    public static func encode(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        Sodium.ensureReady()
+        let length = sodium_base64_encoded_len(bytes.count, sodium_base64_VARIANT_ORIGINAL)
+        var out = [UInt8](repeating: 0, count: length)
+        out.withUnsafeMutableBytes { o in
+            _ = sodium_bin2base64(o.baseAddress!.assumingMemoryBound(to: CChar.self), length,
+                                  bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count,
+                                  sodium_base64_VARIANT_ORIGINAL)
+        }
+        out.removeLast()  // the NUL terminator
+        return out
+    }
+
+    public static func encode(_ bytes: [UInt8]) -> [UInt8] {
+        bytes.withUnsafeBytes { encode($0) }
+    }
+
+    /// Base64 text of secret bytes, into secret memory.
+    public static func encodeSecret(_ bytes: SecureBytes) -> SecureBytes {
+        Sodium.ensureReady()
+        let length = sodium_base64_encoded_len(bytes.count, sodium_base64_VARIANT_ORIGINAL)
+        let scratch = SecureBytes(count: length)
+        scratch.withUnsafeMutableBytes { o in
+            bytes.withUnsafeBytes { i in
+                _ = sodium_bin2base64(o.baseAddress!.assumingMemoryBound(to: CChar.self), length,
+                                      i.baseAddress?.assumingMemoryBound(to: UInt8.self), i.count,
+                                      sodium_base64_VARIANT_ORIGINAL)
+            }
+        }
+        return scratch.slice(0..<(length - 1))
+    }
+
+    /// Strict decode: nil on any character outside the alphabet or wrong padding.
+    public static func decode(_ text: UnsafeRawBufferPointer) -> [UInt8]? {
+        Sodium.ensureReady()
+        var out = [UInt8](repeating: 0, count: text.count / 4 * 3 + 3)
+        var written = 0
+        let rc = out.withUnsafeMutableBytes { o in
+            sodium_base642bin(o.baseAddress!.assumingMemoryBound(to: UInt8.self), o.count,
+                              text.baseAddress?.assumingMemoryBound(to: CChar.self), text.count,
+                              nil, &written, nil, sodium_base64_VARIANT_ORIGINAL)
+        }
+        guard rc == 0 else { return nil }
+        out.removeSubrange(written...)
+        return out
+    }
+
+    public static func decode(_ text: [UInt8]) -> [UInt8]? {
+        text.withUnsafeBytes { decode($0) }
+    }
+
+    public static func decode(_ text: String) -> [UInt8]? {
+        decode(Array(text.utf8))
+    }
+
+    /// Decode base64 held in secret memory into secret memory; `ignoring` whitespace such as
+    /// the line breaks some writers insert.
+    public static func decodeSecret(_ text: SecureBytes, ignoringWhitespace: Bool = true) -> SecureBytes? {
+        Sodium.ensureReady()
+        let capacity = text.count / 4 * 3 + 3
+        let scratch = SecureBytes(count: capacity)
+        var written = 0
+        let rc = scratch.withUnsafeMutableBytes { o in
+            text.withUnsafeBytes { i in
+                sodium_base642bin(o.baseAddress!.assumingMemoryBound(to: UInt8.self), o.count,
+                                  i.baseAddress?.assumingMemoryBound(to: CChar.self), i.count,
+                                  ignoringWhitespace ? " \t\r\n" : nil, &written, nil,
+                                  sodium_base64_VARIANT_ORIGINAL)
+            }
+        }
+        guard rc == 0 else { return nil }
+        return scratch.slice(0..<written)
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// `withUnsafeBytes` that keeps a typed error (the standard one only rethrows `any Error`).
+    func withBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        let result: Result<R, E> = withUnsafeBytes { bytes in Result { () throws(E) -> R in try body(bytes) } }
+        return try result.get()
+    }
+}

@@ -1,0 +1,108 @@
+internal import CSodium
+
+/// libsodium must be initialised once per process before any other call; `sodium_init` is
+/// itself idempotent and thread-safe, and a static `let` runs it exactly once.
+enum Sodium {
+    static let ready: Bool = {
+        let rc = sodium_init()
+        precondition(rc >= 0, "libsodium failed to initialise")
+        return true
+    }()
+
+    static func ensureReady() { _ = ready }
+}
+
+/// Cryptographically secure random bytes (libsodium's `randombytes_buf`).
+public func randomBytes(_ count: Int) -> [UInt8] {
+    Sodium.ensureReady()
+    var out = [UInt8](repeating: 0, count: count)
+    out.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, count) }
+    return out
+}
+
+/// Fills a secret buffer with random bytes without the bytes ever passing through an array.
+public func randomSecret(_ count: Int) -> SecureBytes {
+    Sodium.ensureReady()
+    let secret = SecureBytes(count: count)
+    secret.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, $0.count) }
+    return secret
+}
+
+/// Constant-time comparison of two equal-length byte strings (`sodium_memcmp`).
+public func constantTimeEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+    guard a.count == b.count else { return false }
+    if a.count == 0 { return true }
+    return sodium_memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0
+}
+
+/// Zeroes memory in a way the compiler may not elide.
+public func secureZero(_ buffer: UnsafeMutableRawBufferPointer) {
+    guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+    sodium_memzero(base, buffer.count)
+}
+
+public func secureZero(_ array: inout [UInt8]) {
+    array.withUnsafeMutableBytes { secureZero($0) }
+}
+
+/// HMAC-SHA256 over the concatenation of `parts`.
+func hmacSHA256(key: UnsafeRawBufferPointer, _ parts: [UnsafeRawBufferPointer]) -> SecureBytes {
+    Sodium.ensureReady()
+    let out = SecureBytes(count: Int(crypto_auth_hmacsha256_BYTES))
+    var state = crypto_auth_hmacsha256_state()
+    crypto_auth_hmacsha256_init(&state, key.baseAddress!.assumingMemoryBound(to: UInt8.self), key.count)
+    for part in parts where part.count > 0 {
+        crypto_auth_hmacsha256_update(&state, part.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                      UInt64(part.count))
+    }
+    out.withUnsafeMutableBytes {
+        _ = crypto_auth_hmacsha256_final(&state, $0.baseAddress!.assumingMemoryBound(to: UInt8.self))
+    }
+    withUnsafeMutableBytes(of: &state) { secureZero($0) }
+    return out
+}
+
+/// SHA-256 of a byte string.
+public func sha256(_ data: UnsafeRawBufferPointer) -> [UInt8] {
+    Sodium.ensureReady()
+    var out = [UInt8](repeating: 0, count: Int(crypto_hash_sha256_BYTES))
+    out.withUnsafeMutableBufferPointer { o in
+        _ = crypto_hash_sha256(o.baseAddress!, data.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                               UInt64(data.count))
+    }
+    return out
+}
+
+public func sha256(_ bytes: [UInt8]) -> [UInt8] {
+    bytes.withUnsafeBytes { sha256($0) }
+}
+
+/// ChaCha20 (IETF, 96-bit nonce) keystream XOR starting at block counter 0.
+func chacha20XOR(_ data: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
+                 into out: UnsafeMutableRawBufferPointer) {
+    precondition(key.count == 32 && nonce.count == 12 && out.count == data.count)
+    guard data.count > 0 else { return }
+    _ = crypto_stream_chacha20_ietf_xor(out.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                        data.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                        UInt64(data.count),
+                                        nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                        key.baseAddress!.assumingMemoryBound(to: UInt8.self))
+}
+
+/// Raw ChaCha20 throughput probe for benchmarks: XORs `count` bytes in place.
+public func chacha20Benchmark(buffer: inout [UInt8]) {
+    Sodium.ensureReady()
+    let key = [UInt8](repeating: 7, count: 32), nonce = [UInt8](repeating: 1, count: 12)
+    let count = buffer.count
+    buffer.withUnsafeMutableBytes { b in
+        key.withUnsafeBytes { k in
+            nonce.withUnsafeBytes { n in
+                _ = crypto_stream_chacha20_ietf_xor(b.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                                    b.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                                    UInt64(count),
+                                                    n.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                                    k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            }
+        }
+    }
+}

@@ -1,0 +1,4 @@
+#ifndef BINDER_CSODIUM_SHIM_H
+#define BINDER_CSODIUM_SHIM_H
+#include <sodium.h>
+#endif

@@ -1,0 +1,2 @@
+import BinderCommands
+BinderCommand.runMain()
