@@ -24,15 +24,26 @@ let package = Package(
         .systemLibrary(name: "CLinux"),
 
         .target(name: "BinderCrypto", dependencies: ["CSodium", "CSecp256k1"]),
+        .target(name: "BinderFormat", dependencies: [.product(name: "Yams", package: "Yams")]),
+        .target(name: "BinderGit", dependencies: ["CGit2"]),
+        .target(name: "BinderCore", dependencies: [
+            "BinderCrypto", "BinderFormat", "BinderGit",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .target(name: "BinderFUSE", dependencies: [
+            "CFuse3", "BinderCore",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .target(name: "BinderSystem", dependencies: ["CLinux", "BinderCrypto"]),
         .target(name: "BinderCommands", dependencies: [
-            "BinderSystem", "BinderCrypto",
+            "BinderCore", "BinderFUSE", "BinderGit", "BinderFormat", "BinderSystem", "BinderCrypto",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "binder", dependencies: ["BinderCommands"]),
 
         .testTarget(name: "BinderCryptoTests", dependencies: ["BinderCrypto"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "BinderGitTests", dependencies: ["BinderGit"], resources: [.copy("Fixtures")]),
         .testTarget(name: "BinderCLITests", dependencies: ["BinderCrypto", "BinderSystem"]),
     ],
     swiftLanguageModes: [.v6]

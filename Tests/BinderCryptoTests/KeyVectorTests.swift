@@ -179,3 +179,17 @@ final class SecureBytesTests: XCTestCase {
         XCTAssertEqual(SecureBytes([0xAB, 0x01]).hexSecret().copyBytes(), Array("ab01".utf8))
     }
 }
+
+final class SidecarSizeTests: XCTestCase {
+    func testSizeWithoutFullDecryption() throws {
+        let key = NIP44.ConversationKey(selfOf: SecretKey.generate())
+        for size in [0, 1, 2, 3, 4, 47, 48, 49, 50, 95, 96, 97, 1000, 65_537, 3_000_001] {
+            let content = [UInt8](repeating: 0x5A, count: size)
+            XCTAssertEqual(Sidecar.plaintextSize(try Sidecar.encrypt(content, key: key), key: key), size, "DEK \(size)")
+            XCTAssertEqual(Sidecar.plaintextSize(Sidecar.encryptLegacy(content, key: key), key: key), size, "legacy \(size)")
+        }
+        XCTAssertNil(Sidecar.plaintextSize([0x02, 0x00], key: key))
+        let other = NIP44.ConversationKey(selfOf: SecretKey.generate())
+        XCTAssertNil(Sidecar.plaintextSize(try Sidecar.encrypt([1, 2, 3], key: key), key: other))
+    }
+}

@@ -1,0 +1,187 @@
+internal import CGit2
+import Foundation
+
+/// A git repository (bare or with a work tree), read straight from its object
+/// database and written commit by commit.
+///
+/// Thread safety: libgit2 objects of one repository must not be used from two
+/// threads at once. `lock` guards `repo` and `odb` and every libgit2 object
+/// derived from them (trees, commits, blobs, references, signatures): each is
+/// created, used and freed inside one `locked { }` call, and only Swift values
+/// leave it. `isBare`, `gitDirectory` and `workTree` are immutable after init.
+/// Hence `@unchecked Sendable`.
+///
+/// Room for the future: fetch/push over smart HTTP (a `git_remote` with
+/// `custom_headers` carrying `Authorization: Bearer …`) will be added as more
+/// methods running under the same lock; nothing here assumes a local-only repo.
+public final class GitRepository: @unchecked Sendable {
+    /// Guards `repo`, `odb` and all libgit2 objects derived from them.
+    private let lock = NSLock()
+    /// The libgit2 repository. Use only inside `locked { }`.
+    let repo: RepositoryHandle
+    /// The repository's object database. Use only inside `locked { }`.
+    let odb: OdbHandle
+
+    /// True for a bare repository (no work tree).
+    public let isBare: Bool
+    /// The git directory (`…/repo.git` or `…/worktree/.git`), without a trailing slash.
+    public let gitDirectory: String
+    /// The work tree of a non-bare repository, without a trailing slash; nil when bare.
+    public let workTree: String?
+
+    private init(_ repo: RepositoryHandle) throws(GitError) {
+        var odbPointer: OpaquePointer?
+        try check(git_repository_odb(&odbPointer, repo.pointer), "open object database")
+        self.repo = repo
+        self.odb = OdbHandle(odbPointer!)
+        self.isBare = git_repository_is_bare(repo.pointer) == 1
+        self.gitDirectory = Self.trimmedPath(git_repository_path(repo.pointer))
+        self.workTree = git_repository_workdir(repo.pointer).map { Self.trimmedPath($0) }
+    }
+
+    /// Opens the repository at `path`: a bare repository's directory, a `.git`
+    /// directory, or a work tree. Parent directories are not searched.
+    public static func open(path: String) throws(GitError) -> GitRepository {
+        _ = LibGit2.ready
+        var pointer: OpaquePointer?
+        try check(git_repository_open_ext(&pointer, path, GIT_REPOSITORY_OPEN_NO_SEARCH.rawValue, nil),
+                  "open repository '\(path)'")
+        return try GitRepository(RepositoryHandle(pointer!))
+    }
+
+    /// Creates a new, empty repository at `path` (creating missing folders),
+    /// with HEAD pointing at the unborn `refs/heads/<initialBranch>`. For a
+    /// non-bare repository `path` is the work tree. Fails with `.exists` if a
+    /// repository is already there.
+    public static func create(path: String, bare: Bool, initialBranch: String = "main") throws(GitError) -> GitRepository {
+        _ = LibGit2.ready
+        var options = git_repository_init_options()
+        try check(git_repository_init_options_init(&options, UInt32(GIT_REPOSITORY_INIT_OPTIONS_VERSION)),
+                  "init repository options")
+        options.flags = GIT_REPOSITORY_INIT_MKPATH.rawValue | GIT_REPOSITORY_INIT_NO_REINIT.rawValue
+        if bare { options.flags |= GIT_REPOSITORY_INIT_BARE.rawValue }
+        var pointer: OpaquePointer?
+        let rc = initialBranch.withCString { head in
+            options.initial_head = head
+            return git_repository_init_ext(&pointer, path, &options)
+        }
+        try check(rc, "create repository '\(path)'")
+        return try GitRepository(RepositoryHandle(pointer!))
+    }
+
+    /// Runs `body` holding the lock; libgit2 objects made inside are freed
+    /// before it returns (they are locals of `body`).
+    func locked<T>(_ body: () throws(GitError) -> T) throws(GitError) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    // MARK: - References
+
+    /// The commit `refs/heads/<name>` points at; nil when the branch does not
+    /// exist (an empty repository, or an unborn branch).
+    public func branchTip(_ name: String = "main") throws(GitError) -> ObjectID? {
+        try locked { () throws(GitError) in try tipLocked(branch: name) }
+    }
+
+    /// Lock held.
+    func tipLocked(branch: String) throws(GitError) -> ObjectID? {
+        var oid = git_oid()
+        let rc = git_reference_name_to_id(&oid, repo.pointer, Self.refName(branch))
+        if rc == GIT_ENOTFOUND.rawValue { return nil }
+        try check(rc, "read branch '\(branch)'")
+        return ObjectID(&oid)
+    }
+
+    static func refName(_ branch: String) -> String { "refs/heads/" + branch }
+
+    // MARK: - Objects
+
+    /// Whether the object database holds `id` (any type).
+    public func objectExists(_ id: ObjectID) -> Bool {
+        // Cannot fail: a lookup answers yes or no.
+        (try? locked { () throws(GitError) in
+            var oid = id.oid
+            return git_odb_exists(odb.pointer, &oid) == 1
+        }) ?? false
+    }
+
+    /// The size in bytes of blob `id`, read from the object header (loose
+    /// objects inflate only their header; packed deltas resolve only sizes).
+    public func blobSize(_ id: ObjectID) throws(GitError) -> Int {
+        try locked { () throws(GitError) in
+            var oid = id.oid
+            var size = 0
+            var type = GIT_OBJECT_INVALID
+            try check(git_odb_read_header(&size, &type, odb.pointer, &oid), "read size of blob \(id)")
+            guard type == GIT_OBJECT_BLOB else {
+                throw GitError.failed(operation: "read size of blob \(id)", code: .notFound,
+                                      message: "object is a \(Self.typeName(type)), not a blob")
+            }
+            return size
+        }
+    }
+
+    /// The content of blob `id`.
+    public func readBlob(_ id: ObjectID) throws(GitError) -> [UInt8] {
+        try locked { () throws(GitError) in
+            let blob = try lookupBlobLocked(id)
+            let size = Int(git_blob_rawsize(blob.pointer))
+            guard size > 0, let content = git_blob_rawcontent(blob.pointer) else { return [] }
+            return [UInt8](UnsafeRawBufferPointer(start: content, count: size))
+        }
+    }
+
+    /// Stores `bytes` as a blob (fsynced) and returns its id. Storing content
+    /// that already exists is a no-op returning the same id.
+    public func writeBlob(_ bytes: [UInt8]) throws(GitError) -> ObjectID {
+        try locked { () throws(GitError) in
+            var oid = git_oid()
+            let count = bytes.count
+            // libgit2 wants a non-NULL buffer even for length 0.
+            let rc = (count == 0 ? [0] : bytes).withUnsafeBytes { buffer in
+                git_blob_create_from_buffer(&oid, repo.pointer, buffer.baseAddress, count)
+            }
+            try check(rc, "write blob")
+            return ObjectID(&oid)
+        }
+    }
+
+    /// Lock held.
+    func lookupBlobLocked(_ id: ObjectID) throws(GitError) -> BlobHandle {
+        var oid = id.oid
+        var pointer: OpaquePointer?
+        try check(git_blob_lookup(&pointer, repo.pointer, &oid), "read blob \(id)")
+        return BlobHandle(pointer!)
+    }
+
+    static func typeName(_ type: git_object_t) -> String {
+        git_object_type2string(type).map { String(cString: $0) } ?? "object"
+    }
+
+    // MARK: - Work tree
+
+    /// For a non-bare repository: makes the index and the work tree match
+    /// HEAD (a forced checkout: tracked files are rewritten or removed,
+    /// untracked files are left alone), so that `git status` stays clean after
+    /// `commitChanges`. No-op for a bare repository or an unborn HEAD.
+    public func syncWorkTreeToHead() throws(GitError) {
+        guard !isBare else { return }
+        try locked { () throws(GitError) in
+            var options = git_checkout_options()
+            try check(git_checkout_options_init(&options, UInt32(GIT_CHECKOUT_OPTIONS_VERSION)),
+                      "init checkout options")
+            options.checkout_strategy = GIT_CHECKOUT_FORCE.rawValue
+            let rc = git_checkout_head(repo.pointer, &options)
+            if rc == GIT_EUNBORNBRANCH.rawValue { return }
+            try check(rc, "check out HEAD into '\(workTree ?? "")'")
+        }
+    }
+
+    private static func trimmedPath(_ cString: UnsafePointer<CChar>) -> String {
+        var path = String(cString: cString)
+        while path.count > 1, path.hasSuffix("/") { path.removeLast() }
+        return path
+    }
+}

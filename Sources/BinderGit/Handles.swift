@@ -1,0 +1,76 @@
+internal import CGit2
+
+// One owning class per libgit2 resource type: each wraps exactly one pointer
+// and frees it in deinit. None of these is Sendable: they are created, used
+// and released only while GitRepository's lock is held (see GitRepository).
+
+/// Process-wide libgit2 setup, done once, lazily and thread-safely (a Swift
+/// `static let` initialiser runs exactly once). libgit2 is never shut down.
+enum LibGit2 {
+    static let ready: Void = {
+        precondition(MemoryLayout<git_oid>.size == ObjectID.byteCount, "libgit2 built with a non-SHA-1 git_oid")
+        let rc = git_libgit2_init()
+        precondition(rc > 0, "git_libgit2_init failed (\(rc))")
+        // Objects, refs and the index are fsynced (with their directories)
+        // before they are renamed into place: a returned commit is on disk.
+        precondition(binder_git_enable_fsync(1) == 0, "GIT_OPT_ENABLE_FSYNC_GITDIR failed")
+        precondition(binder_git_enable_strict_object_creation(1) == 0, "GIT_OPT_ENABLE_STRICT_OBJECT_CREATION failed")
+    }()
+}
+
+/// Owns a `git_repository *`.
+final class RepositoryHandle {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+    deinit { git_repository_free(pointer) }
+}
+
+/// Owns a `git_odb *` (a counted reference to the repository's object database).
+final class OdbHandle {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+    deinit { git_odb_free(pointer) }
+}
+
+/// Owns a `git_tree *`.
+final class TreeHandle {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+    deinit { git_tree_free(pointer) }
+}
+
+/// Owns a `git_tree_entry *` returned by `git_tree_entry_bypath` (entries
+/// borrowed from a tree with `git_tree_entry_byindex` are not owned).
+final class TreeEntryHandle {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+    deinit { git_tree_entry_free(pointer) }
+}
+
+/// Owns a `git_commit *`.
+final class CommitHandle {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+    deinit { git_commit_free(pointer) }
+}
+
+/// Owns a `git_blob *`.
+final class BlobHandle {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+    deinit { git_blob_free(pointer) }
+}
+
+/// Owns a `git_reference *`.
+final class ReferenceHandle {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+    deinit { git_reference_free(pointer) }
+}
+
+/// Owns a `git_signature *`.
+final class SignatureHandle {
+    let pointer: UnsafeMutablePointer<git_signature>
+    init(_ pointer: UnsafeMutablePointer<git_signature>) { self.pointer = pointer }
+    deinit { git_signature_free(pointer) }
+}

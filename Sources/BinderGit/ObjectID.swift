@@ -1,0 +1,112 @@
+internal import CGit2
+
+/// A git object id: the 20 raw bytes of a SHA-1.
+///
+/// Stored as plain integers (not libgit2's `git_oid`) so that the public type
+/// carries no C type; conversions to and from `git_oid` are internal.
+public struct ObjectID: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// Number of raw bytes in an id.
+    public static let byteCount = 20
+    /// Number of hexadecimal characters in an id.
+    public static let hexCount = 40
+
+    // The 20 bytes in order: bytes 0-7, 8-15, 16-19 (memory order).
+    private var a: UInt64 = 0
+    private var b: UInt64 = 0
+    private var c: UInt32 = 0
+
+    /// The id from its 20 raw bytes; nil unless exactly 20 bytes.
+    public init?(bytes: some Collection<UInt8>) {
+        guard bytes.count == Self.byteCount else { return nil }
+        withUnsafeMutableRawBytes { raw in
+            for (i, byte) in bytes.enumerated() { raw[i] = byte }
+        }
+    }
+
+    /// The id from 40 hexadecimal characters (either case); nil otherwise.
+    public init?(hex: some StringProtocol) {
+        let utf8 = hex.utf8
+        guard utf8.count == Self.hexCount else { return nil }
+        var ok = true
+        withUnsafeMutableRawBytes { raw in
+            var index = utf8.startIndex
+            for i in 0..<Self.byteCount {
+                let high = utf8[index]; utf8.formIndex(after: &index)
+                let low = utf8[index]; utf8.formIndex(after: &index)
+                guard let h = Self.nibble(high), let l = Self.nibble(low) else { ok = false; return }
+                raw[i] = h << 4 | l
+            }
+        }
+        guard ok else { return nil }
+    }
+
+    /// The 20 raw bytes.
+    public var bytes: [UInt8] {
+        withUnsafeRawBytes { Array($0) }
+    }
+
+    /// 40 lowercase hexadecimal characters.
+    public var hex: String {
+        let digits: [UInt8] = Array("0123456789abcdef".utf8)
+        return withUnsafeRawBytes { raw in
+            String(unsafeUninitializedCapacity: Self.hexCount) { out in
+                for i in 0..<Self.byteCount {
+                    out[2 * i] = digits[Int(raw[i] >> 4)]
+                    out[2 * i + 1] = digits[Int(raw[i] & 0x0f)]
+                }
+                return Self.hexCount
+            }
+        }
+    }
+
+    public var description: String { hex }
+
+    /// Byte-wise order (the same order as the hex strings).
+    public static func < (lhs: ObjectID, rhs: ObjectID) -> Bool {
+        lhs.withUnsafeRawBytes { l in
+            rhs.withUnsafeRawBytes { r in
+                l.lexicographicallyPrecedes(r)
+            }
+        }
+    }
+
+    private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+
+    private func withUnsafeRawBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+        var copy = self
+        return Swift.withUnsafeBytes(of: &copy) { body(UnsafeRawBufferPointer(rebasing: $0[0..<Self.byteCount])) }
+    }
+
+    private mutating func withUnsafeMutableRawBytes<R>(_ body: (UnsafeMutableRawBufferPointer) -> R) -> R {
+        Swift.withUnsafeMutableBytes(of: &self) { body(UnsafeMutableRawBufferPointer(rebasing: $0[0..<Self.byteCount])) }
+    }
+}
+
+// MARK: - libgit2 bridging (internal)
+
+extension ObjectID {
+    /// Copies libgit2's oid.
+    init(_ oid: UnsafePointer<git_oid>) {
+        Swift.withUnsafeMutableBytes(of: &self) { dst in
+            dst.copyMemory(from: UnsafeRawBufferPointer(start: oid, count: Self.byteCount))
+        }
+    }
+
+    /// libgit2's representation of this id.
+    var oid: git_oid {
+        var oid = git_oid()
+        Swift.withUnsafeBytes(of: self) { src in
+            Swift.withUnsafeMutableBytes(of: &oid) { dst in
+                dst.copyMemory(from: UnsafeRawBufferPointer(rebasing: src[0..<Self.byteCount]))
+            }
+        }
+        return oid
+    }
+}

@@ -1,0 +1,273 @@
+internal import CGit2
+import Foundation
+
+/// One entry of a recursive tree listing.
+public struct TreeEntry: Sendable, Hashable {
+    /// What a tree entry points at (from its file mode).
+    public enum Kind: Sendable, Hashable {
+        /// A file (mode 100644 or 100755).
+        case blob
+        /// A folder (mode 040000).
+        case tree
+        /// A symbolic link (mode 120000); the blob holds the target.
+        case link
+        /// A submodule commit ("gitlink", mode 160000); the id is not in this repository.
+        case submodule
+
+        init(mode: UInt32) {
+            switch mode & 0o170000 {
+            case 0o040000: self = .tree
+            case 0o120000: self = .link
+            case 0o160000: self = .submodule
+            default: self = .blob
+            }
+        }
+    }
+
+    /// Path from the root, components separated by `/` (no leading `/`).
+    /// Names that are not valid UTF-8 are decoded with replacement characters.
+    public let path: String
+    public let id: ObjectID
+    public let kind: Kind
+    /// The git file mode, e.g. 0o100644, 0o100755, 0o040000, 0o120000, 0o160000.
+    public let mode: UInt32
+
+    public init(path: String, id: ObjectID, kind: Kind, mode: UInt32) {
+        self.path = path
+        self.id = id
+        self.kind = kind
+        self.mode = mode
+    }
+
+    /// The last path component.
+    public var name: Substring {
+        guard let slash = path.lastIndex(of: "/") else { return path[...] }
+        return path[path.index(after: slash)...]
+    }
+}
+
+/// One change applied by `GitRepository.commitChanges`.
+public enum TreeChange: Sendable, Hashable {
+    /// Adds or replaces the file at `path` (mode 100644) with `blob`, creating
+    /// intermediate folders. Replacing a folder with a file, or writing below a
+    /// file, fails (delete first, in the same change list).
+    case write(path: String, blob: ObjectID)
+    /// Removes the file, link or whole folder at `path`; folders left empty
+    /// are removed too. Deleting a path that does not exist is a no-op.
+    case delete(path: String)
+
+    public var path: String {
+        switch self {
+        case .write(let path, _), .delete(let path): return path
+        }
+    }
+}
+
+extension GitRepository {
+    /// Every entry reachable from the root tree of `commit`, folders included,
+    /// in git's order (pre-order: a folder comes right before its contents),
+    /// like `git ls-tree -r -t`.
+    public func listTree(commit: ObjectID) throws(GitError) -> [TreeEntry] {
+        try locked { () throws(GitError) in
+            let root = try commitTreeLocked(commit)
+            return try listLocked(root)
+        }
+    }
+
+    /// Every entry reachable from tree `tree` (see `listTree(commit:)`).
+    public func listTree(tree: ObjectID) throws(GitError) -> [TreeEntry] {
+        try locked { () throws(GitError) in
+            try listLocked(try lookupTreeLocked(tree))
+        }
+    }
+
+    /// The entry at `path` in `commit`'s tree; nil when there is none.
+    public func entry(at path: String, commit: ObjectID) throws(GitError) -> TreeEntry? {
+        _ = try Self.components(of: path)
+        return try locked { () throws(GitError) in
+            let root = try commitTreeLocked(commit)
+            var pointer: OpaquePointer?
+            let rc = git_tree_entry_bypath(&pointer, root.pointer, path)
+            if rc == GIT_ENOTFOUND.rawValue { return nil }
+            try check(rc, "look up '\(path)' in \(commit)")
+            let entry = TreeEntryHandle(pointer!)
+            let mode = git_tree_entry_filemode_raw(entry.pointer).rawValue
+            return TreeEntry(path: path, id: ObjectID(git_tree_entry_id(entry.pointer)),
+                             kind: TreeEntry.Kind(mode: mode), mode: mode)
+        }
+    }
+
+    // MARK: - Lock held
+
+    func lookupTreeLocked(_ id: ObjectID) throws(GitError) -> TreeHandle {
+        var oid = id.oid
+        var pointer: OpaquePointer?
+        try check(git_tree_lookup(&pointer, repo.pointer, &oid), "read tree \(id)")
+        return TreeHandle(pointer!)
+    }
+
+    func commitTreeLocked(_ commit: ObjectID) throws(GitError) -> TreeHandle {
+        let handle = try lookupCommitLocked(commit)
+        var pointer: OpaquePointer?
+        try check(git_commit_tree(&pointer, handle.pointer), "read tree of commit \(commit)")
+        return TreeHandle(pointer!)
+    }
+
+    /// Iterative pre-order walk (no recursion, so no stack depth limit).
+    private func listLocked(_ root: TreeHandle) throws(GitError) -> [TreeEntry] {
+        struct Frame {
+            let tree: TreeHandle
+            let prefix: String  // "" for the root, else "dir/sub/"
+            let count: Int
+            var next: Int
+        }
+        var result: [TreeEntry] = []
+        result.reserveCapacity(git_tree_entrycount(root.pointer))
+        var stack = [Frame(tree: root, prefix: "", count: git_tree_entrycount(root.pointer), next: 0)]
+        while !stack.isEmpty {
+            let top = stack.count - 1
+            guard stack[top].next < stack[top].count else {
+                stack.removeLast()
+                continue
+            }
+            let tree = stack[top].tree
+            let index = stack[top].next
+            stack[top].next += 1
+            // Borrowed from `tree`, which the frame keeps alive.
+            guard let entry = git_tree_entry_byindex(tree.pointer, index) else {
+                preconditionFailure("git_tree_entry_byindex(\(index)) out of range")
+            }
+            let path = stack[top].prefix + String(cString: git_tree_entry_name(entry))
+            let mode = git_tree_entry_filemode_raw(entry).rawValue
+            let kind = TreeEntry.Kind(mode: mode)
+            let id = ObjectID(git_tree_entry_id(entry))
+            result.append(TreeEntry(path: path, id: id, kind: kind, mode: mode))
+            if kind == .tree {
+                let subtree = try lookupTreeLocked(id)
+                let count = git_tree_entrycount(subtree.pointer)
+                result.reserveCapacity(result.count + count)
+                stack.append(Frame(tree: subtree, prefix: path + "/", count: count, next: 0))
+            }
+        }
+        return result
+    }
+
+    /// Applies `changes` in order to `base` (nil: the empty tree), writes the
+    /// new trees and returns the new root tree's id.
+    ///
+    /// `git_tree_create_updated` sorts its updates and reads folders from the
+    /// baseline, so one call cannot express "delete `a`, then write `a/b`" or
+    /// two changes of one path. The changes are therefore split into batches
+    /// in which no path equals or contains another; batches are applied one
+    /// after the other (usually there is exactly one).
+    func applyChangesLocked(_ changes: [TreeChange], to base: TreeHandle?) throws(GitError) -> ObjectID {
+        for change in changes { _ = try Self.components(of: change.path) }
+        var tree = base
+        var treeID: ObjectID? = nil
+        for batch in Self.batches(changes) {
+            // Deleting what is not there is a no-op (libgit2 would fail).
+            let effective = batch.filter { change in
+                guard case .delete(let path) = change else { return true }
+                guard let tree else { return false }
+                var pointer: OpaquePointer?
+                guard git_tree_entry_bypath(&pointer, tree.pointer, path) == 0 else { return false }
+                _ = TreeEntryHandle(pointer!)
+                return true
+            }
+            if effective.isEmpty { continue }
+            let id = try createUpdatedLocked(base: tree, effective)
+            tree = try lookupTreeLocked(id)
+            treeID = id
+        }
+        if let treeID { return treeID }
+        if let base { return ObjectID(git_tree_id(base.pointer)) }
+        return try createUpdatedLocked(base: nil, [])  // the empty tree
+    }
+
+    private func createUpdatedLocked(base: TreeHandle?, _ changes: [TreeChange]) throws(GitError) -> ObjectID {
+        // C copies of the paths, alive until the call returns.
+        var paths: [UnsafeMutablePointer<CChar>] = []
+        paths.reserveCapacity(changes.count)
+        defer { for path in paths { free(path) } }
+        var updates: [git_tree_update] = []
+        updates.reserveCapacity(changes.count)
+        for change in changes {
+            guard let path = strdup(change.path) else { preconditionFailure("out of memory") }
+            paths.append(path)
+            var update = git_tree_update()
+            update.path = UnsafePointer(path)
+            switch change {
+            case .write(_, let blob):
+                update.action = GIT_TREE_UPDATE_UPSERT
+                update.id = blob.oid
+                update.filemode = GIT_FILEMODE_BLOB
+            case .delete:
+                update.action = GIT_TREE_UPDATE_REMOVE
+            }
+            updates.append(update)
+        }
+        var oid = git_oid()
+        let rc = updates.withUnsafeBufferPointer { buffer in
+            git_tree_create_updated(&oid, repo.pointer, base?.pointer, buffer.count, buffer.baseAddress)
+        }
+        try check(rc, "update tree")
+        return ObjectID(&oid)
+    }
+
+    /// Splits `changes` into batches where no path equals or is an ancestor
+    /// of another. A repeated write of one path, or a delete after a write of
+    /// the same path, replaces the earlier change in place (same result).
+    static func batches(_ changes: [TreeChange]) -> [[TreeChange]] {
+        var batches: [[TreeChange]] = []
+        var current: [TreeChange] = []
+        var indexOfPath: [String: Int] = [:]
+        var ancestors: Set<String> = []  // proper ancestors of paths in `current`
+        for change in changes {
+            let path = change.path
+            if let index = indexOfPath[path] {
+                if case .write = current[index] {
+                    current[index] = change
+                    continue
+                }
+            }
+            let own = Self.ancestors(of: path)
+            let conflict = indexOfPath[path] != nil || ancestors.contains(path)
+                || own.contains { indexOfPath[$0] != nil }
+            if conflict {
+                batches.append(current)
+                current = []
+                indexOfPath = [:]
+                ancestors = []
+            }
+            indexOfPath[path] = current.count
+            current.append(change)
+            ancestors.formUnion(own)
+        }
+        if !current.isEmpty { batches.append(current) }
+        return batches
+    }
+
+    /// "a/b/c" -> ["a", "a/b"].
+    static func ancestors(of path: String) -> [String] {
+        var result: [String] = []
+        var index = path.startIndex
+        while let slash = path[index...].firstIndex(of: "/") {
+            result.append(String(path[..<slash]))
+            index = path.index(after: slash)
+        }
+        return result
+    }
+
+    /// Validates a repository-relative path and returns its components.
+    static func components(of path: String) throws(GitError) -> [Substring] {
+        if path.isEmpty { throw GitError.invalidPath(path, reason: "empty path") }
+        if path.utf8.contains(0) { throw GitError.invalidPath(path, reason: "contains NUL") }
+        if path.hasPrefix("/") { throw GitError.invalidPath(path, reason: "absolute path") }
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        for part in parts {
+            if part.isEmpty { throw GitError.invalidPath(path, reason: "empty component") }
+            if part == "." || part == ".." { throw GitError.invalidPath(path, reason: "'\(part)' component") }
+        }
+        return parts
+    }
+}

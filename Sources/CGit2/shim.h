@@ -1,0 +1,30 @@
+#ifndef BINDER_CGIT2_SHIM_H
+#define BINDER_CGIT2_SHIM_H
+#include <git2.h>
+
+/*
+ * git_libgit2_opts() is variadic and cannot be called from Swift; these
+ * shims expose the few options binder sets. Each returns libgit2's result
+ * (0 on success, < 0 on error).
+ */
+
+/* GIT_OPT_ENABLE_FSYNC_GITDIR: fsync objects, refs and the index (and their
+ * parent directories) before renaming them into place. */
+static inline int binder_git_enable_fsync(int enabled) {
+    return git_libgit2_opts(GIT_OPT_ENABLE_FSYNC_GITDIR, enabled);
+}
+
+/* GIT_OPT_SET_OWNER_VALIDATION: refuse repositories owned by another user
+ * (libgit2's default is on). */
+static inline int binder_git_set_owner_validation(int enabled) {
+    return git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, enabled);
+}
+
+/* GIT_OPT_ENABLE_STRICT_OBJECT_CREATION: validate that referenced objects
+ * exist and that tree entry names are safe when creating objects (on by
+ * default; set explicitly so binder never depends on a changed default). */
+static inline int binder_git_enable_strict_object_creation(int enabled) {
+    return git_libgit2_opts(GIT_OPT_ENABLE_STRICT_OBJECT_CREATION, enabled);
+}
+
+#endif
