@@ -11,7 +11,8 @@ public struct BinderCommand: ParsableCommand {
         State (key file, binders, tokens, logs) lives under BINDER_HOME, else \
         $XDG_DATA_HOME/binder (~/.local/share/binder).
         """,
-        subcommands: [KeyCommand.self, UnlockCommand.self, LockCommand.self]
+        subcommands: [KeyCommand.self, UnlockCommand.self, LockCommand.self, CreateCommand.self,
+                      MountCommand.self, UnmountCommand.self, VerifyCommand.self]
     )
 
     public init() {}

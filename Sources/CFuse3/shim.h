@@ -4,22 +4,27 @@
    version-dispatching macros in fuse.h, so Swift calls them through these shims. */
 #define FUSE_USE_VERSION 31
 #include <fuse.h>
-#include <fuse_lowlevel.h>
+#include <errno.h>
+#include <string.h>
 
 static inline struct fuse *binder_fuse_new(struct fuse_args *args, const struct fuse_operations *ops,
                                            void *private_data) {
     return fuse_new(args, ops, sizeof(struct fuse_operations), private_data);
 }
 
-static inline int binder_fuse_loop_mt(struct fuse *f, int clone_fd, unsigned int max_idle_threads) {
-    struct fuse_loop_config config;
-    config.clone_fd = clone_fd;
-    config.max_idle_threads = max_idle_threads;
-    return fuse_loop_mt(f, &config);
+/* Multi-threaded loop; each worker thread reads /dev/fuse through the one session fd. */
+static inline int binder_fuse_loop_mt(struct fuse *f) {
+    return fuse_loop_mt(f, 0);
 }
 
-static inline struct fuse_args binder_fuse_args_init(int argc, char **argv) {
-    struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+static inline struct fuse_args binder_fuse_args_empty(void) {
+    struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
     return args;
 }
+
+/* Bitfields of struct fuse_file_info, set from Swift without relying on bitfield import. */
+static inline void binder_fi_set_keep_cache(struct fuse_file_info *fi, int on) { fi->keep_cache = on ? 1 : 0; }
+static inline void binder_fi_set_direct_io(struct fuse_file_info *fi, int on) { fi->direct_io = on ? 1 : 0; }
+
+static inline enum fuse_fill_dir_flags binder_fill_dir_plus(void) { return FUSE_FILL_DIR_PLUS; }
 #endif

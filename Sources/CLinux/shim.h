@@ -1,6 +1,11 @@
 #ifndef BINDER_CLINUX_SHIM_H
 #define BINDER_CLINUX_SHIM_H
 /* Variadic and syscall-only Linux interfaces, which Swift cannot call directly. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -15,6 +20,10 @@ static inline int binder_set_nondumpable(void) {
     int b = setrlimit(RLIMIT_CORE, &none);
     return (a == 0 && b == 0) ? 0 : -1;
 }
+
+static inline int binder_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+
+static inline short binder_posix_spawn_setsid(void) { return POSIX_SPAWN_SETSID; }
 
 static inline int binder_is_dumpable(void) { return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0); }
 

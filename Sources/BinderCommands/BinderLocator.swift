@@ -1,0 +1,45 @@
+import BinderGit
+import BinderSystem
+import Foundation
+
+/// `BINDER` arguments: a binder's name (under the state folder's `binders/`) or the path of a
+/// git repository, bare or not.
+struct BinderLocator {
+    let state: StateDirectory
+
+    func path(forName name: String) -> String { state.bindersDirectory + "/" + name }
+
+    /// The repository path for `argument`.
+    func resolve(_ argument: String) throws -> String {
+        let fm = FileManager.default
+        if argument.contains("/") || argument == "." || argument == ".." {
+            return URL(fileURLWithPath: argument).standardizedFileURL.path
+        }
+        let named = path(forName: argument)
+        if fm.fileExists(atPath: named) { return named }
+        if fm.fileExists(atPath: argument) { return URL(fileURLWithPath: argument).standardizedFileURL.path }
+        throw CommandFailure("no binder named '\(argument)' (looked in \(state.bindersDirectory)); give a name from 'binder list' or a path")
+    }
+
+    func open(_ argument: String) throws -> (repository: GitRepository, path: String) {
+        let path = try resolve(argument)
+        do {
+            return (try GitRepository.open(path: path), path)
+        } catch {
+            throw CommandFailure("\(path) is not a binder (not a git repository)")
+        }
+    }
+
+    /// A short name for logs: the folder name without `.git`.
+    static func displayName(_ path: String) -> String {
+        var name = URL(fileURLWithPath: path).lastPathComponent
+        if name == ".git" { name = URL(fileURLWithPath: path).deletingLastPathComponent().lastPathComponent }
+        if name.hasSuffix(".git") { name.removeLast(4) }
+        return name.isEmpty ? "binder" : name
+    }
+
+    static func isSafeName(_ name: String) -> Bool {
+        !name.isEmpty && name.count <= 100 && !name.hasPrefix(".") && !name.hasPrefix("-")
+            && name.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0)) }
+    }
+}

@@ -1,0 +1,61 @@
+import ArgumentParser
+import BinderCore
+import BinderCrypto
+import BinderGit
+import BinderSystem
+import Foundation
+
+struct CreateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "create",
+        abstract: "Create a new binder (local, no server) holding an encrypted patient-info.json.")
+
+    @Argument(help: "The binder's name (letters, digits, '-', '_', '.').")
+    var name: String
+    @Option(name: .customLong("patient-name"), help: "The patient's name, written into patient-info (encrypted).")
+    var patientName: String?
+    @Option(help: "Date of birth, YYYY-MM-DD.")
+    var dob: String?
+    @OptionGroup var passphrase: PassphraseOptions
+
+    func validate() throws {
+        guard BinderLocator.isSafeName(name) else {
+            throw ValidationError("'\(name)' is not a usable binder name: use letters, digits, '-', '_' and '.'")
+        }
+        if let dob {
+            let parts = dob.split(separator: "-")
+            guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
+                  parts.allSatisfy({ $0.allSatisfy(\.isASCII) && Int($0) != nil }),
+                  let month = Int(parts[1]), (1...12).contains(month), let day = Int(parts[2]), (1...31).contains(day) else {
+                throw ValidationError("--dob must be a date as YYYY-MM-DD")
+            }
+        }
+    }
+
+    func run() throws {
+        let state = StateDirectory()
+        let locator = BinderLocator(state: state)
+        let path = locator.path(forName: name)
+        guard !FileManager.default.fileExists(atPath: path) else {
+            throw CommandFailure("a binder named '\(name)' already exists at \(path)")
+        }
+        let key = try KeyStore(state: state).secretKey(passphrase: passphrase.source)
+        try FileManager.default.createDirectory(atPath: state.bindersDirectory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        do {
+            _ = try BinderCreator.create(at: path, key: NIP44.ConversationKey(selfOf: key), patientName: patientName,
+                                         dateOfBirth: dob, author: commitAuthor())
+        } catch {
+            try? FileManager.default.removeItem(atPath: path)
+            throw CommandFailure("cannot create the binder: \(error)")
+        }
+        printOut("Created binder '\(name)' at \(path)")
+    }
+}
+
+/// The author of binder's commits: BINDER_AUTHOR_NAME / BINDER_AUTHOR_EMAIL, else the apps' default.
+func commitAuthor() -> Signature {
+    let env = ProcessInfo.processInfo.environment
+    return Signature(name: env["BINDER_AUTHOR_NAME"] ?? BinderCreator.defaultAuthor.name,
+                     email: env["BINDER_AUTHOR_EMAIL"] ?? BinderCreator.defaultAuthor.email)
+}

@@ -1,0 +1,50 @@
+import BinderCrypto
+import BinderFormat
+
+/// Reading the stored format: the one place that knows a document is a NIP-44 payload holding
+/// MedicalDocument JSON (or, in very old binders, a flat patient-info object).
+public enum BinderReader {
+    public enum Error: Swift.Error, CustomStringConvertible {
+        case decrypt(NIP44.Error)
+        case parse(String)
+
+        public var description: String {
+            switch self {
+            case .decrypt(let e): return e.description
+            case .parse(let why): return why
+            }
+        }
+    }
+
+    public static func decryptDocument(_ stored: [UInt8], key: NIP44.ConversationKey) throws -> SecureBytes {
+        // Some writers may end the file with a newline; the payload itself never contains one.
+        var end = stored.count
+        while end > 0, stored[end - 1] == 0x0A || stored[end - 1] == 0x0D || stored[end - 1] == 0x20 { end -= 1 }
+        do {
+            return try stored.withUnsafeBytes { (b) throws in
+                try NIP44.decrypt(payload: UnsafeRawBufferPointer(rebasing: b[..<end]), key: key)
+            }
+        } catch let error as NIP44.Error {
+            throw Error.decrypt(error)
+        }
+    }
+
+    /// Parses a decrypted document. A flat legacy `patient-info.json` becomes a document whose
+    /// metadata is the whole object and whose value is empty.
+    public static func parseDocument(_ plaintext: SecureBytes, gitPath: String) throws -> MedicalDocument {
+        let bytes = plaintext.copyBytes()
+        let json: JSONValue
+        do { json = try JSONValue.parse(bytes) } catch { throw Error.parse("not JSON: \(error)") }
+        do {
+            return try MedicalDocument(json: json)
+        } catch {
+            if isPatientInfo(gitPath), case .object(let flat) = json, flat["value"] == nil {
+                return MedicalDocument(value: "", metadata: flat)
+            }
+            throw Error.parse("not a medical document: \(error)")
+        }
+    }
+
+    static func isPatientInfo(_ gitPath: String) -> Bool { gitPath == "patient-info.json" }
+}
+

@@ -1,0 +1,285 @@
+import BinderCrypto
+import BinderFormat
+import BinderGit
+import Logging
+import Synchronization
+
+/// The decrypted view of a binder at one commit of `main`: what the mount shows.
+///
+/// Synchronous and kernel-free: the FUSE bridge calls it from libfuse's threads, tests call it
+/// directly. Folder listings are built lazily, one git folder at a time, on first use; file
+/// contents are decrypted on first open and kept in a bounded plaintext cache. See
+/// docs/DESIGN.md.
+public final class BinderView: Sendable {
+    public struct Options: Sendable {
+        /// Upper bound of cached plaintext, in bytes. Open files hold their content on top.
+        public var cacheCapacity: Int
+        public var branch: String
+
+        public init(cacheCapacity: Int = 256 << 20, branch: String = "main") {
+            self.cacheCapacity = cacheCapacity
+            self.branch = branch
+        }
+    }
+
+    /// The hidden, read-only folder of binder's own status files (not listed by `readdir`).
+    public static let controlDirectory = ".binder"
+
+    let repository: GitRepository
+    let key: NIP44.ConversationKey
+    let logger: Logger
+    public let commit: ObjectID?
+    let commitTime: Timestamp
+    /// Entries of every git folder, by folder path ("" is the root). Immutable after init.
+    let gitFolders: [String: [TreeEntry]]
+    /// Git objects read since the mount began (documents, sidecars, raw files).
+    private let objectReads = Atomic<Int>(0)
+
+    private struct State: ~Copyable {
+        var listings: [String: Listing] = [:]
+        var cache: PlaintextCache
+        var openFiles: [UInt64: SecureBytes] = [:]
+        var nextHandle: UInt64 = 1
+    }
+
+    /// Guards listings, the plaintext cache and the open-file table.
+    private let state: Mutex<State>
+
+    public init(repository: GitRepository, key: NIP44.ConversationKey, logger: Logger, options: Options = Options()) throws {
+        self.repository = repository
+        self.key = key
+        self.logger = logger
+        let tip = try repository.branchTip(options.branch)
+        commit = tip
+        var folders: [String: [TreeEntry]] = ["": []]
+        if let tip {
+            let info = try repository.commit(tip)
+            commitTime = Timestamp(seconds: info.committer.seconds)
+            for entry in try repository.listTree(commit: tip) {
+                let parent = entry.path.lastIndex(of: "/").map { String(entry.path[..<$0]) } ?? ""
+                folders[parent, default: []].append(entry)
+                if entry.kind == .tree { folders[entry.path, default: []] = folders[entry.path] ?? [] }
+            }
+        } else {
+            commitTime = Timestamp(seconds: 0)
+        }
+        gitFolders = folders
+        state = Mutex(State(cache: PlaintextCache(capacity: options.cacheCapacity)))
+    }
+
+    // MARK: - Queries
+
+    public func attributes(_ path: String) throws(ViewError) -> NodeAttributes {
+        let path = Self.normalize(path)
+        if path.isEmpty { return NodeAttributes(kind: .directory, size: 0, modified: commitTime, readOnly: false) }
+        if let control = controlAttributes(path) { return control }
+        return try node(path).attributes
+    }
+
+    /// The folder's entries, sorted bytewise by name.
+    public func list(_ path: String) throws(ViewError) -> [(name: String, attributes: NodeAttributes)] {
+        let path = Self.normalize(path)
+        if path == Self.controlDirectory { return [("status", controlAttributes(Self.controlDirectory + "/status")!)] }
+        let listing = try self.listing(path)
+        return listing.sortedNames.map { ($0, listing.nodes[$0]!.attributes) }
+    }
+
+    /// Opens a file for reading: its plaintext is decrypted now (or taken from the cache) and
+    /// held until `release`, so reads of any size at any offset are served from memory.
+    public func open(_ path: String) throws(ViewError) -> UInt64 {
+        let path = Self.normalize(path)
+        let content: SecureBytes
+        if path.hasPrefix(Self.controlDirectory + "/") {
+            guard path == Self.controlDirectory + "/status" else { throw .notFound(path) }
+            content = SecureBytes(utf8: statusText())
+        } else {
+            let node = try node(path)
+            guard !node.isDirectory else { throw .isDirectory(path) }
+            content = try self.content(of: node, path: path)
+        }
+        return state.withLock { state in
+            let handle = state.nextHandle
+            state.nextHandle += 1
+            state.openFiles[handle] = content
+            return handle
+        }
+    }
+
+    /// Copies up to `buffer.count` bytes from `offset`; returns how many (0 at the end).
+    public func read(handle: UInt64, offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(ViewError) -> Int {
+        guard let content = state.withLock({ $0.openFiles[handle] }) else { throw .badHandle }
+        guard offset < content.count, offset >= 0 else { return 0 }
+        let count = min(buffer.count, content.count - offset)
+        content.withUnsafeBytes { bytes in
+            buffer.baseAddress!.copyMemory(from: bytes.baseAddress! + offset, byteCount: count)
+        }
+        return count
+    }
+
+    public func release(handle: UInt64) {
+        _ = state.withLock { $0.openFiles.removeValue(forKey: handle) }
+    }
+
+    /// Drops all plaintext (the cache and any open files): at unmount.
+    public func close() {
+        state.withLock { state in
+            state.cache.removeAll()
+            state.openFiles.removeAll()
+            state.listings.removeAll()
+        }
+    }
+
+    public struct Statistics: Sendable {
+        public let cachedBytes: Int
+        public let cachedEntries: Int
+        public let objectReads: Int
+        public let listedFolders: Int
+    }
+
+    public var statistics: Statistics {
+        let reads = objectReads.load(ordering: .relaxed)
+        return state.withLock { Statistics(cachedBytes: $0.cache.size, cachedEntries: $0.cache.count,
+                                           objectReads: reads, listedFolders: $0.listings.count) }
+    }
+
+    // MARK: - Listings
+
+    static func normalize(_ path: String) -> String {
+        var p = Substring(path)
+        while p.hasPrefix("/") { p = p.dropFirst() }
+        while p.hasSuffix("/") { p = p.dropLast() }
+        return String(p)
+    }
+
+    static func parent(_ path: String) -> (parent: String, name: String) {
+        guard let slash = path.lastIndex(of: "/") else { return ("", path) }
+        return (String(path[..<slash]), String(path[path.index(after: slash)...]))
+    }
+
+    private func node(_ path: String) throws(ViewError) -> Node {
+        let (parent, name) = Self.parent(path)
+        let listing = try self.listing(parent)
+        guard let node = listing.nodes[name] else { throw .notFound(path) }
+        return node
+    }
+
+    /// The listing of folder `path`, built on first use. A git folder is built from its tree
+    /// entries; a `.children` folder is built along with the git folder that holds its document.
+    private func listing(_ path: String) throws(ViewError) -> Listing {
+        if let built = state.withLock({ $0.listings[path] }) { return built }
+        if let entries = gitFolders[path] {
+            var builder = ListingBuilder(repository: repository, key: key, logger: logger, commitTime: commitTime)
+            builder.build(viewPath: path, gitDirectory: path, entries: entries)
+            let reads = entries.filter { $0.kind == .blob }.count
+            objectReads.add(reads, ordering: .relaxed)
+            return state.withLock { state in
+                // Another thread may have built it meanwhile; the first one stays.
+                for (viewPath, listing) in builder.listings where state.listings[viewPath] == nil {
+                    state.listings[viewPath] = listing
+                }
+                for (source, bytes) in builder.rendered { state.cache.put(source, bytes) }
+                return state.listings[path]!
+            }
+        }
+        // Not a git folder: perhaps a `.children` folder, made when its parent is listed.
+        guard !path.isEmpty else { throw .notFound(path) }
+        let (parent, _) = Self.parent(path)
+        _ = try listing(parent)
+        if let built = state.withLock({ $0.listings[path] }) { return built }
+        let node = try node(path)
+        throw node.isDirectory ? .notFound(path) : .notDirectory(path)
+    }
+
+    // MARK: - Contents
+
+    private func content(of node: Node, path: String) throws(ViewError) -> SecureBytes {
+        if let cached = state.withLock({ $0.cache.get(node.source) }) { return cached }
+        let bytes = try produce(node, path: path)
+        if bytes.count != node.size {
+            logger.error("content size differs from listed size", metadata: ["path": "\(node.gitPath)"])
+        }
+        state.withLock { $0.cache.put(node.source, bytes) }
+        return bytes
+    }
+
+    private func readObject(_ id: ObjectID) throws(ViewError) -> [UInt8] {
+        objectReads.add(1, ordering: .relaxed)
+        do { return try repository.readBlob(id) } catch { throw .storage(error.description) }
+    }
+
+    /// Decrypts (and renders) a node's content. Runs outside the state lock.
+    private func produce(_ node: Node, path: String) throws(ViewError) -> SecureBytes {
+        do {
+            switch node.source {
+            case .directory:
+                throw ViewError.isDirectory(path)
+            case .raw(let blob):
+                return SecureBytes(try readObject(blob))
+            case .sidecar(let blob):
+                return try Sidecar.decrypt(try readObject(blob), key: key)
+            case .document(let blob):
+                let document = try decodeDocument(blob, gitPath: node.gitPath)
+                return SecureBytes(utf8: FrontMatter.render(metadata: document.metadata, value: document.value))
+            case .child(let blob, let indexPath):
+                let child = try descend(try decodeDocument(blob, gitPath: node.gitPath), indexPath, path: path)
+                return SecureBytes(utf8: FrontMatter.render(metadata: child.metadata, value: child.value))
+            case .inlineAttachment(let blob, let indexPath):
+                let child = try descend(try decodeDocument(blob, gitPath: node.gitPath), indexPath, path: path)
+                guard let bytes = Sidecar.decodeInline(child.value) else {
+                    throw ViewError.corrupt(path: node.gitPath, reason: "inline attachment is not base64")
+                }
+                return bytes
+            }
+        } catch let error as ViewError {
+            logError(error)
+            throw error
+        } catch {
+            let failure = ViewError.corrupt(path: node.gitPath, reason: "\(error)")
+            logError(failure)
+            throw failure
+        }
+    }
+
+    private func logError(_ error: ViewError) {
+        logger.error("read failed: \(error)")
+    }
+
+    private func decodeDocument(_ blob: ObjectID, gitPath: String) throws -> MedicalDocument {
+        let plaintext = try BinderReader.decryptDocument(try readObject(blob), key: key)
+        return try BinderReader.parseDocument(plaintext, gitPath: gitPath)
+    }
+
+    private func descend(_ document: MedicalDocument, _ indexPath: [Int], path: String) throws(ViewError) -> MedicalDocument {
+        var current = document
+        for index in indexPath {
+            guard index < current.children.count else { throw .corrupt(path: path, reason: "child \(indexPath) no longer exists") }
+            current = current.children[index]
+        }
+        return current
+    }
+
+    // MARK: - Status
+
+    private func controlAttributes(_ path: String) -> NodeAttributes? {
+        if path == Self.controlDirectory {
+            return NodeAttributes(kind: .directory, size: 0, modified: commitTime, readOnly: true)
+        }
+        if path == Self.controlDirectory + "/status" {
+            return NodeAttributes(kind: .file, size: statusText().utf8.count, modified: commitTime, readOnly: true)
+        }
+        return nil
+    }
+
+    /// Status of the mount, no plaintext in it.
+    private func statusText() -> String {
+        let stats = statistics
+        return """
+        commit: \(commit?.hex ?? "none")
+        cached_bytes: \(stats.cachedBytes)
+        cached_entries: \(stats.cachedEntries)
+        listed_folders: \(stats.listedFolders)
+        git_object_reads: \(stats.objectReads)
+
+        """
+    }
+}

@@ -1,0 +1,84 @@
+import BinderGit
+
+/// A file or folder of the mounted view. See docs/DESIGN.md, "The view".
+struct Node: Sendable {
+    /// Where a node's bytes come from. Equal sources have equal bytes, so the source is also
+    /// the plaintext cache's key.
+    enum Source: Hashable, Sendable {
+        /// A folder (a git tree, or the virtual `X.children/` of a document).
+        case directory
+        /// `X.json` rendered as markdown with front matter.
+        case document(blob: ObjectID)
+        /// A text child of a document, rendered like a document. `indexPath` walks `children`.
+        case child(blob: ObjectID, indexPath: [Int])
+        /// An inline base64 attachment child.
+        case inlineAttachment(blob: ObjectID, indexPath: [Int])
+        /// An attachment held in a sidecar (`attachment_ref` document or child, or a sidecar
+        /// nothing refers to).
+        case sidecar(blob: ObjectID)
+        /// A file shown exactly as stored (cannot be decrypted or parsed, or not binder's).
+        case raw(blob: ObjectID)
+    }
+
+    let source: Source
+    let size: Int
+    let modified: Timestamp
+    /// The path of the git object this node is stored in (for logs and `verify`).
+    let gitPath: String
+
+    var isDirectory: Bool { source == .directory }
+    var isRaw: Bool { if case .raw = source { return true } else { return false } }
+}
+
+/// Seconds and nanoseconds since the epoch.
+public struct Timestamp: Sendable, Hashable, Comparable {
+    public var seconds: Int64
+    public var nanoseconds: Int32
+
+    public init(seconds: Int64, nanoseconds: Int32 = 0) {
+        self.seconds = seconds
+        self.nanoseconds = nanoseconds
+    }
+
+    public static func < (a: Timestamp, b: Timestamp) -> Bool {
+        (a.seconds, a.nanoseconds) < (b.seconds, b.nanoseconds)
+    }
+}
+
+/// What `stat` tells about a node.
+public struct NodeAttributes: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable { case file, directory }
+    public let kind: Kind
+    public let size: Int
+    public let modified: Timestamp
+    /// Raw files (undecryptable or unparsable) are never writable.
+    public let readOnly: Bool
+}
+
+extension Node {
+    var attributes: NodeAttributes {
+        NodeAttributes(kind: isDirectory ? .directory : .file, size: size, modified: modified, readOnly: isRaw)
+    }
+}
+
+/// The listing of one folder of the view: names sorted bytewise, as `readdir` returns them.
+struct Listing: Sendable {
+    var nodes: [String: Node] = [:]
+
+    var sortedNames: [String] {
+        nodes.keys.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+    }
+
+    /// Adds `node` under `name`, or under `name-2`, `name-3`… (before the extension) if the
+    /// name is taken. Sources are added in a fixed order, so the choice is stable.
+    mutating func insertUnique(_ name: String, _ node: Node) -> String {
+        var candidate = name
+        var n = 2
+        while nodes[candidate] != nil {
+            candidate = NameMapping.suffixed(name, n)
+            n += 1
+        }
+        nodes[candidate] = node
+        return candidate
+    }
+}

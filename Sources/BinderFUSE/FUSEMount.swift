@@ -1,0 +1,120 @@
+import BinderCore
+internal import CFuse3
+import Foundation
+import Glibc
+import Logging
+
+public enum FUSEError: Error, CustomStringConvertible {
+    case setup(String)
+    case mount(String)
+
+    public var description: String {
+        switch self {
+        case .setup(let why): return "FUSE setup failed: \(why)"
+        case .mount(let why): return why
+        }
+    }
+}
+
+/// One mounted binder: owns the libfuse handle (freed in deinit) and the retained context.
+public final class FUSEMount {
+    public struct Options: Sendable {
+        public var readOnly: Bool
+        /// Shown by `mount` and `df` as the source, e.g. `binder:health`.
+        public var fsName: String
+
+        public init(readOnly: Bool, fsName: String) {
+            self.readOnly = readOnly
+            self.fsName = fsName
+        }
+    }
+
+    private let handle: OpaquePointer
+    private let context: Unmanaged<FileSystemContext>
+    private let view: BinderView
+    private let mountpoint: String
+    private var mounted = false
+
+    public init(view: BinderView, mountpoint: String, options: Options, logger: Logger) throws(FUSEError) {
+        self.view = view
+        self.mountpoint = mountpoint
+        var ops = fuse_operations()
+        Self.installOperations(into: &ops)
+        let context = Unmanaged.passRetained(FileSystemContext(view: view, logger: logger, readOnly: options.readOnly))
+        var args = binder_fuse_args_empty()
+        defer { fuse_opt_free_args(&args) }
+        // Writing through the mount comes with the write side; until then the mount is read-only.
+        let mountOptions = ["fsname=" + Self.escapeOption(options.fsName), "subtype=binder", "auto_unmount",
+                            "default_permissions", "ro", "noatime"]
+        for arg in ["binder", "-o", mountOptions.joined(separator: ",")] {
+            guard fuse_opt_add_arg(&args, arg) == 0 else {
+                context.release()
+                throw .setup("cannot build FUSE arguments")
+            }
+        }
+        guard let handle = binder_fuse_new(&args, &ops, context.toOpaque()) else {
+            context.release()
+            throw .setup("fuse_new rejected the options")
+        }
+        self.handle = handle
+        self.context = context
+    }
+
+    deinit {
+        if mounted { fuse_unmount(handle) }
+        fuse_destroy(handle)
+        context.release()
+        view.close()
+    }
+
+    /// Mounts at `mountpoint`. After this returns, the kernel queues requests until `run`.
+    public func mount() throws(FUSEError) {
+        var info = stat()
+        guard stat(mountpoint, &info) == 0 else {
+            throw .mount("mount point \(mountpoint): \(String(cString: strerror(errno)))")
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw .mount("mount point \(mountpoint) is not a folder") }
+        guard fuse_mount(handle, mountpoint) == 0 else {
+            throw .mount("cannot mount at \(mountpoint) (busy, or FUSE unavailable)")
+        }
+        mounted = true
+        guard fuse_set_signal_handlers(fuse_get_session(handle)) == 0 else {
+            throw .setup("cannot install signal handlers")
+        }
+    }
+
+    /// Serves requests until unmounted or SIGINT/SIGTERM/SIGHUP; then unmounts. Returns 0 on a
+    /// clean exit.
+    public func run() -> Int32 {
+        let result = binder_fuse_loop_mt(handle)
+        fuse_remove_signal_handlers(fuse_get_session(handle))
+        if mounted {
+            fuse_unmount(handle)
+            mounted = false
+        }
+        view.close()
+        return result
+    }
+
+    /// Commas and backslashes in a -o value must be escaped for libfuse's option parser.
+    static func escapeOption(_ value: String) -> String {
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: ",", with: "\\,")
+    }
+
+    /// The operations table. Built in this library (not in `main.swift`, whose top level is
+    /// MainActor-isolated: a closure from there would trap on libfuse's threads).
+    static func installOperations(into ops: inout fuse_operations) {
+        ops.`init` = { _, config in
+            if let config {
+                // Names and attributes change only through this mount: let the kernel cache them.
+                config.pointee.entry_timeout = 60
+                config.pointee.attr_timeout = 60
+                config.pointee.negative_timeout = 5
+                config.pointee.use_ino = 0
+            }
+            return fuse_get_context()!.pointee.private_data
+        }
+        ReadOperations.install(into: &ops)
+        FolderOperations.install(into: &ops)
+    }
+}

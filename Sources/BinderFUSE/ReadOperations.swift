@@ -1,0 +1,64 @@
+import BinderCore
+internal import CFuse3
+import Glibc
+
+/// getattr, readdir, open, read, release: the read side of the mount.
+enum ReadOperations {
+    static func install(into ops: inout fuse_operations) {
+        ops.getattr = { path, stat, _ in
+            let fs = FileSystemContext.current
+            guard let path, let stat else { return -EINVAL }
+            do {
+                fs.fill(stat, try fs.view.attributes(String(cString: path)))
+                return 0
+            } catch { return fs.errno(error) }
+        }
+
+        ops.readdir = { path, buffer, filler, _, _, _ in
+            let fs = FileSystemContext.current
+            guard let path, let filler else { return -EINVAL }
+            do {
+                let entries = try fs.view.list(String(cString: path))
+                var st = stat()
+                _ = filler(buffer, ".", nil, 0, fuse_fill_dir_flags(rawValue: 0))
+                _ = filler(buffer, "..", nil, 0, fuse_fill_dir_flags(rawValue: 0))
+                for entry in entries {
+                    fs.fill(&st, entry.attributes)
+                    // Attributes go with the names (readdirplus), so `ls -l` needs no getattr calls.
+                    if filler(buffer, entry.name, &st, 0, binder_fill_dir_plus()) != 0 { break }
+                }
+                return 0
+            } catch { return fs.errno(error) }
+        }
+
+        ops.open = { path, info in
+            let fs = FileSystemContext.current
+            guard let path, let info else { return -EINVAL }
+            let access = info.pointee.flags & O_ACCMODE
+            if access != O_RDONLY || info.pointee.flags & O_TRUNC != 0 { return -EROFS }
+            do {
+                info.pointee.fh = try fs.view.open(String(cString: path))
+                // The content of a node never changes while this view is mounted, so the
+                // kernel may keep its pages across opens.
+                binder_fi_set_keep_cache(info, 1)
+                return 0
+            } catch { return fs.errno(error) }
+        }
+
+        ops.read = { _, buffer, size, offset, info in
+            let fs = FileSystemContext.current
+            guard let buffer, let info else { return -EINVAL }
+            do {
+                let count = try fs.view.read(handle: info.pointee.fh, offset: Int(offset),
+                                             into: UnsafeMutableRawBufferPointer(start: buffer, count: size))
+                return Int32(count)
+            } catch { return fs.errno(error) }
+        }
+
+        ops.release = { _, info in
+            guard let info else { return 0 }
+            FileSystemContext.current.view.release(handle: info.pointee.fh)
+            return 0
+        }
+    }
+}

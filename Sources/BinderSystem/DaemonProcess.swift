@@ -1,0 +1,95 @@
+internal import CLinux
+import BinderCrypto
+import Foundation
+import Glibc
+
+/// A detached copy of this program (the mount daemon): a new session, stdio on /dev/null,
+/// a secret handed over on fd 3 (never argv or the environment), and a status line back on fd 4.
+public struct DaemonProcess {
+    public let pid: Int32
+    private let statusFD: Int32
+
+    public enum Error: Swift.Error, CustomStringConvertible {
+        case failed(String)
+        public var description: String { if case .failed(let why) = self { return why }; return "" }
+    }
+
+    public static func spawnSelf(arguments: [String], secret: SecureBytes) throws(Error) -> DaemonProcess {
+        var secretPipe: [Int32] = [0, 0], statusPipe: [Int32] = [0, 0]
+        guard binder_pipe_cloexec(&secretPipe) == 0 else { throw .failed("pipe: \(String(cString: strerror(errno)))") }
+        guard binder_pipe_cloexec(&statusPipe) == 0 else {
+            close(secretPipe[0]); close(secretPipe[1])
+            throw .failed("pipe: \(String(cString: strerror(errno)))")
+        }
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, secretPipe[0], 3)
+        posix_spawn_file_actions_adddup2(&actions, statusPipe[1], 4)
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        posix_spawnattr_setflags(&attributes, binder_posix_spawn_setsid())
+
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: Int32 = 0
+        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, Glibc.environ)
+        close(secretPipe[0])
+        close(statusPipe[1])
+        guard spawned == 0 else {
+            close(secretPipe[1]); close(statusPipe[0])
+            throw .failed(String(cString: strerror(spawned)))
+        }
+        secret.withUnsafeBytes { _ = write(secretPipe[1], $0.baseAddress, $0.count) }
+        close(secretPipe[1])
+        return DaemonProcess(pid: pid, statusFD: statusPipe[0])
+    }
+
+    /// The daemon's one status line ("ready" or "error: …"); empty if it exited without one.
+    public func readStatusLine() -> String {
+        var line = [UInt8]()
+        var byte: UInt8 = 0
+        while true {
+            let n = read(statusFD, &byte, 1)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 || byte == 0x0A { break }
+            line.append(byte)
+        }
+        close(statusFD)
+        return String(decoding: line, as: UTF8.self)
+    }
+
+    public func wait() {
+        var status: Int32 = 0
+        _ = waitpid(pid, &status, 0)
+    }
+
+    /// In the daemon: reads the secret handed over on fd 3 (exactly `count` bytes) and closes it.
+    public static func receiveSecret(count: Int) -> SecureBytes? {
+        let secret = SecureBytes(count: count)
+        var got = 0
+        secret.withUnsafeMutableBytes { b in
+            while got < count {
+                let n = read(3, b.baseAddress! + got, count - got)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                got += n
+            }
+        }
+        close(3)
+        return got == count ? secret : nil
+    }
+
+    /// In the daemon: sends the status line on fd 4; "ready" closes it.
+    public static func report(_ line: String) {
+        let bytes = Array((line + "\n").utf8)
+        _ = bytes.withUnsafeBytes { write(4, $0.baseAddress, $0.count) }
+        if line == "ready" { close(4) }
+    }
+}
