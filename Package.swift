@@ -43,8 +43,9 @@ let package = Package(
         .executableTarget(name: "binder", dependencies: ["BinderCommands"]),
 
         .testTarget(name: "BinderCryptoTests", dependencies: ["BinderCrypto"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "BinderFormatTests", dependencies: ["BinderFormat"], resources: [.copy("Fixtures")]),
         .testTarget(name: "BinderGitTests", dependencies: ["BinderGit"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "BinderCLITests", dependencies: ["BinderCrypto", "BinderSystem"]),
+        .testTarget(name: "BinderCLITests", dependencies: ["BinderCrypto", "BinderFormat", "BinderSystem"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -43,7 +43,9 @@ enum FrontMatterYAML {
             return unescapingAstralCharacters(text)
         } catch {
             // libyaml's emitter only fails on malformed event streams, which `node(for:)`
-            // never builds. Fall back to JSON, which is valid YAML for this reader.
+            // never builds. Should it happen, compact JSON still shows the metadata and
+            // reads back as YAML flow style (unless it holds raw characters libyaml
+            // refuses, such as DEL, in which case saving reports an error).
             return metadata.serialized() + "\n"
         }
     }
@@ -85,14 +87,24 @@ enum FrontMatterYAML {
     /// default resolver: the rules writing and reading must agree on.
     static func plainTag(_ text: String) -> Tag.Name {
         // Each default rule (bool, int, float, merge, null, timestamp, value) matches only
-        // text that is empty or starts with one of these bytes; skipping the regular
-        // expressions for other text makes rendering several times faster. The property
-        // tests would catch a future Yams rule this misses.
-        if let first = text.utf8.first, !resolvableFirstBytes.contains(first) { return .str }
-        return Resolver.default.resolveTag(of: Node(text))
+        // text that is empty, starts with one of these bytes, or (through `$` matching
+        // before a final line break, which makes the null rule's empty alternative match)
+        // is a lone line break. Skipping the regular expressions for other text makes
+        // rendering several times faster; a test checks agreement with Yams.
+        if let first = text.utf8.first, !resolvableFirstBytes.contains(first),
+           !lineBreaks.contains(where: { $0.hasSameUTF8(as: text) }) {
+            return .str
+        }
+        return resolverTag(text)
+    }
+
+    /// Yams' default resolver itself, without the shortcut.
+    static func resolverTag(_ text: String) -> Tag.Name {
+        Resolver.default.resolveTag(of: Node(text))
     }
 
     private static let resolvableFirstBytes = Set("yYnNtTfFoO0123456789+-.<~=".utf8)
+    private static let lineBreaks = ["\n", "\r", "\r\n", "\u{85}", "\u{2028}", "\u{2029}"]
 
     /// The tag of a composed scalar: its explicit tag (quoted and block scalars carry
     /// `!!str`), else the one its plain text resolves to.
@@ -189,7 +201,8 @@ enum FrontMatterYAML {
              let .composer(context, text, mark, _):
             return .invalidYAML(line: mark.line + lineOffset, problem: problem(context, text))
         case let .reader(text, offset, _, _):
-            let line = offset.map { offset in yaml.prefix(offset).reduce(1) { $1 == "\n" ? $0 + 1 : $0 } + lineOffset }
+            // `offset` counts Characters; count "\n" scalars, as "\r\n" is one Character.
+            let line = offset.map { yaml.prefix($0).unicodeScalars.filter { $0 == "\n" }.count + 1 + lineOffset }
             return .invalidYAML(line: line, problem: text)
         case let .duplicatedKeysInMapping(_, context):
             return .invalidYAML(line: context.mark.line + lineOffset, problem: "duplicate key")

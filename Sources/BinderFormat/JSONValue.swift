@@ -53,6 +53,12 @@ extension JSONValue {
         self = .number(String(value))
     }
 
+    /// A number with this literal text, or nil if it is not a valid JSON number.
+    public init?(numberLiteral text: String) {
+        guard JSONValue.isValidNumberLiteral(text) else { return nil }
+        self = .number(text)
+    }
+
     /// A floating-point number written as JavaScript writes it (`Number.prototype.toString`),
     /// so that values the mount creates look like the apps' (`0.5`, `1e-7`, `1e+21`).
     /// NaN and infinities become `null`, as in `JSON.stringify`.

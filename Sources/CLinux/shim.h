@@ -25,6 +25,12 @@ static inline int binder_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC)
 
 static inline short binder_posix_spawn_setsid(void) { return POSIX_SPAWN_SETSID; }
 
+/* The daemon must not inherit the launcher's other descriptors (a caller waiting for EOF on a
+   pipe would otherwise wait for the daemon's whole life). */
+static inline int binder_spawn_close_from(posix_spawn_file_actions_t *actions, int lowest) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, lowest);
+}
+
 static inline int binder_is_dumpable(void) { return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0); }
 
 static inline long binder_add_key(const char *type, const char *description, const void *payload,

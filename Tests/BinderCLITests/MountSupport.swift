@@ -1,0 +1,87 @@
+import BinderCrypto
+import Foundation
+import XCTest
+
+/// Test fixtures shared by path (Tests/Fixtures): the apps' sample binder and its manifest.
+enum Fixtures {
+    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures")
+    static var bundle: String { directory.appendingPathComponent("sample-binder.bundle").path }
+    static var nsec: String {
+        (try? String(contentsOf: directory.appendingPathComponent("sample-binder.nsec"), encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+    }
+
+    static func manifest() throws -> [String: Any] {
+        let data = try Data(contentsOf: directory.appendingPathComponent("sample-binder.manifest.json"))
+        return try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+}
+
+/// Runs a shell command; returns status and output.
+@discardableResult
+func shell(_ command: String, in directory: String? = nil, environment: [String: String] = [:]) throws -> BinderRun {
+    let script = directory.map { "cd '\($0)' && \(command)" } ?? command
+    return try BinderSandbox.run(executable: "/bin/bash", ["-c", script], environment: environment)
+}
+
+/// A sandbox with a key imported and a binder cloned from the fixture (or made by a test),
+/// and a mount point; always unmounted at the end.
+final class MountedBinder {
+    let sandbox: BinderSandbox
+    let passphraseFile: String
+    let mountpoint: String
+    var repository: String
+    private(set) var mounted = false
+
+    /// With the fixture's key imported; `repository` is a fresh clone of the fixture bundle.
+    init(nsec: String = Fixtures.nsec, cloneFixture: Bool = true) throws {
+        sandbox = try BinderSandbox()
+        passphraseFile = try sandbox.file("passphrase", "test passphrase\n")
+        mountpoint = sandbox.root.appendingPathComponent("mnt").path
+        repository = sandbox.root.appendingPathComponent("sample-binder").path
+        try FileManager.default.createDirectory(atPath: mountpoint, withIntermediateDirectories: true)
+        let imported = try sandbox.run(["key", "import", "--passphrase-file", passphraseFile, "--log-n", "8"], stdin: nsec + "\n")
+        XCTAssertEqual(imported.status, 0, imported.stderr)
+        if cloneFixture {
+            let clone = try shell("git clone -q '\(Fixtures.bundle)' '\(repository)'")
+            XCTAssertEqual(clone.status, 0, clone.stderr)
+        }
+    }
+
+    deinit { unmount() }
+
+    func mount(_ extra: [String] = []) throws {
+        let run = try sandbox.run(["mount", repository, mountpoint, "--passphrase-file", passphraseFile] + extra)
+        XCTAssertEqual(run.status, 0, "mount failed: \(run.stderr)")
+        mounted = run.status == 0
+    }
+
+    func unmount() {
+        guard mounted else { return }
+        _ = try? sandbox.run(["unmount", mountpoint])
+        _ = try? shell("fusermount3 -u -z '\(mountpoint)' 2>/dev/null")
+        mounted = false
+    }
+
+    func path(_ relative: String) -> String { mountpoint + "/" + relative }
+
+    func read(_ relative: String) throws -> [UInt8] {
+        [UInt8](try Data(contentsOf: URL(fileURLWithPath: path(relative))))
+    }
+
+    /// Every regular file under the mount, relative paths, sorted.
+    func files() throws -> [String] {
+        let run = try shell("find . -type f | sed 's|^\\./||' | LC_ALL=C sort", in: mountpoint)
+        XCTAssertEqual(run.status, 0, run.stderr)
+        return run.stdout.split(separator: "\n").map(String.init)
+    }
+
+    func statusValue(_ key: String) throws -> Int {
+        let text = String(decoding: try read(".binder/status"), as: UTF8.self)
+        let line = try XCTUnwrap(text.split(separator: "\n").first { $0.hasPrefix(key + ": ") })
+        return try XCTUnwrap(Int(line.dropFirst(key.count + 2)))
+    }
+}
+
+func sha256Hex(_ bytes: [UInt8]) -> String { Hex.encode(sha256(bytes)) }
