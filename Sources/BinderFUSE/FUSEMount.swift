@@ -84,9 +84,11 @@ public final class FUSEMount {
     }
 
     /// Serves requests until unmounted or SIGINT/SIGTERM/SIGHUP; then unmounts. Returns 0 on a
-    /// clean exit.
+    /// clean exit (a signal asking to stop is one), else a negative errno.
     public func run() -> Int32 {
-        let result = binder_fuse_loop_mt(handle)
+        var result = binder_fuse_loop_mt(handle)
+        // libfuse's signal handler leaves the signal number as the loop's result.
+        if result == SIGINT || result == SIGTERM || result == SIGHUP { result = 0 }
         fuse_remove_signal_handlers(fuse_get_session(handle))
         if mounted {
             fuse_unmount(handle)

@@ -1,0 +1,164 @@
+import BinderCrypto
+import BinderFormat
+import Foundation
+import XCTest
+
+/// `binder create`, `mount`, `unmount` and `verify` as a user runs them, including every
+/// failure line.
+final class MountCommandTests: XCTestCase {
+    func testMountFailuresAreOneClearLine() throws {
+        let binder = try MountedBinder()
+        defer { binder.unmount() }
+        let s = binder.sandbox
+        let pass = binder.passphraseFile
+        assertFails(try s.run(["mount", s.root.path, binder.mountpoint, "--passphrase-file", pass]), mentioning: "is not a binder")
+        assertFails(try s.run(["mount", "no-such-binder", binder.mountpoint, "--passphrase-file", pass]), mentioning: "no binder named")
+        assertFails(try s.run(["mount", binder.repository, s.root.path + "/missing", "--passphrase-file", pass]), mentioning: "does not exist")
+        assertFails(try s.run(["mount", binder.repository, pass, "--passphrase-file", pass]), mentioning: "is not a folder")
+        assertFails(try s.run(["mount", binder.repository, binder.mountpoint]), mentioning: "the key is locked")
+        assertFails(try s.run(["mount", binder.repository, binder.mountpoint, "--passphrase-file", try s.file("bad", "nope\n")]),
+                    mentioning: "wrong passphrase")
+        assertFails(try s.run(["mount", binder.repository, binder.mountpoint, "--cache-size", "lots", "--passphrase-file", pass]),
+                    mentioning: "--cache-size")
+        try binder.mount()
+        assertFails(try s.run(["mount", binder.repository, binder.mountpoint, "--passphrase-file", pass]), mentioning: "is busy")
+        // Still mounted and answering after the refused attempts.
+        XCTAssertTrue(FileManager.default.fileExists(atPath: binder.path("patient-info.md")))
+    }
+
+    func testAnotherKeyIsRefused() throws {
+        let stranger = SecretKey.generate()
+        let binder = try MountedBinder(nsec: String(decoding: stranger.nsec().copyBytes(), as: UTF8.self))
+        let run = try binder.sandbox.run(["mount", binder.repository, binder.mountpoint, "--passphrase-file", binder.passphraseFile])
+        assertFails(run, mentioning: "encrypted for another key")
+        XCTAssertNil(mountEntry(binder.mountpoint))
+    }
+
+    func testUnmountCleanAndStale() throws {
+        let binder = try MountedBinder()
+        defer { binder.unmount() }
+        try binder.mount()
+        XCTAssertNotNil(mountEntry(binder.mountpoint))
+        let unmount = try binder.sandbox.run(["unmount", binder.mountpoint])
+        XCTAssertEqual(unmount.status, 0, unmount.stderr)
+        XCTAssertNil(mountEntry(binder.mountpoint))
+        assertFails(try binder.sandbox.run(["unmount", binder.mountpoint]), mentioning: "is not mounted")
+
+        // A daemon killed with SIGKILL: its fusermount3 helper (auto_unmount) clears the mount.
+        try binder.mount()
+        let pid = try XCTUnwrap(daemonPID(binder.mountpoint))
+        kill(pid, SIGKILL)
+        waitUntil { mountEntry(binder.mountpoint) == nil }
+        XCTAssertNil(mountEntry(binder.mountpoint))
+        // Daemon and helper both killed leave a dead mount (ENOTCONN); `binder unmount` clears it.
+        try binder.mount()
+        let daemon = try XCTUnwrap(daemonPID(binder.mountpoint))
+        let helper = try XCTUnwrap(pid_t(try shell("pgrep -f -- 'fusermount3.*\(binder.mountpoint)' | head -n 1").stdout
+            .trimmingCharacters(in: .whitespacesAndNewlines)))
+        kill(helper, SIGKILL)
+        kill(daemon, SIGKILL)
+        waitUntil { kill(daemon, 0) != 0 && kill(helper, 0) != 0 }
+        XCTAssertNotNil(mountEntry(binder.mountpoint), "expected a stale mount")
+        XCTAssertTrue(try shell("ls '\(binder.mountpoint)' 2>&1").stdout.contains("not connected"))
+        let stale = try binder.sandbox.run(["unmount", binder.mountpoint])
+        XCTAssertEqual(stale.status, 0, stale.stderr)
+        XCTAssertNil(mountEntry(binder.mountpoint))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: binder.mountpoint), [])
+    }
+
+    func testDaemonUnmountsOnSIGTERMAndIsDetached() throws {
+        let binder = try MountedBinder()
+        defer { binder.unmount() }
+        try binder.mount()
+        let pid = try XCTUnwrap(daemonPID(binder.mountpoint))
+        // Detached: its own session, and no plaintext secret in its command line or environment.
+        XCTAssertEqual(getsid(pid), pid)
+        let cmdline = try String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)
+        XCTAssertFalse(cmdline.contains("nsec"))
+        XCTAssertFalse(cmdline.contains("test passphrase"))
+        let environment = (try? String(contentsOfFile: "/proc/\(pid)/environ", encoding: .utf8)) ?? ""
+        XCTAssertFalse(environment.contains("nsec1"))
+        kill(pid, SIGTERM)
+        waitUntil { mountEntry(binder.mountpoint) == nil }
+        XCTAssertNil(mountEntry(binder.mountpoint))
+        waitUntil { kill(pid, 0) != 0 }
+        XCTAssertNotEqual(kill(pid, 0), 0, "daemon still running after SIGTERM")
+    }
+
+    func testForegroundUnmountsOnSIGINT() throws {
+        let binder = try MountedBinder()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: BinderSandbox.binary)
+        process.arguments = ["mount", binder.repository, binder.mountpoint, "--foreground", "--passphrase-file", binder.passphraseFile]
+        process.environment = ProcessInfo.processInfo.environment.merging(["BINDER_HOME": binder.sandbox.home.path]) { $1 }
+        process.standardError = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        waitUntil { mountEntry(binder.mountpoint) != nil && FileManager.default.fileExists(atPath: binder.path("patient-info.md")) }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: binder.path("patient-info.md")))
+        process.interrupt()
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0)
+        XCTAssertNil(mountEntry(binder.mountpoint))
+    }
+
+    func testCreateMountVerifyByName() throws {
+        let binder = try MountedBinder(cloneFixture: false)
+        defer { binder.unmount() }
+        let s = binder.sandbox
+        let create = try s.run(["create", "health", "--patient-name", "Zoë Example", "--dob", "1990-04-01",
+                                "--passphrase-file", binder.passphraseFile])
+        XCTAssertEqual(create.status, 0, create.stderr)
+        let path = s.home.appendingPathComponent("binders/health").path
+        XCTAssertTrue(create.stdout.contains(path), create.stdout)
+        assertFails(try s.run(["create", "health", "--passphrase-file", binder.passphraseFile]), mentioning: "already exists")
+        XCTAssertNotEqual(try s.run(["create", "../escape", "--passphrase-file", binder.passphraseFile]).status, 0)
+        XCTAssertNotEqual(try s.run(["create", "x", "--dob", "1990-13-01", "--passphrase-file", binder.passphraseFile]).status, 0)
+
+        // The commit: structural message, nothing but ciphertext in git.
+        let log = try shell("git --git-dir='\(path)' log --format=%s main")
+        XCTAssertEqual(log.stdout, "Initialize binder\n")
+        let objects = try shell("git --git-dir='\(path)' cat-file --batch-all-objects --batch | grep -c 'Zoë' || true")
+        XCTAssertEqual(objects.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "0")
+        XCTAssertEqual(try shell("git --git-dir='\(path)' fsck --strict 2>&1").status, 0)
+
+        let verify = try s.run(["verify", "health", "--passphrase-file", binder.passphraseFile])
+        XCTAssertEqual(verify.status, 0, verify.stdout + verify.stderr)
+        XCTAssertTrue(verify.stdout.contains("all good"), verify.stdout)
+
+        binder.repository = "health"
+        try binder.mount()
+        let info = try FrontMatter.parse(try binder.read("patient-info.md"))
+        XCTAssertEqual(info.value, "# Zoë Example\n\nDOB: 1990-04-01\n")
+        XCTAssertEqual(info.metadata?["type"], "patient-info")
+
+        // An independent implementation (rust-nostr) decrypts what binder wrote.
+        let payload = try shell("git --git-dir='\(path)' show main:patient-info.json").stdout
+        let payloadFile = try s.file("payload", payload)
+        let nsecFile = try s.file("nsec", Fixtures.nsec)
+        let script = Fixtures.directory.deletingLastPathComponent().appendingPathComponent("interop/nostr_check.py").path
+        let decrypted = try BinderSandbox.run(executable: "/usr/bin/env", ["python3", script, "nip44-decrypt", nsecFile, payloadFile])
+        XCTAssertEqual(decrypted.status, 0, decrypted.stderr)
+        let document = try MedicalDocument(plaintext: Array(decrypted.stdout.utf8))
+        XCTAssertEqual(document.type, "patient-info")
+        XCTAssertEqual(document.value, "# Zoë Example\n\nDOB: 1990-04-01\n")
+        XCTAssertEqual(document.validate(), [])
+    }
+}
+
+/// The mount table entry at `path`, if any.
+func mountEntry(_ path: String) -> String? {
+    let table = (try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8)) ?? ""
+    return table.split(separator: "\n").first { $0.split(separator: " ").dropFirst().first.map(String.init) == path }.map(String.init)
+}
+
+/// The pid of the daemon serving `mountpoint`.
+func daemonPID(_ mountpoint: String) -> pid_t? {
+    let run = try? shell("pgrep -f -- '--daemon-child' | while read p; do tr '\\0' ' ' < /proc/$p/cmdline | grep -qF -- ' \(mountpoint) ' && echo $p; done")
+    return run.flatMap { pid_t($0.stdout.split(separator: "\n").first ?? "") }
+}
+
+func waitUntil(timeout: TimeInterval = 10, _ condition: () -> Bool) {
+    let deadline = Date().addingTimeInterval(timeout)
+    while !condition() && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+}
