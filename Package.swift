@@ -41,6 +41,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "binder", dependencies: ["BinderCommands"]),
+        // Fills a demo binder with realistic records (scripts/demo); not part of the product.
+        .executableTarget(name: "binder-demo-data", dependencies: ["BinderCore", "BinderCrypto", "BinderFormat", "BinderGit"]),
 
         .testTarget(name: "BinderCryptoTests", dependencies: ["BinderCrypto"], resources: [.copy("Fixtures")]),
         .testTarget(name: "BinderFormatTests", dependencies: ["BinderFormat"], resources: [.copy("Fixtures")]),

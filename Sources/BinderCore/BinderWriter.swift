@@ -1,0 +1,93 @@
+import BinderCrypto
+import BinderFormat
+import BinderGit
+
+/// Writes records the way the Limbo Health apps do (docs/FORMAT.md): documents as NIP-44
+/// payloads, attachments as `attachment_ref` documents with DEK sidecars, folders with an
+/// encrypted `.meta.json`. Changes are staged, then committed together as one commit.
+public final class BinderWriter {
+    let repository: GitRepository
+    let key: NIP44.ConversationKey
+    let author: Signature
+    private var changes: [TreeChange] = []
+
+    public init(repository: GitRepository, key: NIP44.ConversationKey, author: Signature) {
+        self.repository = repository
+        self.key = key
+        self.author = author
+    }
+
+    public enum Error: Swift.Error, CustomStringConvertible {
+        case tooLarge(path: String, bytes: Int)
+
+        public var description: String {
+            switch self {
+            case .tooLarge(let path, let bytes):
+                return "\(path): \(bytes) bytes of JSON is over NIP-44's 65,535-byte limit (keep large content in attachments)"
+            }
+        }
+    }
+
+    /// Stages `document` at `path` (a `.json` path).
+    public func putDocument(_ document: MedicalDocument, at path: String) throws {
+        let json = document.serializedBytes()
+        guard json.count <= NIP44.maxPlaintextSize else { throw Error.tooLarge(path: path, bytes: json.count) }
+        let payload = try NIP44.encrypt(json, key: key)
+        changes.append(.write(path: path, blob: try repository.writeBlob(Array(payload.utf8))))
+    }
+
+    /// Stages an attachment's sidecar (DEK format) at `sidecarPath`.
+    public func putSidecar(_ content: [UInt8], at sidecarPath: String) throws {
+        changes.append(.write(path: sidecarPath, blob: try repository.writeBlob(try Sidecar.encrypt(content, key: key))))
+    }
+
+    /// Stages a standalone attachment shown as `folder/fileName` (e.g. `2026-02-10-photo.jpg`):
+    /// `folder/<stem>.json` (type `attachment_ref`) and its sidecar `folder/<fileName>.enc`.
+    public func putAttachment(_ content: [UInt8], fileName: String, folder: String, created: String = Timestamps.now()) throws {
+        let (stem, ext) = NameMapping.splitExtension(fileName)
+        let sidecarName = fileName + NameMapping.sidecarExtension
+        try putSidecar(content, at: join(folder, sidecarName))
+        let document = MedicalDocument(value: sidecarName, metadata: Self.attachmentMetadata(ext: ext, size: content.count, created: created))
+        try putDocument(document, at: join(folder, stem + NameMapping.documentExtension))
+    }
+
+    /// An `attachment_ref` child for a note at `documentPath`, its sidecar staged beside it.
+    public func attachmentChild(_ content: [UInt8], fileName: String, documentPath: String,
+                                created: String = Timestamps.now()) throws -> MedicalDocument {
+        let folder = BinderView.parent(documentPath).parent
+        let (_, ext) = NameMapping.splitExtension(fileName)
+        let documentStem = String(BinderView.parent(documentPath).name.dropLast(NameMapping.documentExtension.count))
+        let sidecarName = documentStem + "-" + fileName + NameMapping.sidecarExtension
+        try putSidecar(content, at: join(folder, sidecarName))
+        var metadata = Self.attachmentMetadata(ext: ext, size: content.count, created: created)
+        // The name it is shown under in `X.children/` (see NameMapping.childName).
+        metadata["fileName"] = .string(fileName)
+        return MedicalDocument(value: sidecarName, metadata: metadata)
+    }
+
+    static func attachmentMetadata(ext: String, size: Int, created: String) -> JSONObject {
+        let format = AttachmentFormats.format(forExtension: String(ext.dropFirst())) ?? String(ext.dropFirst())
+        return ["type": "attachment_ref", "format": .string(format),
+                "encoding": .string(AttachmentFormats.defaultEncoding(format: format)),
+                "originalSizeBytes": JSONValue(size), "created": .string(created)]
+    }
+
+    /// Stages a folder's encrypted `.meta.json` (display data, as the app writes it).
+    public func putFolder(_ path: String, displayName: String, icon: String? = nil, color: String? = nil, displayOrder: Int? = nil) throws {
+        var meta: JSONObject = ["displayName": .string(displayName)]
+        if let icon { meta["icon"] = .string(icon) }
+        if let color { meta["color"] = .string(color) }
+        if let displayOrder { meta["displayOrder"] = JSONValue(displayOrder) }
+        let payload = try NIP44.encrypt(JSONValue.object(meta).serializedBytes(), key: key)
+        changes.append(.write(path: join(path, NameMapping.folderMetadataName), blob: try repository.writeBlob(Array(payload.utf8))))
+    }
+
+    /// Commits everything staged onto the tip of `main` (a structural message, never content).
+    @discardableResult
+    public func commit(message: String) throws -> ObjectID {
+        let parent = try repository.branchTip("main")
+        let id = try repository.commitChanges(onto: parent, changes: changes, message: message, author: author)
+        changes.removeAll()
+        return id
+    }
+}
