@@ -133,15 +133,5 @@ func askNewPassphrase(_ source: PassphraseSource) throws -> SecureBytes {
 
 /// All of standard input, into secret memory (a key being imported).
 func readStandardInputSecret(limit: Int = 4096) -> SecureBytes {
-    let buffer = SecureBytes(count: limit)
-    var total = 0
-    buffer.withUnsafeMutableBytes { b in
-        while total < limit {
-            let n = read(0, b.baseAddress! + total, limit - total)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }
-            total += n
-        }
-    }
-    return buffer.slice(0..<total)
+    SecretInput.read(fd: 0, upTo: limit)
 }

@@ -73,18 +73,9 @@ public struct DaemonProcess {
 
     /// In the daemon: reads the secret handed over on fd 3 (exactly `count` bytes) and closes it.
     public static func receiveSecret(count: Int) -> SecureBytes? {
-        let secret = SecureBytes(count: count)
-        var got = 0
-        secret.withUnsafeMutableBytes { b in
-            while got < count {
-                let n = read(3, b.baseAddress! + got, count - got)
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { break }
-                got += n
-            }
-        }
+        let secret = SecretInput.read(fd: 3, upTo: count)
         close(3)
-        return got == count ? secret : nil
+        return secret.count == count ? secret : nil
     }
 
     /// In the daemon: sends the status line on fd 4; "ready" closes it.
