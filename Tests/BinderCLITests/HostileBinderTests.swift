@@ -108,6 +108,16 @@ final class HostileBinderTests: XCTestCase {
         XCTAssertFalse(log.contains("orphan bytes"))
     }
 
+    func testPlaintextCacheStaysWithinItsBound() throws {
+        binder.unmount()
+        try binder.mount(["--cache-size", "2M"])
+        XCTAssertEqual(try shell("cat imaging/big-scan.pdf > /dev/null && grep -r -c Unicode . >/dev/null; tar cf - . | wc -c", in: binder.mountpoint).status, 0)
+        XCTAssertLessThanOrEqual(try binder.statusValue("cached_bytes"), 2 << 20)
+        XCTAssertGreaterThan(try binder.statusValue("cached_entries"), 0)
+        // Content larger than the cache is still served whole while open.
+        XCTAssertEqual(sha256Hex(try binder.read("imaging/big-scan.pdf")), sha256Hex(bigAttachment))
+    }
+
     func testVerifyNamesEveryProblem() throws {
         let run = try binder.sandbox.run(["verify", binder.repository, "--passphrase-file", binder.passphraseFile])
         XCTAssertNotEqual(run.status, 0)
