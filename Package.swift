@@ -46,6 +46,8 @@ let package = Package(
 
         .testTarget(name: "BinderCryptoTests", dependencies: ["BinderCrypto"], resources: [.copy("Fixtures")]),
         .testTarget(name: "BinderFormatTests", dependencies: ["BinderFormat"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "BinderCoreTests", dependencies: ["BinderCore", "BinderCrypto", "BinderFormat", "BinderGit",
+                                                         .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "BinderGitTests", dependencies: ["BinderGit"], resources: [.copy("Fixtures")]),
         .testTarget(name: "BinderCLITests", dependencies: ["BinderCrypto", "BinderFormat", "BinderSystem"]),
     ],

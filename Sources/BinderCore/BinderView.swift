@@ -15,10 +15,13 @@ public final class BinderView: Sendable {
         /// Upper bound of cached plaintext, in bytes. Open files hold their content on top.
         public var cacheCapacity: Int
         public var branch: String
+        public var author: Signature
 
-        public init(cacheCapacity: Int = 256 << 20, branch: String = "main") {
+        public init(cacheCapacity: Int = 256 << 20, branch: String = "main",
+                    author: Signature = Signature(name: BinderCreator.defaultAuthor.name, email: BinderCreator.defaultAuthor.email)) {
             self.cacheCapacity = cacheCapacity
             self.branch = branch
+            self.author = author
         }
     }
 
@@ -28,50 +31,48 @@ public final class BinderView: Sendable {
     let repository: GitRepository
     let key: NIP44.ConversationKey
     let logger: Logger
-    public let commit: ObjectID?
-    let commitTime: Timestamp
-    /// Entries of every git folder, by folder path ("" is the root). Immutable after init.
-    let gitFolders: [String: [TreeEntry]]
+    let branch: String
     /// Git objects read since the mount began (documents, sidecars, raw files).
     private let objectReads = Atomic<Int>(0)
 
-    private struct State: ~Copyable {
+    struct State: ~Copyable {
+        var snapshot: Snapshot
         var listings: [String: Listing] = [:]
         var cache: PlaintextCache
         var openFiles: [UInt64: SecureBytes] = [:]
         var nextHandle: UInt64 = 1
+        /// `X.children` folders made with mkdir, not yet holding a child (nothing in git).
+        var pendingFolders: [String: Parent] = [:]
     }
 
-    /// Guards listings, the plaintext cache and the open-file table.
-    private let state: Mutex<State>
+    /// Serialises writes: one plan-and-commit at a time. Taken before `state`, never inside it.
+    let writeLock = Mutex(())
+    /// The author of the commits this view makes.
+    let author: Signature
+
+    /// Guards the snapshot, listings, the plaintext cache and the open-file table.
+    let state: Mutex<State>
 
     public init(repository: GitRepository, key: NIP44.ConversationKey, logger: Logger, options: Options = Options()) throws {
         self.repository = repository
         self.key = key
         self.logger = logger
-        let tip = try repository.branchTip(options.branch)
-        commit = tip
-        var folders: [String: [TreeEntry]] = ["": []]
-        if let tip {
-            let info = try repository.commit(tip)
-            commitTime = Timestamp(seconds: info.committer.seconds)
-            for entry in try repository.listTree(commit: tip) {
-                let parent = entry.path.lastIndex(of: "/").map { String(entry.path[..<$0]) } ?? ""
-                folders[parent, default: []].append(entry)
-                if entry.kind == .tree { folders[entry.path, default: []] = folders[entry.path] ?? [] }
-            }
-        } else {
-            commitTime = Timestamp(seconds: 0)
-        }
-        gitFolders = folders
-        state = Mutex(State(cache: PlaintextCache(capacity: options.cacheCapacity)))
+        branch = options.branch
+        author = options.author
+        let snapshot = try Snapshot.load(repository, commit: try repository.branchTip(options.branch))
+        state = Mutex(State(snapshot: snapshot, cache: PlaintextCache(capacity: options.cacheCapacity)))
     }
+
+    /// The commit shown.
+    public var commit: ObjectID? { state.withLock { $0.snapshot.commit } }
+
+    var snapshot: Snapshot { state.withLock { $0.snapshot } }
 
     // MARK: - Queries
 
     public func attributes(_ path: String) throws(ViewError) -> NodeAttributes {
         let path = Self.normalize(path)
-        if path.isEmpty { return NodeAttributes(kind: .directory, size: 0, modified: commitTime, readOnly: false) }
+        if path.isEmpty { return NodeAttributes(kind: .directory, size: 0, modified: snapshot.commitTime, readOnly: false) }
         if let control = controlAttributes(path) { return control }
         return try node(path).attributes
     }
@@ -156,7 +157,7 @@ public final class BinderView: Sendable {
         return (String(path[..<slash]), String(path[path.index(after: slash)...]))
     }
 
-    private func node(_ path: String) throws(ViewError) -> Node {
+    func node(_ path: String) throws(ViewError) -> Node {
         let (parent, name) = Self.parent(path)
         let listing = try self.listing(parent)
         guard let node = listing.nodes[name] else { throw .notFound(path) }
@@ -165,19 +166,23 @@ public final class BinderView: Sendable {
 
     /// The listing of folder `path`, built on first use. A git folder is built from its tree
     /// entries; a `.children` folder is built along with the git folder that holds its document.
-    private func listing(_ path: String) throws(ViewError) -> Listing {
-        if let built = state.withLock({ $0.listings[path] }) { return built }
-        if let entries = gitFolders[path] {
-            var builder = ListingBuilder(repository: repository, key: key, logger: logger, commitTime: commitTime)
+    func listing(_ path: String) throws(ViewError) -> Listing {
+        let (built, snapshot) = state.withLock { ($0.listings[path], $0.snapshot) }
+        if let built { return built }
+        if let entries = snapshot.gitFolders[path] {
+            var builder = ListingBuilder(repository: repository, key: key, logger: logger, commitTime: snapshot.commitTime)
             builder.build(viewPath: path, gitDirectory: path, entries: entries)
             let reads = entries.filter { $0.kind == .blob }.count
             objectReads.add(reads, ordering: .relaxed)
             return state.withLock { state in
+                for (source, bytes) in builder.rendered { state.cache.put(source, bytes) }
+                // A commit may have replaced the snapshot meanwhile: then this listing is only
+                // good for this answer, not for keeping.
+                guard state.snapshot.commit == snapshot.commit else { return builder.listings[path]! }
                 // Another thread may have built it meanwhile; the first one stays.
                 for (viewPath, listing) in builder.listings where state.listings[viewPath] == nil {
                     state.listings[viewPath] = listing
                 }
-                for (source, bytes) in builder.rendered { state.cache.put(source, bytes) }
                 return state.listings[path]!
             }
         }
@@ -192,7 +197,7 @@ public final class BinderView: Sendable {
 
     // MARK: - Contents
 
-    private func content(of node: Node, path: String) throws(ViewError) -> SecureBytes {
+    func content(of node: Node, path: String) throws(ViewError) -> SecureBytes {
         if let cached = state.withLock({ $0.cache.get(node.source) }) { return cached }
         let bytes = try produce(node, path: path)
         if bytes.count != node.size {
@@ -262,10 +267,10 @@ public final class BinderView: Sendable {
 
     private func controlAttributes(_ path: String) -> NodeAttributes? {
         if path == Self.controlDirectory {
-            return NodeAttributes(kind: .directory, size: 0, modified: commitTime, readOnly: true)
+            return NodeAttributes(kind: .directory, size: 0, modified: snapshot.commitTime, readOnly: true)
         }
         if path == Self.controlDirectory + "/status" {
-            return NodeAttributes(kind: .file, size: statusText().utf8.count, modified: commitTime, readOnly: true)
+            return NodeAttributes(kind: .file, size: statusText().utf8.count, modified: snapshot.commitTime, readOnly: true)
         }
         return nil
     }

@@ -82,6 +82,9 @@ public final class BinderWriter {
         changes.append(.write(path: join(path, NameMapping.folderMetadataName), blob: try repository.writeBlob(Array(payload.utf8))))
     }
 
+    /// What is staged so far (for callers that commit it with more changes of their own).
+    var stagedChanges: [TreeChange] { changes }
+
     /// Commits everything staged onto the tip of `main` (a structural message, never content).
     @discardableResult
     public func commit(message: String) throws -> ObjectID {

@@ -46,7 +46,8 @@ struct ListingBuilder {
             }
             let stem = String(name.dropLast(NameMapping.documentExtension.count))
             if document.type == "attachment_ref", let sidecar = files[document.value], document.value.hasSuffix(NameMapping.sidecarExtension),
-               let node = sidecarNode(sidecar, gitPath: join(gitDirectory, document.value), metadata: document.metadata) {
+               var node = sidecarNode(sidecar, gitPath: join(gitDirectory, document.value), metadata: document.metadata) {
+                node.owner = .document(path: gitPath)
                 consumedSidecars.insert(document.value)
                 _ = listing.insertUnique(NameMapping.attachmentName(sidecar: document.value, format: document.metadata["format"]?.stringValue), node)
                 continue
@@ -59,7 +60,8 @@ struct ListingBuilder {
             if !document.children.isEmpty {
                 let childrenName = NameMapping.splitExtension(shown).stem + NameMapping.childrenSuffix
                 let childrenView = join(viewPath, childrenName)
-                _ = listing.insertUnique(childrenName, Node(source: .directory, size: 0, modified: modified(document.metadata), gitPath: gitPath))
+                _ = listing.insertUnique(childrenName, Node(source: .directory, size: 0, modified: modified(document.metadata), gitPath: gitPath,
+                                                            owner: .child(documentPath: gitPath, indexPath: [])))
                 buildChildren(of: document, blob: entry.id, indexPath: [], viewPath: childrenView, gitPath: gitPath,
                               gitDirectory: gitDirectory, files: files, consumed: &consumedSidecars)
             }
@@ -98,7 +100,8 @@ struct ListingBuilder {
             let parentTime = modified(document.metadata)
             let time = child.metadata["updated"] != nil || child.metadata["created"] != nil ? modified(child.metadata) : parentTime
             if child.type == "attachment_ref", child.value.hasSuffix(NameMapping.sidecarExtension), let sidecar = files[child.value],
-               let node = sidecarNode(sidecar, gitPath: join(gitDirectory, child.value), metadata: child.metadata, time: time) {
+               var node = sidecarNode(sidecar, gitPath: join(gitDirectory, child.value), metadata: child.metadata, time: time) {
+                node.owner = .child(documentPath: gitPath, indexPath: childPath)
                 consumed.insert(child.value)
                 _ = listing.insertUnique(NameMapping.childName(child, index: index, count: document.children.count, sidecar: child.value), node)
                 continue
@@ -120,7 +123,8 @@ struct ListingBuilder {
                                              Node(source: source, size: bytes.count, modified: time, gitPath: gitPath))
             if !child.children.isEmpty {
                 let childrenName = NameMapping.splitExtension(shown).stem + NameMapping.childrenSuffix
-                _ = listing.insertUnique(childrenName, Node(source: .directory, size: 0, modified: time, gitPath: gitPath))
+                _ = listing.insertUnique(childrenName, Node(source: .directory, size: 0, modified: time, gitPath: gitPath,
+                                                            owner: .child(documentPath: gitPath, indexPath: childPath)))
                 buildChildren(of: child, blob: blob, indexPath: childPath, viewPath: join(viewPath, childrenName), gitPath: gitPath,
                               gitDirectory: gitDirectory, files: files, consumed: &consumed)
             }

@@ -20,11 +20,19 @@ struct Node: Sendable {
         case raw(blob: ObjectID)
     }
 
+    /// What a node belongs to, for writes: the `attachment_ref` document of a sidecar, or the
+    /// document (and child, by index path) whose children a sidecar or `.children` folder is.
+    enum Owner: Sendable, Hashable {
+        case document(path: String)
+        case child(documentPath: String, indexPath: [Int])
+    }
+
     let source: Source
     let size: Int
     let modified: Timestamp
     /// The path of the git object this node is stored in (for logs and `verify`).
     let gitPath: String
+    var owner: Owner? = nil
 
     var isDirectory: Bool { source == .directory }
     var isRaw: Bool { if case .raw = source { return true } else { return false } }
