@@ -48,6 +48,8 @@ struct FileLogHandler: LogHandler {
     /// A logger writing to `path`.
     static func logger(label: String, path: String, echo: Bool) -> Logger {
         let sink = Sink(path: path, echo: echo)
-        return Logger(label: label) { _ in FileLogHandler(sink: sink) }
+        // BINDER_LOG_LEVEL=debug also logs each commit (its structural message and paths).
+        let level = ProcessInfo.processInfo.environment["BINDER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+        return Logger(label: label) { _ in FileLogHandler(sink: sink, logLevel: level) }
     }
 }

@@ -97,6 +97,11 @@ extension BinderView {
                 do {
                     let id = try repository.commitChanges(onto: parent, changes: planned.changes, message: planned.message, author: author)
                     try adopt(commit: id)
+                    if !repository.isBare {
+                        // The work tree (ciphertext) and index follow, so `git status` stays clean.
+                        do { try repository.syncWorkTreeToHead() } catch { logger.warning("work tree not updated: \(error)") }
+                    }
+                    logger.debug("committed", metadata: ["message": "\(planned.message)", "paths": "\(planned.changes.map(\.path))"])
                     return
                 } catch let error as GitError where error.isConcurrentUpdate && attempt < 2 {
                     logger.info("main moved under a write; planning again")

@@ -39,8 +39,14 @@ public final class BinderView: Sendable {
         var snapshot: Snapshot
         var listings: [String: Listing] = [:]
         var cache: PlaintextCache
-        var openFiles: [UInt64: SecureBytes] = [:]
+        var openFiles: [UInt64: OpenFile] = [:]
         var nextHandle: UInt64 = 1
+        /// Editors' temporary, swap, backup and lock files: in memory only, never committed.
+        var scratch: [String: ScratchFile] = [:]
+        /// Records renamed to a scratch name (an editor's backup): hidden, still stored.
+        var hidden: Set<String> = []
+        /// Files created but not yet stored (before their first flush), by path.
+        var provisional: [String: OpenFile] = [:]
         /// `X.children` folders made with mkdir, not yet holding a child (nothing in git).
         var pendingFolders: [String: Parent] = [:]
     }
@@ -74,51 +80,79 @@ public final class BinderView: Sendable {
         let path = Self.normalize(path)
         if path.isEmpty { return NodeAttributes(kind: .directory, size: 0, modified: snapshot.commitTime, readOnly: false) }
         if let control = controlAttributes(path) { return control }
-        return try node(path).attributes
+        if let overlay = overlayAttributes(path) { return overlay }
+        if state.withLock({ $0.hidden.contains(path) }) { throw .notFound(path) }
+        if let pendingFolder = state.withLock({ $0.pendingFolders[path] }) {
+            _ = pendingFolder
+            return NodeAttributes(kind: .directory, size: 0, modified: snapshot.commitTime, readOnly: false)
+        }
+        let attributes = try node(path).attributes
+        // A file being written shows the size it has now.
+        if let editing = dirtySize(path) {
+            return NodeAttributes(kind: .file, size: editing, modified: attributes.modified, readOnly: false)
+        }
+        return attributes
     }
 
     /// The folder's entries, sorted bytewise by name.
     public func list(_ path: String) throws(ViewError) -> [(name: String, attributes: NodeAttributes)] {
         let path = Self.normalize(path)
         if path == Self.controlDirectory { return [("status", controlAttributes(Self.controlDirectory + "/status")!)] }
+        if let pending = state.withLock({ $0.pendingFolders[path] }), (try? self.listing(path)) == nil {
+            _ = pending
+            return overlayEntries(in: path)
+        }
         let listing = try self.listing(path)
-        return listing.sortedNames.map { ($0, listing.nodes[$0]!.attributes) }
+        let hidden = state.withLock { $0.hidden }
+        var entries = listing.sortedNames.filter { !hidden.contains(join(path, $0)) }.map { name in
+            (name: name, attributes: (try? attributes(join(path, name))) ?? listing.nodes[name]!.attributes)
+        }
+        let shown = Set(entries.map(\.name))
+        entries += overlayEntries(in: path).filter { !shown.contains($0.name) }
+        // Pending `.children` folders made with mkdir.
+        for (pendingPath, _) in state.withLock({ $0.pendingFolders }) where Self.parent(pendingPath).parent == path {
+            let name = Self.parent(pendingPath).name
+            if !shown.contains(name) {
+                entries.append((name, NodeAttributes(kind: .directory, size: 0, modified: snapshot.commitTime, readOnly: false)))
+            }
+        }
+        return entries.sorted { Array($0.name.utf8).lexicographicallyPrecedes(Array($1.name.utf8)) }
     }
 
     /// Opens a file for reading: its plaintext is decrypted now (or taken from the cache) and
     /// held until `release`, so reads of any size at any offset are served from memory.
     public func open(_ path: String) throws(ViewError) -> UInt64 {
         let path = Self.normalize(path)
-        let content: SecureBytes
+        return register(OpenFile(path: path, buffer: EditBuffer(content: try currentContent(path)), writable: false))
+    }
+
+    /// The bytes a new reader of `path` sees now.
+    func currentContent(_ path: String) throws(ViewError) -> SecureBytes {
         if path.hasPrefix(Self.controlDirectory + "/") {
             guard path == Self.controlDirectory + "/status" else { throw .notFound(path) }
-            content = SecureBytes(utf8: statusText())
-        } else {
-            let node = try node(path)
-            guard !node.isDirectory else { throw .isDirectory(path) }
-            content = try self.content(of: node, path: path)
+            return SecureBytes(utf8: statusText())
         }
-        return state.withLock { state in
+        if let scratch = state.withLock({ $0.scratch[path] }) { return scratch.content }
+        if let provisional = state.withLock({ $0.provisional[path] }) { return provisional.edit.withLock { $0.buffer.snapshot() } }
+        if state.withLock({ $0.hidden.contains(path) }) { throw .notFound(path) }
+        let node = try node(path)
+        guard !node.isDirectory else { throw .isDirectory(path) }
+        return try self.content(of: node, path: path)
+    }
+
+    func register(_ file: OpenFile) -> UInt64 {
+        state.withLock { state in
             let handle = state.nextHandle
             state.nextHandle += 1
-            state.openFiles[handle] = content
+            state.openFiles[handle] = file
             return handle
         }
     }
 
     /// Copies up to `buffer.count` bytes from `offset`; returns how many (0 at the end).
     public func read(handle: UInt64, offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(ViewError) -> Int {
-        guard let content = state.withLock({ $0.openFiles[handle] }) else { throw .badHandle }
-        guard offset < content.count, offset >= 0 else { return 0 }
-        let count = min(buffer.count, content.count - offset)
-        content.withUnsafeBytes { bytes in
-            buffer.baseAddress!.copyMemory(from: bytes.baseAddress! + offset, byteCount: count)
-        }
-        return count
-    }
-
-    public func release(handle: UInt64) {
-        _ = state.withLock { $0.openFiles.removeValue(forKey: handle) }
+        guard let file = state.withLock({ $0.openFiles[handle] }) else { throw .badHandle }
+        return file.edit.withLock { $0.buffer.read(offset: offset, into: buffer) }
     }
 
     /// Drops all plaintext (the cache and any open files): at unmount.
@@ -127,6 +161,8 @@ public final class BinderView: Sendable {
             state.cache.removeAll()
             state.openFiles.removeAll()
             state.listings.removeAll()
+            state.scratch.removeAll()
+            state.provisional.removeAll()
         }
     }
 

@@ -55,7 +55,7 @@ public struct Timestamp: Sendable, Hashable, Comparable {
 
 /// What `stat` tells about a node.
 public struct NodeAttributes: Sendable, Equatable {
-    public enum Kind: Sendable, Equatable { case file, directory }
+    public enum Kind: Sendable, Equatable { case file, directory, symlink }
     public let kind: Kind
     public let size: Int
     public let modified: Timestamp

@@ -43,9 +43,9 @@ public final class FUSEMount {
         let context = Unmanaged.passRetained(FileSystemContext(view: view, logger: logger, readOnly: options.readOnly))
         var args = binder_fuse_args_empty()
         defer { fuse_opt_free_args(&args) }
-        // Writing through the mount comes with the write side; until then the mount is read-only.
-        let mountOptions = ["fsname=" + Self.escapeOption(options.fsName), "subtype=binder", "auto_unmount",
-                            "default_permissions", "ro", "noatime"]
+        var mountOptions = ["fsname=" + Self.escapeOption(options.fsName), "subtype=binder", "auto_unmount",
+                            "default_permissions", "noatime"]
+        if options.readOnly { mountOptions.append("ro") }
         for arg in ["binder", "-o", mountOptions.joined(separator: ",")] {
             guard fuse_opt_add_arg(&args, arg) == 0 else {
                 context.release()
@@ -58,6 +58,7 @@ public final class FUSEMount {
         }
         self.handle = handle
         self.context = context
+        context.takeUnretainedValue().attach(handle)
     }
 
     deinit {
@@ -108,7 +109,8 @@ public final class FUSEMount {
     static func installOperations(into ops: inout fuse_operations) {
         ops.`init` = { _, config in
             if let config {
-                // Names and attributes change only through this mount: let the kernel cache them.
+                // Names and attributes change only through this mount (which invalidates what it
+                // changes): let the kernel cache them.
                 config.pointee.entry_timeout = 60
                 config.pointee.attr_timeout = 60
                 config.pointee.negative_timeout = 5
@@ -118,5 +120,8 @@ public final class FUSEMount {
         }
         ReadOperations.install(into: &ops)
         FolderOperations.install(into: &ops)
+        WriteOperations.install(into: &ops)
+        NameOperations.install(into: &ops)
+        AttributeOperations.install(into: &ops)
     }
 }

@@ -1,7 +1,9 @@
 import BinderCore
 internal import CFuse3
+import Dispatch
 import Glibc
 import Logging
+import Synchronization
 
 /// What every FUSE callback reaches through `fuse_get_context()->private_data`: the view and
 /// the logger. Retained once by `FUSEMount` (`Unmanaged.passRetained`), borrowed per call.
@@ -12,12 +14,37 @@ final class FileSystemContext: Sendable {
     let uid: uid_t
     let gid: gid_t
 
+    /// The libfuse handle (as a bit pattern), set once after `fuse_new`; used to tell the
+    /// kernel to drop what it cached of a file whose stored form differs from what was written.
+    private let fuseHandle = Mutex<UInt>(0)
+    /// Invalidations run here, after the callback that caused them has returned: asking the
+    /// kernel to invalidate an inode from inside an operation on it can deadlock.
+    private let invalidations = DispatchQueue(label: "binder.invalidate")
+    /// Paths written during this mount: the kernel may not keep their pages across opens.
+    private let changedPaths = Mutex<Set<String>>([])
+
     init(view: BinderView, logger: Logger, readOnly: Bool) {
         self.view = view
         self.logger = logger
         self.readOnly = readOnly
         uid = getuid()
         gid = getgid()
+    }
+
+    func attach(_ fuse: OpaquePointer) { fuseHandle.withLock { $0 = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(fuse))) } }
+
+    func wasChanged(_ path: String) -> Bool { changedPaths.withLock { $0.contains(path) } }
+
+    /// After a store: the kernel's pages and attributes of `path` are stale (the stored form
+    /// has a new `updated`, normalised front matter).
+    func changed(_ path: String) {
+        changedPaths.withLock { _ = $0.insert(path) }
+        let handle = fuseHandle.withLock { $0 }
+        guard handle != 0 else { return }
+        invalidations.async {
+            guard let fuse = OpaquePointer(bitPattern: handle) else { return }
+            _ = fuse_invalidate_path(fuse, path)
+        }
     }
 
     /// The context of the current FUSE request.
@@ -27,6 +54,7 @@ final class FileSystemContext: Sendable {
 
     /// Maps a view error to a negative errno; corrupt data is logged (once, by the view) as EIO.
     func errno(_ error: any Error) -> Int32 {
+        if let error = error as? WriteError { return writeErrno(error) }
         guard let error = error as? ViewError else {
             logger.error("unexpected error: \(error)")
             return -EIO
@@ -49,6 +77,9 @@ final class FileSystemContext: Sendable {
         case .file:
             stat.pointee.st_mode = S_IFREG | (attributes.readOnly || readOnly ? 0o400 : 0o600)
             stat.pointee.st_nlink = 1
+        case .symlink:
+            stat.pointee.st_mode = S_IFLNK | 0o777
+            stat.pointee.st_nlink = 1
         }
         stat.pointee.st_uid = uid
         stat.pointee.st_gid = gid
@@ -59,5 +90,40 @@ final class FileSystemContext: Sendable {
         stat.pointee.st_mtim = time
         stat.pointee.st_ctim = time
         stat.pointee.st_atim = time
+    }
+}
+
+extension FileSystemContext {
+    /// Maps a refused change to an errno; the reason goes to the log (paths and reasons only).
+    func writeErrno(_ error: WriteError) -> Int32 {
+        switch error {
+        case .notFound: return -ENOENT
+        case .exists: return -EEXIST
+        case .notEmpty: return -ENOTEMPTY
+        case .isDirectory: return -EISDIR
+        case .notDirectory: return -ENOTDIR
+        case .readOnly: return -EACCES
+        case .invalid:
+            logger.error("refused: \(error)")
+            return -EINVAL
+        case .tooLarge:
+            logger.error("refused: \(error)")
+            return -EFBIG
+        case .corrupt, .storage:
+            logger.error("not stored: \(error)")
+            return error.description.contains("No space") ? -ENOSPC : -EIO
+        }
+    }
+
+    /// At flush/fsync/close, content that cannot be stored is an I/O error for the caller.
+    func storeErrno(_ error: any Error) -> Int32 {
+        guard let error = error as? WriteError else { return self.errno(error) }
+        switch error {
+        case .invalid:
+            logger.error("not stored: \(error)")
+            return -EIO
+        default:
+            return writeErrno(error)
+        }
     }
 }

@@ -34,13 +34,18 @@ enum ReadOperations {
         ops.open = { path, info in
             let fs = FileSystemContext.current
             guard let path, let info else { return -EINVAL }
+            let name = String(cString: path)
             let access = info.pointee.flags & O_ACCMODE
-            if access != O_RDONLY || info.pointee.flags & O_TRUNC != 0 { return -EROFS }
             do {
-                info.pointee.fh = try fs.view.open(String(cString: path))
-                // The content of a node never changes while this view is mounted, so the
-                // kernel may keep its pages across opens.
-                binder_fi_set_keep_cache(info, 1)
+                if access != O_RDONLY || info.pointee.flags & O_TRUNC != 0 {
+                    if fs.readOnly { return -EROFS }
+                    info.pointee.fh = try fs.view.openForWriting(name, truncate: info.pointee.flags & O_TRUNC != 0)
+                    return 0
+                }
+                info.pointee.fh = try fs.view.open(name)
+                // What was not written during this mount cannot have changed: the kernel may
+                // keep its pages across opens.
+                binder_fi_set_keep_cache(info, fs.wasChanged(name) ? 0 : 1)
                 return 0
             } catch { return fs.errno(error) }
         }
@@ -55,10 +60,22 @@ enum ReadOperations {
             } catch { return fs.errno(error) }
         }
 
-        ops.release = { _, info in
+        ops.release = { path, info in
             guard let info else { return 0 }
-            FileSystemContext.current.view.release(handle: info.pointee.fh)
+            let fs = FileSystemContext.current
+            fs.view.release(handle: info.pointee.fh)
             return 0
+        }
+
+        ops.readlink = { path, buffer, size in
+            let fs = FileSystemContext.current
+            guard let path, let buffer, size > 0 else { return -EINVAL }
+            do {
+                let target = Array(try fs.view.readLink(String(cString: path)).utf8.prefix(size - 1))
+                target.withUnsafeBytes { UnsafeMutableRawPointer(buffer).copyMemory(from: $0.baseAddress!, byteCount: target.count) }
+                buffer[target.count] = 0
+                return 0
+            } catch { return fs.errno(error) }
         }
     }
 }

@@ -5,6 +5,7 @@
 #define FUSE_USE_VERSION 31
 #include <fuse.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <string.h>
 
 static inline struct fuse *binder_fuse_new(struct fuse_args *args, const struct fuse_operations *ops,
@@ -27,4 +28,8 @@ static inline void binder_fi_set_keep_cache(struct fuse_file_info *fi, int on) {
 static inline void binder_fi_set_direct_io(struct fuse_file_info *fi, int on) { fi->direct_io = on ? 1 : 0; }
 
 static inline enum fuse_fill_dir_flags binder_fill_dir_plus(void) { return FUSE_FILL_DIR_PLUS; }
+
+/* utimensat(2)'s special nanosecond values (macros). */
+static inline long binder_utime_now(void) { return UTIME_NOW; }
+static inline long binder_utime_omit(void) { return UTIME_OMIT; }
 #endif

@@ -1,0 +1,53 @@
+import BinderCore
+internal import CFuse3
+import Glibc
+
+/// unlink, rename, mkdir, rmdir, symlink: records, folders and editors' scratch files.
+enum NameOperations {
+    /// renameat2 flags (linux/fs.h).
+    static let renameNoReplace: UInt32 = 1
+    static let renameExchange: UInt32 = 2
+
+    static func install(into ops: inout fuse_operations) {
+        ops.unlink = { path in
+            let fs = FileSystemContext.current
+            guard let path else { return -EINVAL }
+            if fs.readOnly { return -EROFS }
+            do { try fs.view.unlink(String(cString: path)); return 0 } catch { return fs.errno(error) }
+        }
+
+        ops.rename = { from, to, flags in
+            let fs = FileSystemContext.current
+            guard let from, let to else { return -EINVAL }
+            if fs.readOnly { return -EROFS }
+            if flags & NameOperations.renameExchange != 0 { return -EINVAL }
+            do {
+                let target = String(cString: to)
+                try fs.view.renameFile(String(cString: from), to: target, noReplace: flags & NameOperations.renameNoReplace != 0)
+                fs.changed(target)
+                return 0
+            } catch { return fs.errno(error) }
+        }
+
+        ops.mkdir = { path, _ in
+            let fs = FileSystemContext.current
+            guard let path else { return -EINVAL }
+            if fs.readOnly { return -EROFS }
+            do { try fs.view.makeDirectory(String(cString: path)); return 0 } catch { return fs.errno(error) }
+        }
+
+        ops.rmdir = { path in
+            let fs = FileSystemContext.current
+            guard let path else { return -EINVAL }
+            if fs.readOnly { return -EROFS }
+            do { try fs.view.removeDirectory(String(cString: path)); return 0 } catch { return fs.errno(error) }
+        }
+
+        ops.symlink = { target, path in
+            let fs = FileSystemContext.current
+            guard let target, let path else { return -EINVAL }
+            if fs.readOnly { return -EROFS }
+            do { try fs.view.symlink(String(cString: target), at: String(cString: path)); return 0 } catch { return fs.errno(error) }
+        }
+    }
+}

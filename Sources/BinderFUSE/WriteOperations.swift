@@ -1,0 +1,64 @@
+import BinderCore
+internal import CFuse3
+import Glibc
+
+/// create, write, truncate, flush, fsync: the write side. A file's bytes are stored (one
+/// commit, durable before the call returns) at flush/fsync when they changed.
+enum WriteOperations {
+    static func install(into ops: inout fuse_operations) {
+        ops.create = { path, _, info in
+            let fs = FileSystemContext.current
+            guard let path, let info else { return -EINVAL }
+            if fs.readOnly { return -EROFS }
+            do {
+                info.pointee.fh = try fs.view.create(String(cString: path))
+                return 0
+            } catch { return fs.errno(error) }
+        }
+
+        ops.write = { _, buffer, size, offset, info in
+            let fs = FileSystemContext.current
+            guard let buffer, let info else { return -EINVAL }
+            do {
+                return Int32(try fs.view.write(handle: info.pointee.fh, offset: Int(offset),
+                                               UnsafeRawBufferPointer(start: buffer, count: size)))
+            } catch { return fs.errno(error) }
+        }
+
+        ops.truncate = { path, size, info in
+            let fs = FileSystemContext.current
+            guard let path else { return -EINVAL }
+            if fs.readOnly { return -EROFS }
+            do {
+                if let info {
+                    try fs.view.truncate(handle: info.pointee.fh, size: Int(size))
+                } else {
+                    let name = String(cString: path)
+                    try fs.view.truncate(name, size: Int(size))
+                    fs.changed(name)
+                }
+                return 0
+            } catch { return fs.storeErrno(error) }
+        }
+
+        // flush runs at every close(2) of a descriptor: the caller's close reports its result.
+        ops.flush = { path, info in
+            WriteOperations.store(path, info)
+        }
+
+        ops.fsync = { path, _, info in
+            WriteOperations.store(path, info)
+        }
+    }
+
+    static func store(_ path: UnsafePointer<CChar>?, _ info: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
+        let fs = FileSystemContext.current
+        guard let info else { return 0 }
+        do {
+            if try fs.view.flush(handle: info.pointee.fh), let path {
+                fs.changed(String(cString: path))
+            }
+            return 0
+        } catch { return fs.storeErrno(error) }
+    }
+}
