@@ -1,0 +1,185 @@
+import BinderCrypto
+import BinderFormat
+import Foundation
+import XCTest
+
+/// Writing through a real mount: every save becomes one encrypted commit in the apps' format,
+/// proven by reading the repository without the mount.
+final class WriteMountTests: XCTestCase {
+    var binder: MountedBinder!
+    var key: NIP44.ConversationKey!
+
+    override func setUpWithError() throws {
+        binder = try MountedBinder()
+        key = NIP44.ConversationKey(selfOf: try SecretKey(nsec: Fixtures.nsec))
+        try binder.mount()
+    }
+
+    override func tearDown() {
+        binder?.unmount()
+        binder = nil
+    }
+
+    var mnt: String { binder.mountpoint }
+
+    func git(_ arguments: String) throws -> String {
+        try shell("git -C '\(binder.repository)' \(arguments)").stdout
+    }
+
+    func commits() throws -> Int { Int(try git("rev-list --count main").trimmingCharacters(in: .whitespacesAndNewlines))! }
+
+    /// The document stored at `gitPath` on main, read by git and the crypto core alone.
+    func stored(_ gitPath: String) throws -> MedicalDocument {
+        let payload = try shell("git -C '\(binder.repository)' show 'main:\(gitPath)'")
+        XCTAssertEqual(payload.status, 0, "\(gitPath) not in git: \(payload.stderr)")
+        return try MedicalDocument(plaintext: try NIP44.decrypt(payload: payload.stdout, key: key).copyBytes())
+    }
+
+    func testShellSavesAreOneCommitEach() throws {
+        var count = try commits()
+        XCTAssertEqual(try shell("echo '# Knee follow-up' > visits/2026-05-01-knee.md", in: mnt).status, 0)
+        XCTAssertEqual(try commits(), count + 1)
+        XCTAssertEqual(try git("log -1 --format=%s main"), "Add visits entry\n")
+        var document = try stored("visits/2026-05-01-knee.json")
+        XCTAssertEqual(document.type, "visit")
+        XCTAssertEqual(document.value, "# Knee follow-up\n")
+        XCTAssertEqual(document.validate(), [])
+        count += 1
+
+        XCTAssertEqual(try shell("echo 'Better today.' >> visits/2026-05-01-knee.md", in: mnt).status, 0)
+        XCTAssertEqual(try commits(), count + 1)
+        XCTAssertEqual(try stored("visits/2026-05-01-knee.json").value, "# Knee follow-up\nBetter today.\n")
+        count += 1
+
+        XCTAssertEqual(try shell("sed -i 's/Better/Much better/' visits/2026-05-01-knee.md", in: mnt).status, 0)
+        XCTAssertEqual(try commits(), count + 1)
+        document = try stored("visits/2026-05-01-knee.json")
+        XCTAssertEqual(document.value, "# Knee follow-up\nMuch better today.\n")
+        XCTAssertEqual(try git("log -1 --format=%s main"), "Update entry\n")
+        count += 1
+
+        // Front matter written by hand: everything kept as written, `updated` set now.
+        let edited = "---\ntype: visit\ncreated: \"2026-05-01T10:00:00.000Z\"\nprovider: Dr. Nguyen\nnpi: \"0123456789\"\ntags: [knee]\n---\n# Knee\n"
+        XCTAssertEqual(try shell("cat > visits/2026-05-01-knee.md <<'EOF'\n\(edited)EOF", in: mnt).status, 0)
+        XCTAssertEqual(try commits(), count + 1)
+        document = try stored("visits/2026-05-01-knee.json")
+        XCTAssertEqual(document.metadata["npi"], "0123456789")
+        XCTAssertEqual(document.metadata["provider"], "Dr. Nguyen")
+        XCTAssertEqual(document.metadata["tags"], ["knee"])
+        XCTAssertEqual(document.created, "2026-05-01T10:00:00.000Z")
+        XCTAssertNotNil(document.updated)
+        // What the mount shows afterwards is the stored document, exactly.
+        let shown = try FrontMatter.parse(try binder.read("visits/2026-05-01-knee.md"))
+        XCTAssertEqual(shown.metadata, document.metadata)
+        XCTAssertEqual(shown.value, "# Knee\n")
+        let size = try FileManager.default.attributesOfItem(atPath: binder.path("visits/2026-05-01-knee.md"))[.size] as? Int
+        XCTAssertEqual(size, try binder.read("visits/2026-05-01-knee.md").count)
+
+        // The non-bare repository's work tree follows.
+        XCTAssertEqual(try git("status --porcelain"), "")
+        XCTAssertEqual(try shell("git -C '\(binder.repository)' fsck --strict 2>&1").status, 0)
+    }
+
+    func testAttachmentsFoldersMovesAndDeletes() throws {
+        let pdf = Array("%PDF-1.4\nscanned report\n".utf8) + [UInt8](repeating: 0xAB, count: 300_000)
+        let source = binder.sandbox.root.appendingPathComponent("scan.pdf")
+        try Data(pdf).write(to: source)
+        XCTAssertEqual(try shell("cp '\(source.path)' labs/2026-05-02-scan.pdf", in: mnt).status, 0)
+        XCTAssertEqual(try git("log -1 --format=%s main"), "Add attachment\n")
+        let ref = try stored("labs/2026-05-02-scan.json")
+        XCTAssertEqual(ref.type, "attachment_ref")
+        XCTAssertEqual(ref.value, "2026-05-02-scan.pdf.enc")
+        XCTAssertEqual(ref.metadata["originalSizeBytes"]?.intValue, pdf.count)
+        let sidecar = [UInt8](try shell("git -C '\(binder.repository)' cat-file blob main:labs/2026-05-02-scan.pdf.enc | base64 -w0").stdout
+            .trimmingCharacters(in: .whitespacesAndNewlines).utf8)
+        XCTAssertEqual(try Sidecar.decrypt(Base64.decode(sidecar)!, key: key).copyBytes(), pdf)
+        XCTAssertEqual(try binder.read("labs/2026-05-02-scan.pdf"), pdf)
+
+        // A child of a record: mkdir X.children, then write into it.
+        XCTAssertEqual(try shell("mkdir visits/2025-03-03-recording.children 2>&1 || true", in: mnt).status, 0)
+        XCTAssertEqual(try shell("mkdir labs/2025-03-13-labs-r-sum-2.children && echo 'Reviewed.' > labs/2025-03-13-labs-r-sum-2.children/review.md", in: mnt).status, 0)
+        let parent = try stored("labs/2025-03-13-labs-r-sum-2.json")
+        XCTAssertEqual(parent.children.last?.value, "Reviewed.\n")
+        XCTAssertEqual(parent.children.last?.metadata["fileName"], "review.md")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: binder.path("labs/2025-03-13-labs-r-sum-2.children/review.md")))
+
+        // mkdir makes an encrypted .meta.json; mv moves a record (its ciphertext unchanged).
+        XCTAssertEqual(try shell("mkdir dental", in: mnt).status, 0)
+        XCTAssertEqual(try git("log -1 --format=%s main"), "Add folder\n")
+        XCTAssertNotNil(try? NIP44.decrypt(payload: try git("show main:dental/.meta.json"), key: key))
+        let blob = try git("rev-parse main:visits/2025-02-19-urgent-care-imported.json")
+        XCTAssertEqual(try shell("mv visits/2025-02-19-urgent-care-imported.md dental/urgent.md", in: mnt).status, 0)
+        XCTAssertEqual(try git("rev-parse main:dental/urgent.json"), blob)
+        XCTAssertEqual(try git("log -1 --format=%s main"), "Rename entry\n")
+        // A record with children moves with them, into an existing name refused by RENAME_NOREPLACE.
+        XCTAssertNotEqual(try shell("mv -n --no-copy labs/2026-05-02-scan.pdf dental/urgent.md 2>/dev/null; test -e labs/2026-05-02-scan.pdf", in: mnt).status, 1)
+        XCTAssertEqual(try shell("mv visits/2025-02-25-annual-physical.md dental/", in: mnt).status, 0)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: binder.path("dental/2025-02-25-annual-physical.children/01-addendum.md")))
+
+        // rm deletes a record with its sidecar; rmdir removes an empty folder.
+        XCTAssertEqual(try shell("rm labs/2026-05-02-scan.pdf && rm dental/urgent.md dental/2025-02-25-annual-physical.md && rmdir dental", in: mnt).status, 0)
+        let tree = try git("ls-tree -r --name-only main")
+        XCTAssertFalse(tree.contains("2026-05-02-scan"))
+        XCTAssertFalse(tree.contains("dental/"))
+        XCTAssertEqual(try git("log -1 --format=%s main"), "Delete folder\n")
+        XCTAssertNotEqual(try shell("rmdir visits", in: mnt).status, 0)
+        XCTAssertEqual(try git("status --porcelain"), "")
+    }
+
+    func testBadWritesFailAtCloseAndKeepTheRecord() throws {
+        let path = "allergies/2025-02-25-penicillin.md"
+        let before = try git("rev-parse main")
+        let original = try binder.read(path)
+        // cp checks close(2), which is where a save that cannot be stored fails.
+        let scratch = binder.sandbox.root.path
+        let broken = try shell("printf -- '---\\ntype: [unclosed\\n---\\nbody\\n' > '\(scratch)/broken.md' && cp '\(scratch)/broken.md' \(path)", in: mnt)
+        XCTAssertNotEqual(broken.status, 0)
+        XCTAssertTrue(broken.stderr.contains("Input/output error"), broken.stderr)
+        let huge = try shell("head -c 70000 /dev/zero | tr '\\\\0' x > '\(scratch)/huge.md' && cp '\(scratch)/huge.md' \(path)", in: mnt)
+        XCTAssertNotEqual(huge.status, 0)
+        XCTAssertTrue(huge.stderr.contains("File too large"), huge.stderr)
+        XCTAssertEqual(try git("rev-parse main"), before)
+        XCTAssertEqual(try binder.read(path), original)
+        // Undecryptable files are read-only; binder's status file too.
+        let log = try String(contentsOfFile: binder.sandbox.home.appendingPathComponent("logs/sample-binder.log").path, encoding: .utf8)
+        XCTAssertTrue(log.contains("front matter"), log)
+        XCTAssertTrue(log.contains("65,535"), log)
+        XCTAssertFalse(log.contains("unclosed"), "content reached the log")
+    }
+
+    func testEditorsSaveExactlyOnceAndLeaveNoScratch() throws {
+        let path = "medications/2025-03-16-medications-review-12.md"
+        XCTAssertTrue(FileManager.default.fileExists(atPath: binder.path(path)))
+        var count = try commits()
+        // vim with its defaults (the 4913 probe, backup, swap file, fsync).
+        let vim = try shell("vim -es -c '%s/Medications/Meds (vim)/' -c 'wq' \(path)", in: mnt, environment: ["HOME": binder.sandbox.root.path])
+        XCTAssertEqual(vim.status, 0, vim.stderr)
+        XCTAssertEqual(try commits(), count + 1)
+        XCTAssertTrue(try stored("medications/2025-03-16-medications-review-12.json").value.contains("Meds (vim)"))
+        count += 1
+        // vim with writebackup, a backup kept, and backupcopy=no (rename the original away).
+        let renaming = try shell("vim -es -N -u NONE -c 'set backup writebackup backupcopy=no swapfile' -c '%s/vim/vim again/' -c 'wq' \(path)", in: mnt)
+        XCTAssertEqual(renaming.status, 0, renaming.stderr)
+        XCTAssertEqual(try commits(), count + 1)
+        XCTAssertTrue(try stored("medications/2025-03-16-medications-review-12.json").value.contains("vim again"))
+        count += 1
+        // An atomic save: temporary file, then rename over the record (VS Code, gedit).
+        let atomic = try shell("cp \(path) .goutputstream-AB12CD && sed -i 's/again/atomically/' .goutputstream-AB12CD && mv .goutputstream-AB12CD \(path)", in: mnt)
+        XCTAssertEqual(atomic.status, 0, atomic.stderr)
+        XCTAssertTrue(try stored("medications/2025-03-16-medications-review-12.json").value.contains("atomically"))
+        XCTAssertEqual(try commits(), count + 1)
+        // No scratch file reached git or stayed in the view.
+        XCTAssertFalse(try git("ls-tree -r --name-only main").contains("~"))
+        XCTAssertEqual(try shell("ls -A medications | grep -v '^20'", in: mnt).stdout, "")
+    }
+
+    func testNothingButCiphertextReachesDisk() throws {
+        let marker = "CANARY-\(UUID().uuidString.prefix(8))"
+        XCTAssertEqual(try shell("echo '# \(marker)' > visits/2026-06-01-canary.md && echo '\(marker)' > labs/\(marker.lowercased()).txt && vim -es -c 'normal Go\(marker) again' -c wq visits/2026-06-01-canary.md", in: mnt).status, 0)
+        let objects = try shell("git -C '\(binder.repository)' cat-file --batch-all-objects --batch | grep -a -c -- '\(marker)' || true")
+        XCTAssertEqual(objects.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "0", "plaintext in git objects")
+        XCTAssertFalse(try git("log --format=%B main").contains(marker))
+        let onDisk = try shell("grep -r -a -l --exclude-dir=mnt -- '\(marker)' '\(binder.sandbox.root.path)' 2>/dev/null || true")
+        XCTAssertEqual(onDisk.stdout, "", "plaintext on disk")
+    }
+}
