@@ -11,7 +11,10 @@ enum ReadOperations {
             do {
                 fs.fill(stat, try fs.view.attributes(String(cString: path)))
                 return 0
-            } catch { return fs.errno(error) }
+            } catch {
+                fs.logger.debug("getattr failed", metadata: ["path": "\(String(cString: path))", "error": "\(error)"])
+                return fs.errno(error)
+            }
         }
 
         ops.readdir = { path, buffer, filler, _, _, _ in

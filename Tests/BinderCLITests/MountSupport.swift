@@ -21,7 +21,7 @@ enum Fixtures {
 /// Runs a shell command; returns status and output.
 @discardableResult
 func shell(_ command: String, in directory: String? = nil, environment: [String: String] = [:]) throws -> BinderRun {
-    let script = directory.map { "cd '\($0)' && \(command)" } ?? command
+    let script = directory.map { "cd '\($0)' || exit 1\n\(command)" } ?? command
     return try BinderSandbox.run(executable: "/bin/bash", ["-c", script], environment: environment)
 }
 

@@ -1,0 +1,102 @@
+import BinderCrypto
+import BinderFormat
+import Foundation
+import XCTest
+
+/// close() means committed: a killed daemon loses nothing acknowledged, and writers in parallel
+/// lose nothing.
+final class DurabilityTests: XCTestCase {
+    func stored(_ binder: MountedBinder, _ gitPath: String) throws -> MedicalDocument? {
+        let key = NIP44.ConversationKey(selfOf: try SecretKey(nsec: Fixtures.nsec))
+        let payload = try shell("git -C '\(binder.repository)' show 'main:\(gitPath)' 2>/dev/null")
+        guard payload.status == 0 else { return nil }
+        return try MedicalDocument(plaintext: try NIP44.decrypt(payload: payload.stdout, key: key).copyBytes())
+    }
+
+    func testKillDashNineLosesNoAcknowledgedSave() throws {
+        let binder = try MountedBinder()
+        defer { binder.unmount() }
+        try binder.mount()
+        let pid = try XCTUnwrap(daemonPID(binder.mountpoint))
+        // A stream of saves; each line of `acked` is written only after close() returned.
+        let acked = binder.sandbox.root.appendingPathComponent("acked").path
+        let writer = """
+        import os, sys
+        mnt, acked = sys.argv[1], sys.argv[2]
+        with open(acked, "w") as log:
+            for i in range(100000):
+                path = os.path.join(mnt, "visits", "2026-07-01-stream-%d.md" % i)
+                try:
+                    with open(path, "w") as f:
+                        f.write("# Stream %d\\n" % i)
+                except OSError:
+                    break
+                log.write("%d\\n" % i); log.flush()
+        """
+        let script = try binder.sandbox.file("writer.py", writer)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", script, binder.mountpoint, acked]
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        waitUntil(timeout: 30) { ((try? String(contentsOfFile: acked, encoding: .utf8))?.split(separator: "\n").count ?? 0) >= 15 }
+        kill(pid, SIGKILL)
+        process.waitUntilExit()
+        waitUntil { mountEntry(binder.mountpoint) == nil }
+        binder.unmount()
+
+        let saved = try String(contentsOfFile: acked, encoding: .utf8).split(separator: "\n").compactMap { Int($0) }
+        XCTAssertGreaterThanOrEqual(saved.count, 15)
+        XCTAssertEqual(try shell("git -C '\(binder.repository)' fsck --strict 2>&1").status, 0)
+        XCTAssertEqual(try shell("git -C '\(binder.repository)' cat-file -t main").stdout, "commit\n")
+        for i in saved {
+            let document = try stored(binder, "visits/2026-07-01-stream-\(i).json")
+            XCTAssertEqual(document?.value, "# Stream \(i)\n", "acknowledged save \(i) is missing")
+        }
+        // And the binder mounts again and shows them.
+        try binder.mount()
+        XCTAssertTrue(FileManager.default.fileExists(atPath: binder.path("visits/2026-07-01-stream-\(saved.last!).md")))
+    }
+
+    func testParallelWritersLoseNothing() throws {
+        let binder = try MountedBinder()
+        defer { binder.unmount() }
+        try binder.mount()
+        let before = Int(try shell("git -C '\(binder.repository)' rev-list --count main").stdout.trimmingCharacters(in: .whitespacesAndNewlines))!
+        let writers = 4, perWriter = 10
+        let run = try shell((0..<writers).map { w in
+            "( for i in $(seq 1 \(perWriter)); do echo \"# Writer \(w) entry $i\" > labs/2026-08-0\(w + 1)-w\(w)-$i.md || exit 1; done ) &"
+        }.joined(separator: "\n") + "\nwait", in: binder.mountpoint)
+        XCTAssertEqual(run.status, 0, run.stderr)
+        let after = Int(try shell("git -C '\(binder.repository)' rev-list --count main").stdout.trimmingCharacters(in: .whitespacesAndNewlines))!
+        XCTAssertEqual(after - before, writers * perWriter, run.stderr)
+        for w in 0..<writers {
+            for i in 1...perWriter {
+                XCTAssertEqual(try stored(binder, "labs/2026-08-0\(w + 1)-w\(w)-\(i).json")?.value, "# Writer \(w) entry \(i)\n")
+            }
+        }
+        XCTAssertEqual(try shell("ls labs | grep -c -- '-w[0-9]-'", in: binder.mountpoint).stdout.trimmingCharacters(in: .whitespacesAndNewlines),
+                       "\(writers * perWriter)")
+        XCTAssertEqual(try shell("git -C '\(binder.repository)' status --porcelain").stdout, "")
+    }
+
+    func testNanoSavesOnce() throws {
+        let binder = try MountedBinder()
+        defer { binder.unmount() }
+        try binder.mount()
+        let path = binder.path("immunizations/2025-02-25-influenza-vaccine.md")
+        let before = Int(try shell("git -C '\(binder.repository)' rev-list --count main").stdout.trimmingCharacters(in: .whitespacesAndNewlines))!
+        let session = "nano\(getpid())"
+        let tmux = "python3 -c 'import subprocess, sys; sys.exit(subprocess.run(sys.argv[1:]).returncode)' tmux -L binder-tests "
+        XCTAssertEqual(try shell(tmux + "new-session -d -s \(session) -x 120 -y 40 \"nano '\(path)'\"").status, 0)
+        defer { _ = try? shell(tmux + "kill-session -t \(session)") }
+        waitUntil { (try? shell(tmux + "capture-pane -p -t \(session)").stdout.contains("influenza")) ?? false }
+        _ = try shell(tmux + "send-keys -t \(session) M-/ 'Added in nano.' C-o Enter")
+        waitUntil { (try? shell(tmux + "capture-pane -p -t \(session)").stdout.contains("Wrote")) ?? false }
+        _ = try shell(tmux + "send-keys -t \(session) C-x")
+        waitUntil { (try? shell("git -C '\(binder.repository)' rev-list --count main").stdout.trimmingCharacters(in: .whitespacesAndNewlines)) == "\(before + 1)" }
+        let after = Int(try shell("git -C '\(binder.repository)' rev-list --count main").stdout.trimmingCharacters(in: .whitespacesAndNewlines))!
+        XCTAssertEqual(after, before + 1)
+        XCTAssertTrue(try stored(binder, "immunizations/2025-02-25-influenza-vaccine.json")?.value.contains("Added in nano.") ?? false)
+    }
+}
