@@ -183,3 +183,81 @@ final class WriteMountTests: XCTestCase {
         XCTAssertEqual(onDisk.stdout, "", "plaintext on disk")
     }
 }
+
+/// What binder writes, read back by independent code (rust-nostr and `cryptography`), the way
+/// the Limbo Health apps read it.
+final class AppsReadWhatBinderWritesTests: XCTestCase {
+    func testIndependentReaderDecryptsEverythingWritten() throws {
+        let binder = try MountedBinder()
+        defer { binder.unmount() }
+        try binder.mount()
+        let photo = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let photoFile = binder.sandbox.root.appendingPathComponent("photo.jpg")
+        try Data(photo).write(to: photoFile)
+        let script = """
+        mkdir dental
+        printf -- '---\\ntype: procedure\\ncreated: "2026-05-05T10:00:00.000Z"\\nnpi: "0042"\\n---\\n# Cleaning\\n' > dental/2026-05-05-cleaning.md
+        cp '\(photoFile.path)' dental/2026-05-05-xray.jpg
+        mkdir dental/2026-05-05-cleaning.children
+        cp '\(photoFile.path)' dental/2026-05-05-cleaning.children/before.jpg
+        echo 'Follow up in 6 months.' > dental/2026-05-05-cleaning.children/plan.md
+        """
+        let tip = try shell("git -C '\(binder.repository)' rev-parse main").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let run = try shell(script, in: binder.mountpoint)
+        XCTAssertEqual(run.status, 0, run.stderr)
+
+        let reader = Fixtures.directory.deletingLastPathComponent().appendingPathComponent("interop/read_binder.py").path
+        let nsecFile = try binder.sandbox.file("nsec", Fixtures.nsec)
+        let read = try BinderSandbox.run(executable: "/usr/bin/env", ["python3", reader, binder.repository, nsecFile])
+        XCTAssertEqual(read.status, 0, read.stderr)
+        let result = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(read.stdout.utf8)) as? [String: Any])
+        let documents = try XCTUnwrap(result["documents"] as? [String: [String: Any]])
+        let sidecars = try XCTUnwrap(result["sidecars"] as? [String: String])
+        let folders = try XCTUnwrap(result["folders"] as? [String: [String: Any]])
+
+        XCTAssertEqual(folders["dental/.meta.json"]?["displayName"] as? String, "dental")
+        let cleaning = try XCTUnwrap(documents["dental/2026-05-05-cleaning.json"])
+        XCTAssertEqual(cleaning["value"] as? String, "# Cleaning\n")
+        let metadata = try XCTUnwrap(cleaning["metadata"] as? [String: Any])
+        XCTAssertEqual(metadata["type"] as? String, "procedure")
+        XCTAssertEqual(metadata["npi"] as? String, "0042")
+        XCTAssertNotNil(metadata["updated"] as? String)
+        let children = try XCTUnwrap(cleaning["children"] as? [[String: Any]])
+        XCTAssertEqual(children.count, 2)
+        let childSidecar = try XCTUnwrap(children[0]["value"] as? String)
+        XCTAssertEqual((children[0]["metadata"] as? [String: Any])?["type"] as? String, "attachment_ref")
+        XCTAssertEqual(sidecars["dental/" + childSidecar], sha256Hex(photo))
+        XCTAssertEqual(children[1]["value"] as? String, "Follow up in 6 months.\n")
+
+        let xray = try XCTUnwrap(documents["dental/2026-05-05-xray.json"])
+        XCTAssertEqual(xray["value"] as? String, "2026-05-05-xray.jpg.enc")
+        let xrayMetadata = try XCTUnwrap(xray["metadata"] as? [String: Any])
+        XCTAssertEqual(xrayMetadata["type"] as? String, "attachment_ref")
+        XCTAssertEqual(xrayMetadata["format"] as? String, "jpeg")
+        XCTAssertEqual((xrayMetadata["originalSizeBytes"] as? NSNumber)?.intValue, photo.count)
+        XCTAssertEqual(sidecars["dental/2026-05-05-xray.jpg.enc"], sha256Hex(photo))
+        // Commit messages are structural only: one per save.
+        let messages = try shell("git -C '\(binder.repository)' log --format=%s \(tip)..main").stdout
+        XCTAssertEqual(messages, "Update entry\nUpdate entry\nAdd attachment\nAdd dental entry\nAdd folder\n")
+    }
+
+    func testEmacsSavesOnceWithBackupAndLockInMemory() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/emacs") else {
+            throw XCTSkip("emacs is not installed (scripts/setup installs emacs-nox)")
+        }
+        let binder = try MountedBinder()
+        defer { binder.unmount() }
+        try binder.mount()
+        let count = { Int(try shell("git -C '\(binder.repository)' rev-list --count main").stdout.trimmingCharacters(in: .whitespacesAndNewlines))! }
+        let before = try count()
+        let path = "procedures/2025-03-16-procedures-r-sum-9.md"
+        let emacs = try shell("emacs -Q --batch \(path) --eval '(progn (setq make-backup-files t create-lockfiles t) (goto-char (point-max)) (insert \"Edited in emacs.\\n\") (save-buffer))'",
+                              in: binder.mountpoint, environment: ["HOME": binder.sandbox.root.path])
+        XCTAssertEqual(emacs.status, 0, emacs.stderr)
+        XCTAssertEqual(try count(), before + 1)
+        XCTAssertTrue(String(decoding: try binder.read(path), as: UTF8.self).hasSuffix("Edited in emacs.\n"))
+        // The backup (`name~`) lives in memory only; no lock or backup reached git.
+        XCTAssertFalse(try shell("git -C '\(binder.repository)' ls-tree -r --name-only main").stdout.contains("~"))
+        XCTAssertFalse(try shell("git -C '\(binder.repository)' ls-tree -r --name-only main").stdout.contains(".#"))
+    }
+}
