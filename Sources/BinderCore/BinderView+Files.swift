@@ -130,13 +130,17 @@ extension BinderView {
     public func flush(handle: UInt64, closing: Bool = false) throws(WriteError) -> Bool {
         guard let file = state.withLock({ $0.openFiles[handle] }) else { return false }
         let pending: (path: String, bytes: [UInt8]?, scratch: SecureBytes?)? = file.edit.withLock { edit in
-            guard edit.dirty, edit.written || closing else { return nil }
+            guard edit.dirty, !edit.detached, edit.written || closing else { return nil }
             if isScratch(edit.path) { return (edit.path, nil, edit.buffer.snapshot()) }
             return (edit.path, edit.buffer.bytes(), nil)
         }
         guard let pending else { return false }
         if let content = pending.scratch {
-            state.withLock { $0.scratch[pending.path] = ScratchFile(content: content, modified: Self.now()) }
+            state.withLock { state in
+                let timesSet = state.scratch[pending.path]?.timesSet ?? false
+                let modified = timesSet ? state.scratch[pending.path]!.modified : Self.now()
+                state.scratch[pending.path] = ScratchFile(content: content, modified: modified, timesSet: timesSet)
+            }
             file.edit.withLock { $0.dirty = false }
             return false
         }
@@ -172,9 +176,19 @@ extension BinderView {
             if state.provisional.removeValue(forKey: path) != nil { return true }
             return false
         }
-        if wasOverlay { return }
-        if state.withLock({ $0.hidden.contains(path) }) { throw .notFound(path) }
-        try remove(path)
+        if !wasOverlay {
+            if state.withLock({ $0.hidden.contains(path) }) { throw .notFound(path) }
+            try remove(path)
+        }
+        forEachOpenFile(at: path) { $0.detached = true }
+    }
+
+    /// Applies `body` to every open file currently at `path` (unlink detaches them, rename
+    /// moves them, so that a later close stores nothing or stores under the new name).
+    func forEachOpenFile(at path: String, _ body: (inout OpenFile.Edit) -> Void) {
+        for file in state.withLock({ Array($0.openFiles.values) }) {
+            file.edit.withLock { edit in if edit.path == path && !edit.detached { body(&edit) } }
+        }
     }
 
     /// `rename`: between scratch and real names too. A scratch file renamed onto a record is the
@@ -193,9 +207,11 @@ extension BinderView {
             }
         case (true, false):
             guard scratchSource?.linkTarget == nil else { throw .invalid(path: to, reason: "links are not stored") }
-            var bytes = scratchSource!.content.copyBytes()
+            let scratch = scratchSource!
+            var bytes = scratch.content.copyBytes()
             defer { secureZero(&bytes) }
-            try store(to, content: bytes)
+            try store(to, content: bytes,
+                      updated: scratch.timesSet ? Timestamps.string(seconds: scratch.modified.seconds, nanoseconds: scratch.modified.nanoseconds) : nil)
             state.withLock { state in
                 state.scratch.removeValue(forKey: from)
                 state.hidden.remove(to)
@@ -207,15 +223,24 @@ extension BinderView {
                 if case .isDirectory = error { throw .isDirectory(from) }
                 throw .corrupt(path: from, reason: "\(error)")
             }
-            state.withLock { state in
-                state.scratch[to] = ScratchFile(content: content, modified: Self.now())
-                state.hidden.insert(from)
+            if Self.parent(to).name.hasPrefix(".fuse_hidden") {
+                // libfuse's way of unlinking a file that is still open: the record is deleted
+                // now; its readers keep the bytes under the hidden name until they close.
+                try remove(from)
+                state.withLock { $0.scratch[to] = ScratchFile(content: content, modified: Self.now()) }
+            } else {
+                state.withLock { state in
+                    state.scratch[to] = ScratchFile(content: content, modified: Self.now())
+                    state.hidden.insert(from)
+                }
             }
         case (false, false):
             if state.withLock({ $0.hidden.contains(from) }) { throw .notFound(from) }
             try rename(from, to: to, noReplace: noReplace)
             state.withLock { _ = $0.hidden.remove(to) }
         }
+        forEachOpenFile(at: to) { $0.detached = true }  // a replaced target's writers
+        forEachOpenFile(at: from) { $0.path = to }
     }
 
     /// `symlink`: only editors' lock files (emacs `.#name`), kept in memory.
@@ -239,6 +264,7 @@ extension BinderView {
         let scratchChanged = state.withLock { state -> Bool in
             guard state.scratch[path] != nil else { return false }
             state.scratch[path]!.modified = time
+            state.scratch[path]!.timesSet = true
             return true
         }
         if scratchChanged { return }

@@ -22,10 +22,11 @@ extension BinderView {
 
     // MARK: - Public operations
 
-    /// Creates or replaces the file at `path` with `content` (what the user saved).
-    public func store(_ path: String, content: [UInt8]) throws(WriteError) {
+    /// Creates or replaces the file at `path` with `content` (what the user saved). `updated`
+    /// is the record's new modification time (ISO 8601); now when nil.
+    public func store(_ path: String, content: [UInt8], updated: String? = nil) throws(WriteError) {
         let path = Self.normalize(path)
-        try perform { () throws(WriteError) in try self.planStore(path, content: content) }
+        try perform { () throws(WriteError) in try self.planStore(path, content: content, updated: updated) }
     }
 
     /// Deletes a file (a record, an attachment, a child, or a raw file).
@@ -138,7 +139,8 @@ extension BinderView {
 
     private func existing(_ path: String) -> Node? { try? node(path) }
 
-    func planStore(_ path: String, content: [UInt8]) throws(WriteError) -> Plan {
+    func planStore(_ path: String, content: [UInt8], updated: String? = nil) throws(WriteError) -> Plan {
+        let now = updated ?? Timestamps.now()
         let (parentPath, name) = Self.parent(path)
         guard NameMapping.isSafeName(name) else { throw .invalid(path: path, reason: "not a usable file name") }
         let isMarkdown = name.hasSuffix(NameMapping.markdownExtension)
@@ -153,10 +155,10 @@ extension BinderView {
                 switch current.source {
                 case .document:
                     var document = try loadDocument(current.gitPath)
-                    try apply(content, to: &document, path: path)
+                    try apply(content, to: &document, path: path, now: now)
                     return Plan(changes: [try write(document, at: current.gitPath, path: path)], message: "Update entry")
                 case .sidecar:
-                    return try replaceSidecar(current, content: content, path: path)
+                    return try replaceSidecar(current, content: content, path: path, now: now)
                 default:
                     throw .readOnly(path)
                 }
@@ -166,14 +168,14 @@ extension BinderView {
                 let gitPath = join(folder, stem + NameMapping.documentExtension)
                 guard snapshot.entry(at: gitPath) == nil else { throw .exists(path) }
                 var document = MedicalDocument(value: "", metadata: [:])
-                try apply(content, to: &document, path: path, defaultType: Categories.documentType(forFolder: folder))
+                try apply(content, to: &document, path: path, defaultType: Categories.documentType(forFolder: folder), now: now)
                 let category = folder.split(separator: "/").first.map(String.init) ?? "binder"
                 return Plan(changes: [try write(document, at: gitPath, path: path)], message: "Add \(category) entry")
             }
             let writer = BinderWriter(repository: repository, key: key, author: author)
             guard snapshot.entry(at: join(folder, stem + NameMapping.documentExtension)) == nil,
                   snapshot.entry(at: join(folder, name + NameMapping.sidecarExtension)) == nil else { throw .exists(path) }
-            do { try writer.putAttachment(content, fileName: name, folder: folder) } catch { throw storageError(error, path) }
+            do { try writer.putAttachment(content, fileName: name, folder: folder, created: now) } catch { throw storageError(error, path) }
             return Plan(changes: writer.stagedChanges, message: "Add attachment")
 
         case .children(let documentPath, let indexPath):
@@ -186,9 +188,9 @@ extension BinderView {
                         let sidecar = current.gitPath
                         extra.append(.write(path: sidecar, blob: try self.encryptSidecar(content, path: path)))
                         parent.children[index].metadata["originalSizeBytes"] = JSONValue(content.count)
-                        parent.children[index].metadata["updated"] = .string(Timestamps.now())
+                        parent.children[index].metadata["updated"] = .string(now)
                     } else if isMarkdown {
-                        try self.apply(content, to: &parent.children[index], path: path)
+                        try self.apply(content, to: &parent.children[index], path: path, now: now)
                     } else {
                         // An inline attachment replaced: it becomes a sidecar, as new writes are.
                         let (child, changes) = try self.attachmentChild(content, fileName: name, documentPath: documentPath, path: path)
@@ -199,7 +201,7 @@ extension BinderView {
                 }
                 if isMarkdown {
                     var child = MedicalDocument(value: "", metadata: [:])
-                    try self.apply(content, to: &child, path: path, defaultType: "addendum")
+                    try self.apply(content, to: &child, path: path, defaultType: "addendum", now: now)
                     child.metadata["fileName"] = .string(name)
                     parent.children.append(child)
                 } else {
@@ -338,10 +340,10 @@ extension BinderView {
 
     /// Front matter -> metadata (kept from the previous version when the file has none),
     /// body -> value; `updated` is now; `type` and `created` are kept or made.
-    func apply(_ content: [UInt8], to document: inout MedicalDocument, path: String, defaultType: String? = nil) throws(WriteError) {
+    func apply(_ content: [UInt8], to document: inout MedicalDocument, path: String, defaultType: String? = nil,
+               now: String = Timestamps.now()) throws(WriteError) {
         let parsed: (metadata: JSONObject?, value: String)
         do { parsed = try FrontMatter.parse(content) } catch { throw .invalid(path: path, reason: "front matter: \(error)") }
-        let now = Timestamps.now()
         let previous = document.metadata
         var metadata = parsed.metadata ?? previous
         if metadata["type"]?.stringValue == nil {
@@ -372,12 +374,12 @@ extension BinderView {
         return Plan(changes: sidecars + [try write(document, at: documentPath, path: path)], message: "Update entry")
     }
 
-    func replaceSidecar(_ node: Node, content: [UInt8], path: String) throws(WriteError) -> Plan {
+    func replaceSidecar(_ node: Node, content: [UInt8], path: String, now: String) throws(WriteError) -> Plan {
         var changes: [TreeChange] = [.write(path: node.gitPath, blob: try encryptSidecar(content, path: path))]
         if case .document(let reference)? = node.owner {
             var document = try loadDocument(reference)
             document.metadata["originalSizeBytes"] = JSONValue(content.count)
-            document.metadata["updated"] = .string(Timestamps.now())
+            document.metadata["updated"] = .string(now)
             changes.append(try write(document, at: reference, path: path))
         }
         return Plan(changes: changes, message: "Update attachment")

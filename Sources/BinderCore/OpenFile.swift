@@ -13,6 +13,8 @@ final class OpenFile: Sendable {
         /// (O_TRUNC), duplicates and closes the descriptor before writing: that first flush must
         /// not store an empty record, so a flush stores only what was written.
         var written = false
+        /// The file was unlinked while open: its bytes stay readable, nothing is stored.
+        var detached = false
         let writable: Bool
     }
 
@@ -29,6 +31,9 @@ struct ScratchFile: Sendable {
     var modified: Timestamp
     /// Emacs makes its lock (`.#name`) as a symbolic link.
     var linkTarget: String?
+    /// Times set explicitly (rsync sets them on its temporary file before renaming it): they
+    /// become the record's `updated` when the file is renamed onto a record.
+    var timesSet = false
 }
 
 /// Which names are editors' and tools' scratch files (PRODUCT.md, "Writing through the mount").

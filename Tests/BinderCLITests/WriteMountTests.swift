@@ -261,3 +261,60 @@ final class AppsReadWhatBinderWritesTests: XCTestCase {
         XCTAssertFalse(try shell("git -C '\(binder.repository)' ls-tree -r --name-only main").stdout.contains(".#"))
     }
 }
+
+/// The rest of what tools do to files: rsync in, truncate, chmod/chown, utimensat, unlinking an
+/// open file, rename without replacing.
+final class FileOperationTests: XCTestCase {
+    func testRsyncTruncateAttributesAndOpenFiles() throws {
+        let binder = try MountedBinder()
+        defer { binder.unmount() }
+        try binder.mount()
+        let mnt = binder.mountpoint
+        let key = NIP44.ConversationKey(selfOf: try SecretKey(nsec: Fixtures.nsec))
+        func stored(_ path: String) throws -> MedicalDocument {
+            let payload = try shell("git -C '\(binder.repository)' show 'main:\(path)'").stdout
+            return try MedicalDocument(plaintext: try NIP44.decrypt(payload: payload, key: key).copyBytes())
+        }
+
+        // rsync -a into the mount: temporary file + rename + utimes.
+        let source = binder.sandbox.root.appendingPathComponent("export").path
+        XCTAssertEqual(try shell("mkdir -p '\(source)' && printf '# Imported\\n' > '\(source)/2026-04-04-imported.md' && head -c 50000 /dev/urandom > '\(source)/scan.pdf' && touch -d '2024-01-02 03:04:05 UTC' '\(source)/scan.pdf' '\(source)/2026-04-04-imported.md'").status, 0)
+        XCTAssertEqual(try shell("mkdir imports && rsync -a '\(source)/' imports/", in: mnt).status, 0)
+        XCTAssertEqual(try stored("imports/2026-04-04-imported.json").value, "# Imported\n")
+        XCTAssertEqual(try stored("imports/2026-04-04-imported.json").updated, "2024-01-02T03:04:05.000Z")
+        XCTAssertEqual(try shell("cmp '\(source)/scan.pdf' imports/scan.pdf", in: mnt).status, 0)
+        XCTAssertEqual(try shell("stat -c %Y imports/scan.pdf", in: mnt).stdout, "1704164645\n")
+        // The attachment is not copied again (same size and time; modes are fixed, so rsync may
+        // only report them); nothing is left behind.
+        let second = try shell("rsync -ai '\(source)/scan.pdf' imports/", in: mnt)
+        XCTAssertFalse(second.stdout.hasPrefix(">f"), second.stdout)
+        XCTAssertEqual(try shell("ls -A imports", in: mnt).stdout, "2026-04-04-imported.md\nscan.pdf\n")
+
+        // truncate, chmod, chown to the same owner (another owner is refused).
+        let record = "allergies/2025-02-25-penicillin.md"
+        let body = try FrontMatter.parse(try binder.read(record))
+        XCTAssertEqual(try shell("truncate -s 0 \(record)", in: mnt).status, 0)
+        XCTAssertEqual(try stored("allergies/2025-02-25-penicillin.json").value, "")
+        XCTAssertEqual(try stored("allergies/2025-02-25-penicillin.json").metadata["tags"], body.metadata?["tags"])
+        XCTAssertEqual(try shell("chmod 600 \(record) && chmod 644 \(record) && chown \(getuid()):\(getgid()) \(record)", in: mnt).status, 0)
+        XCTAssertNotEqual(try shell("chown 12345 \(record)", in: mnt).status, 0)
+
+        // Unlinking an open file: the reader keeps its bytes; a writer's later close stores nothing.
+        let python = """
+        import os
+        r = open('labs/2025-03-13-labs-r-sum-2.md', 'rb'); w = open('labs/2025-03-13-labs-r-sum-2.md', 'r+b')
+        first = r.read(3)
+        os.unlink('labs/2025-03-13-labs-r-sum-2.md')
+        w.write(b'gone'); w.close()
+        print(first.decode(), len(r.read()) > 0, os.path.exists('labs/2025-03-13-labs-r-sum-2.md'))
+        """
+        let unlinked = try shell("python3 -c \"\(python)\"", in: mnt)
+        XCTAssertEqual(unlinked.stdout, "--- True False\n", unlinked.stderr)
+        XCTAssertNotEqual(try shell("git -C '\(binder.repository)' cat-file -e main:labs/2025-03-13-labs-r-sum-2.json 2>/dev/null").status, 0)
+
+        // rename without replacing an existing record (renameat2 RENAME_NOREPLACE via mv -n).
+        XCTAssertEqual(try shell("mv -n imports/2026-04-04-imported.md \(record); test -e imports/2026-04-04-imported.md", in: mnt).status, 0)
+        XCTAssertEqual(try stored("allergies/2025-02-25-penicillin.json").value, "")
+        XCTAssertEqual(try shell("git -C '\(binder.repository)' status --porcelain").stdout, "")
+    }
+}
