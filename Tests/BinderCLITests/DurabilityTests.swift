@@ -100,3 +100,39 @@ final class DurabilityTests: XCTestCase {
         XCTAssertTrue(try stored(binder, "immunizations/2025-02-25-influenza-vaccine.json")?.value.contains("Added in nano.") ?? false)
     }
 }
+
+final class FullDiskTests: XCTestCase {
+    /// A full disk fails the save at close with ENOSPC and leaves every stored record readable;
+    /// an undecryptable file refuses writes.
+    func testFullDiskAndReadOnlyFilesFailCleanly() throws {
+        let binder = try MountedBinder(cloneFixture: false)
+        defer {
+            binder.unmount()
+            _ = try? shell("umount -l '\(binder.sandbox.root.path)/small'")
+        }
+        let small = binder.sandbox.root.appendingPathComponent("small").path
+        guard try shell("mkdir -p '\(small)' && mount -t tmpfs -o size=3m tmpfs '\(small)'").status == 0 else {
+            throw XCTSkip("cannot mount a tmpfs here")
+        }
+        binder.repository = small + "/binder"
+        XCTAssertEqual(try shell("git clone -q '\(Fixtures.bundle)' '\(binder.repository)' && echo 'not a record' > '\(binder.repository)/labs/notes.txt' && git -C '\(binder.repository)' add -A && git -C '\(binder.repository)' -c user.name=t -c user.email=t@t commit -qm 'Add entry'").status, 0)
+        try binder.mount()
+        let mnt = binder.mountpoint
+        let before = try shell("git -C '\(binder.repository)' rev-parse main").stdout
+        XCTAssertNotEqual(try shell("echo x >> labs/notes.txt", in: mnt).status, 0)
+
+        // Fill the disk (dd stops at ENOSPC).
+        _ = try shell("dd if=/dev/zero of='\(small)/filler' bs=64k 2>/dev/null")
+        XCTAssertEqual(try shell("df --output=avail '\(small)' | tail -n 1").stdout.trimmingCharacters(in: .whitespacesAndNewlines), "0")
+        let scan = binder.sandbox.root.appendingPathComponent("scan.bin").path
+        XCTAssertEqual(try shell("head -c 400000 /dev/urandom > '\(scan)'").status, 0)
+        let full = try shell("cp '\(scan)' labs/scan.bin", in: mnt)
+        XCTAssertNotEqual(full.status, 0)
+        XCTAssertTrue(full.stderr.contains("No space left on device") || full.stderr.contains("Input/output error"), full.stderr)
+        XCTAssertEqual(try shell("git -C '\(binder.repository)' rev-parse main").stdout, before)
+        // Stored records are intact and still shown.
+        XCTAssertEqual(try shell("grep -c 'Penicillin' allergies/2025-02-25-penicillin.md", in: mnt).stdout, "1\n")
+        // With space again, saving works.
+        XCTAssertEqual(try shell("rm '\(small)/filler' && cp '\(scan)' labs/scan.bin && cmp '\(scan)' labs/scan.bin", in: mnt).status, 0)
+    }
+}
