@@ -21,7 +21,7 @@ let package = Package(
         .systemLibrary(name: "CSecp256k1", pkgConfig: "libsecp256k1", providers: [.apt(["libsecp256k1-dev"])]),
         .systemLibrary(name: "CGit2", pkgConfig: "libgit2", providers: [.apt(["libgit2-dev"])]),
         .systemLibrary(name: "CFuse3", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
-        .systemLibrary(name: "CLinux"),
+        .target(name: "CLinux"),
 
         .target(name: "BinderCrypto", dependencies: ["CSodium", "CSecp256k1"]),
         .target(name: "BinderFormat", dependencies: [.product(name: "Yams", package: "Yams")]),

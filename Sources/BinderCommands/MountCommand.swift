@@ -83,7 +83,7 @@ struct MountCommand: ParsableCommand {
                            cacheBytes: Int, logger: Logger) throws -> FUSEMount {
         do {
             let view = try BinderView(repository: repository, key: key, logger: logger,
-                                      options: BinderView.Options(cacheCapacity: cacheBytes))
+                                      options: BinderView.Options(cacheCapacity: cacheBytes, author: commitAuthor()))
             return try FUSEMount(view: view, mountpoint: mountpoint,
                                  options: FUSEMount.Options(readOnly: readOnly, fsName: "binder:\(name)"), logger: logger)
         } catch {

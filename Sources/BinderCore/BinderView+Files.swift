@@ -272,22 +272,17 @@ extension BinderView {
         guard let current = try? node(path) else { throw .notFound(path) }
         if current.modified == time { return }
         let iso = Timestamps.string(seconds: time.seconds, nanoseconds: time.nanoseconds)
-        switch current.source {
-        case .document:
-            try perform { () throws(WriteError) in
-                var document = try self.loadDocument(current.gitPath)
-                document.metadata["updated"] = .string(iso)
-                return Plan(changes: [try self.write(document, at: current.gitPath, path: path)], message: "Update entry")
-            }
-        case .sidecar:
-            guard case .document(let reference)? = current.owner else { return }
-            try perform { () throws(WriteError) in
-                var document = try self.loadDocument(reference)
-                document.metadata["updated"] = .string(iso)
-                return Plan(changes: [try self.write(document, at: reference, path: path)], message: "Update entry")
-            }
-        default:
-            return  // folders, raw files and children keep the times they have
+        // The time lives in a document's metadata: the record's own, or an attachment's reference.
+        let documentPath: String
+        switch (current.source, current.owner) {
+        case (.document, _): documentPath = current.gitPath
+        case (.sidecar, .document(let reference)?): documentPath = reference
+        default: return  // folders, raw files and children keep the times they have
+        }
+        try perform { () throws(WriteError) in
+            var document = try self.loadDocument(documentPath)
+            document.metadata["updated"] = .string(iso)
+            return Plan(changes: [try self.write(document, at: documentPath, path: path)], message: "Update entry")
         }
     }
 }

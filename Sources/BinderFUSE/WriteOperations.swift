@@ -59,6 +59,10 @@ enum WriteOperations {
                 fs.changed(String(cString: path))
             }
             return 0
-        } catch { return fs.storeErrno(error) }
+        } catch {
+            // What the kernel cached of the refused bytes must not be shown: the stored version is.
+            if let path { fs.changed(String(cString: path)) }
+            return fs.storeErrno(error)
+        }
     }
 }

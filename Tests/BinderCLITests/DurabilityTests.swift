@@ -134,5 +134,14 @@ final class FullDiskTests: XCTestCase {
         XCTAssertEqual(try shell("grep -c 'Penicillin' allergies/2025-02-25-penicillin.md", in: mnt).stdout, "1\n")
         // With space again, saving works.
         XCTAssertEqual(try shell("rm '\(small)/filler' && cp '\(scan)' labs/scan.bin && cmp '\(scan)' labs/scan.bin", in: mnt).status, 0)
+
+        // A read-only repository (read-only bind mount) is reported the same way.
+        let tip = try shell("git -C '\(binder.repository)' rev-parse main").stdout
+        XCTAssertEqual(try shell("mount --bind '\(binder.repository)' '\(binder.repository)' && mount -o remount,ro,bind '\(binder.repository)'").status, 0)
+        defer { _ = try? shell("umount -l '\(binder.repository)'") }
+        let refused = try shell("echo '# More' >> allergies/2025-02-25-penicillin.md && cp '\(scan)' labs/scan2.bin", in: mnt)
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertEqual(try shell("git -C '\(binder.repository)' rev-parse main").stdout, tip)
+        XCTAssertEqual(try shell("grep -c 'More' allergies/2025-02-25-penicillin.md", in: mnt).stdout, "0\n")
     }
 }

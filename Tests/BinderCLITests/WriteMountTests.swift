@@ -40,6 +40,7 @@ final class WriteMountTests: XCTestCase {
         XCTAssertEqual(try shell("echo '# Knee follow-up' > visits/2026-05-01-knee.md", in: mnt).status, 0)
         XCTAssertEqual(try commits(), count + 1)
         XCTAssertEqual(try git("log -1 --format=%s main"), "Add visits entry\n")
+        XCTAssertEqual(try git("log -1 --format='%an <%ae>' main"), "Limbo Health <app@limbo.health>\n")
         var document = try stored("visits/2026-05-01-knee.json")
         XCTAssertEqual(document.type, "visit")
         XCTAssertEqual(document.value, "# Knee follow-up\n")
@@ -111,8 +112,13 @@ final class WriteMountTests: XCTestCase {
         XCTAssertEqual(try shell("mv visits/2025-02-19-urgent-care-imported.md dental/urgent.md", in: mnt).status, 0)
         XCTAssertEqual(try git("rev-parse main:dental/urgent.json"), blob)
         XCTAssertEqual(try git("log -1 --format=%s main"), "Rename entry\n")
-        // A record with children moves with them, into an existing name refused by RENAME_NOREPLACE.
-        XCTAssertNotEqual(try shell("mv -n --no-copy labs/2026-05-02-scan.pdf dental/urgent.md 2>/dev/null; test -e labs/2026-05-02-scan.pdf", in: mnt).status, 1)
+        // mv over an existing record replaces it (one commit).
+        XCTAssertEqual(try shell("echo '# Old' > dental/old.md && echo '# New' > dental/new.md && mv dental/new.md dental/old.md", in: mnt).status, 0)
+        XCTAssertEqual(try git("log -1 --format=%s main"), "Rename entry\n")
+        XCTAssertEqual(try stored("dental/old.json").value, "# New\n")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: binder.path("dental/new.md")))
+        XCTAssertEqual(try shell("rm dental/old.md", in: mnt).status, 0)
+        // A record with children moves with them.
         XCTAssertEqual(try shell("mv visits/2025-02-25-annual-physical.md dental/", in: mnt).status, 0)
         XCTAssertTrue(FileManager.default.fileExists(atPath: binder.path("dental/2025-02-25-annual-physical.children/01-addendum.md")))
 

@@ -1,0 +1,26 @@
+#ifndef BINDER_CLINUX_H
+#define BINDER_CLINUX_H
+/* Variadic and syscall-only Linux interfaces (keyctl, prctl, pipe2, posix_spawn extensions),
+   wrapped as plain functions in shim.c. */
+#include <spawn.h>
+#include <stddef.h>
+#include <stdint.h>
+
+int binder_set_nondumpable(void);
+int binder_pipe_cloexec(int fds[2]);
+short binder_posix_spawn_setsid(void);
+int binder_spawn_close_from(posix_spawn_file_actions_t *actions, int lowest);
+int binder_is_dumpable(void);
+long binder_add_key(const char *type, const char *description, const void *payload,
+                                  size_t plen, int32_t keyring);
+long binder_request_key(const char *type, const char *description, int32_t keyring);
+long binder_keyctl_read(int32_t key, void *buffer, size_t buflen);
+long binder_keyctl_set_timeout(int32_t key, unsigned int seconds);
+long binder_keyctl_revoke(int32_t key);
+long binder_keyctl_unlink(int32_t key, int32_t keyring);
+long binder_keyctl_get_keyring_id(int32_t keyring, int create);
+long binder_keyctl_setperm(int32_t key, uint32_t perm);
+int32_t binder_key_spec_user_keyring(void);
+int32_t binder_key_spec_session_keyring(void);
+
+#endif
