@@ -97,7 +97,7 @@ extension BinderView {
                 let parent = snapshot.commit
                 do {
                     let id = try repository.commitChanges(onto: parent, changes: planned.changes, message: planned.message, author: author)
-                    try adopt(commit: id)
+                    try adopt(commit: id, changes: planned.changes)
                     if !repository.isBare {
                         // The work tree (ciphertext) and index follow, so `git status` stays clean.
                         do { try repository.syncWorkTreeToHead() } catch { logger.warning("work tree not updated: \(error)") }
@@ -117,11 +117,40 @@ extension BinderView {
     }
 
     /// Shows `commit` from now on: a new snapshot, and listings rebuilt on next use.
-    func adopt(commit: ObjectID?) throws {
+    /// `changes`: what this view's own commit changed, so that only the listings of the
+    /// folders it touched (and their ancestors) are rebuilt; nil (a commit from elsewhere)
+    /// drops them all.
+    func adopt(commit: ObjectID?, changes: [TreeChange]? = nil) throws {
         let snapshot = try Snapshot.load(repository, commit: commit)
         state.withLock { state in
+            let old = state.snapshot
             state.snapshot = snapshot
-            state.listings.removeAll()
+            guard let changes else { return state.listings.removeAll() }
+            var affected = Set<String>()
+            for change in changes {
+                var folder = Self.parent(change.path).parent
+                affected.insert(change.path)  // a folder deleted or written into as a whole
+                while true {
+                    affected.insert(folder)
+                    if folder.isEmpty { break }
+                    folder = Self.parent(folder).parent
+                }
+            }
+            // A listing belongs to the git folder it is in (`.children` listings to the folder
+            // of their document).
+            func gitFolder(_ viewPath: String) -> String {
+                var path = viewPath
+                while !path.isEmpty && old.gitFolders[path] == nil && snapshot.gitFolders[path] == nil {
+                    path = Self.parent(path).parent
+                }
+                return path
+            }
+            for key in Array(state.listings.keys) {
+                let folder = gitFolder(key)
+                if affected.contains(folder) || snapshot.gitFolders[folder] == nil || affected.contains(where: { folder.hasPrefix($0 + "/") && !$0.isEmpty }) {
+                    state.listings.removeValue(forKey: key)
+                }
+            }
         }
     }
 

@@ -164,6 +164,19 @@ final class WriteEngineTests: XCTestCase {
         XCTAssertEqual(try git("ls-tree --name-only main visits/"), "visits/.meta.json\nvisits/from-other.json\nvisits/from-this.json\n")
     }
 
+    func testAWriteRebuildsOnlyTheFoldersItTouched() throws {
+        try view.makeDirectory("visits")
+        try view.makeDirectory("labs")
+        try view.store("labs/a.md", content: Array("# A\n".utf8))
+        _ = try view.list("labs")
+        _ = try view.list("visits")
+        let reads = view.statistics.objectReads
+        try view.store("visits/b.md", content: Array("# B\n".utf8))
+        _ = try view.list("labs")
+        XCTAssertEqual(view.statistics.objectReads, reads, "labs was listed again")
+        XCTAssertEqual(try view.list("visits").map(\.name), ["b.md"])
+    }
+
     func testNothingButCiphertextIsStored() throws {
         try view.makeDirectory("visits")
         try view.store("visits/secret.md", content: Array("---\nprovider: Dr. Canary-7731\n---\nCANARY-PLAINTEXT-7731\n".utf8))
