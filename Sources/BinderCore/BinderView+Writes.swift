@@ -100,7 +100,9 @@ extension BinderView {
                     try adopt(commit: id, changes: planned.changes)
                     if !repository.isBare {
                         // The work tree (ciphertext) and index follow, so `git status` stays clean.
-                        do { try repository.syncWorkTreeToHead() } catch { logger.warning("work tree not updated: \(error)") }
+                        do { try repository.syncWorkTreeToHead(paths: planned.changes.map(\.path)) } catch {
+                            logger.warning("work tree not updated: \(error)")
+                        }
                     }
                     logger.debug("committed", metadata: ["message": "\(planned.message)", "paths": "\(planned.changes.map(\.path))"])
                     return

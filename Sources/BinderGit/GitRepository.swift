@@ -166,14 +166,23 @@ public final class GitRepository: @unchecked Sendable {
     /// HEAD (a forced checkout: tracked files are rewritten or removed,
     /// untracked files are left alone), so that `git status` stays clean after
     /// `commitChanges`. No-op for a bare repository or an unborn HEAD.
-    public func syncWorkTreeToHead() throws(GitError) {
+    /// `paths` limits the checkout to what a commit changed (pathspecs: a folder covers what is
+    /// under it); nil checks out everything.
+    public func syncWorkTreeToHead(paths: [String]? = nil) throws(GitError) {
         guard !isBare else { return }
         try locked { () throws(GitError) in
             var options = git_checkout_options()
             try check(git_checkout_options_init(&options, UInt32(GIT_CHECKOUT_OPTIONS_VERSION)),
                       "init checkout options")
             options.checkout_strategy = GIT_CHECKOUT_FORCE.rawValue
-            let rc = git_checkout_head(repo.pointer, &options)
+            var cStrings: [UnsafeMutablePointer<CChar>?] = (paths ?? []).map { strdup($0) }
+            defer { cStrings.forEach { free($0) } }
+            let rc = cStrings.withUnsafeMutableBufferPointer { buffer -> Int32 in
+                if paths != nil {
+                    options.paths = git_strarray(strings: buffer.baseAddress, count: buffer.count)
+                }
+                return git_checkout_head(repo.pointer, &options)
+            }
             if rc == GIT_EUNBORNBRANCH.rawValue { return }
             try check(rc, "check out HEAD into '\(workTree ?? "")'")
         }
