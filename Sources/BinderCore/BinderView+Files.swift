@@ -29,13 +29,13 @@ extension BinderView {
         }
     }
 
-    /// The size of `path` while a writer has unsaved changes.
-    func dirtySize(_ path: String) -> Int? {
-        let files = state.withLock { Array($0.openFiles.values) }
-        for file in files {
-            if let size = file.edit.withLock({ $0.dirty && $0.path == path ? $0.buffer.count : nil }) { return size }
+    /// The sizes of files that writers have changed and not yet stored, by path.
+    func dirtySizes() -> [String: Int] {
+        var sizes: [String: Int] = [:]
+        for file in state.withLock({ Array($0.openFiles.values) }) {
+            file.edit.withLock { edit in if edit.dirty && !edit.detached { sizes[edit.path] = edit.buffer.count } }
         }
-        return nil
+        return sizes
     }
 
     static func now() -> Timestamp {

@@ -88,7 +88,7 @@ public final class BinderView: Sendable {
         }
         let attributes = try node(path).attributes
         // A file being written shows the size it has now.
-        if let editing = dirtySize(path) {
+        if let editing = dirtySizes()[path] {
             return NodeAttributes(kind: .file, size: editing, modified: attributes.modified, readOnly: false)
         }
         return attributes
@@ -104,8 +104,12 @@ public final class BinderView: Sendable {
         }
         let listing = try self.listing(path)
         let hidden = state.withLock { $0.hidden }
+        let writing = dirtySizes()
         var entries = listing.sortedNames.filter { !hidden.contains(join(path, $0)) }.map { name in
-            (name: name, attributes: (try? attributes(join(path, name))) ?? listing.nodes[name]!.attributes)
+            let node = listing.nodes[name]!
+            guard let size = writing[join(path, name)] else { return (name: name, attributes: node.attributes) }
+            // A file being written shows the size it has now.
+            return (name: name, attributes: NodeAttributes(kind: .file, size: size, modified: node.modified, readOnly: false))
         }
         let shown = Set(entries.map(\.name))
         entries += overlayEntries(in: path).filter { !shown.contains($0.name) }
