@@ -343,6 +343,12 @@ extension BinderView {
         do { content = try self.content(of: source, path: from).copyBytes() } catch { throw .corrupt(path: from, reason: "\(error)") }
         let removal = try planRemove(from)
         let store = try planStore(to, content: content)
+        // Both halves were planned on the same snapshot: if they rewrite the same record (a child
+        // moved between two `.children` folders of one record), the second would undo the first.
+        let rewritten = Set(removal.changes.compactMap { if case .write(let path, _) = $0 { return path } else { return nil } })
+        if store.changes.contains(where: { if case .write(let path, _) = $0 { return rewritten.contains(path) } else { return false } }) {
+            throw .invalid(path: to, reason: "moving a child between the children folders of one record is not supported")
+        }
         plan.changes += removal.changes + store.changes
         return plan
     }

@@ -177,6 +177,26 @@ final class WriteEngineTests: XCTestCase {
         XCTAssertEqual(try view.list("visits").map(\.name), ["b.md"])
     }
 
+    func testMovingAChildWithinOneRecordIsRefusedNotCorrupted() throws {
+        let writer = BinderWriter(repository: repository, key: key, author: Signature(name: "t", email: "t@t"))
+        let nested = MedicalDocument(value: "# Visit\n", metadata: ["type": "visit", "created": "2026-01-01T00:00:00.000Z"], children: [
+            MedicalDocument(value: "Addendum\n", metadata: ["type": "addendum", "created": "2026-01-02T00:00:00.000Z"], children: [
+                MedicalDocument(value: "Reply\n", metadata: ["type": "follow_up_note", "created": "2026-01-03T00:00:00.000Z"]),
+            ]),
+        ])
+        try writer.putFolder("visits", displayName: "Visits")
+        try writer.putDocument(nested, at: "visits/v.json")
+        try writer.commit(message: "Add visits entry")
+        let view = try BinderView(repository: repository, key: key, logger: logger)
+        XCTAssertEqual(try view.list("visits/v.children/01-addendum.children").map(\.name), ["01-follow-up-note.md"])
+        let tip = try git("rev-parse main")
+        XCTAssertThrowsError(try view.rename("visits/v.children/01-addendum.children/01-follow-up-note.md", to: "visits/v.children/reply.md")) {
+            guard case .invalid = $0 as? WriteError else { return XCTFail("\($0)") }
+        }
+        XCTAssertEqual(try git("rev-parse main"), tip)
+        XCTAssertEqual(try stored("visits/v.json"), nested)
+    }
+
     func testNothingButCiphertextIsStored() throws {
         try view.makeDirectory("visits")
         try view.store("visits/secret.md", content: Array("---\nprovider: Dr. Canary-7731\n---\nCANARY-PLAINTEXT-7731\n".utf8))
