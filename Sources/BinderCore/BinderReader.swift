@@ -29,6 +29,11 @@ public enum BinderReader {
         }
     }
 
+    /// A stored `.json` document, decrypted and parsed.
+    public static func readDocument(_ stored: [UInt8], key: NIP44.ConversationKey, gitPath: String) throws -> MedicalDocument {
+        try parseDocument(try decryptDocument(stored, key: key), gitPath: gitPath)
+    }
+
     /// Parses a decrypted document. A flat legacy `patient-info.json` becomes a document whose
     /// metadata is the whole object and whose value is empty.
     public static func parseDocument(_ plaintext: SecureBytes, gitPath: String) throws -> MedicalDocument {

@@ -66,10 +66,9 @@ public struct BinderVerifier {
             } else if name.hasSuffix(".json") {
                 report.documents += 1
                 let document: MedicalDocument
-                do {
-                    let plaintext = try BinderReader.decryptDocument(try repository.readBlob(entry.id), key: key)
-                    document = try BinderReader.parseDocument(plaintext, gitPath: path)
-                } catch { problem(path, "\(error)"); continue }
+                do { document = try BinderReader.readDocument(try repository.readBlob(entry.id), key: key, gitPath: path) } catch {
+                    problem(path, "\(error)"); continue
+                }
                 if !(BinderReader.isPatientInfo(path) && document.metadata["type"] == nil) {
                     for issue in document.validate() { problem(path, issue) }
                 }

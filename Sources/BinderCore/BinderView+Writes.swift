@@ -369,10 +369,7 @@ extension BinderView {
 
     func loadDocument(_ gitPath: String) throws(WriteError) -> MedicalDocument {
         guard let entry = snapshot.entry(at: gitPath) else { throw .notFound(gitPath) }
-        do {
-            let plaintext = try BinderReader.decryptDocument(try repository.readBlob(entry.id), key: key)
-            return try BinderReader.parseDocument(plaintext, gitPath: gitPath)
-        } catch { throw .corrupt(path: gitPath, reason: "\(error)") }
+        do { return try decodeDocument(entry.id, gitPath: gitPath) } catch { throw .corrupt(path: gitPath, reason: "\(error)") }
     }
 
     /// Front matter -> metadata (kept from the previous version when the file has none),

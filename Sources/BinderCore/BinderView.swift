@@ -82,8 +82,7 @@ public final class BinderView: Sendable {
         if let control = controlAttributes(path) { return control }
         if let overlay = overlayAttributes(path) { return overlay }
         if state.withLock({ $0.hidden.contains(path) }) { throw .notFound(path) }
-        if let pendingFolder = state.withLock({ $0.pendingFolders[path] }) {
-            _ = pendingFolder
+        if state.withLock({ $0.pendingFolders[path] != nil }) {
             return NodeAttributes(kind: .directory, size: 0, modified: snapshot.commitTime, readOnly: false)
         }
         let attributes = try node(path).attributes
@@ -98,8 +97,8 @@ public final class BinderView: Sendable {
     public func list(_ path: String) throws(ViewError) -> [(name: String, attributes: NodeAttributes)] {
         let path = Self.normalize(path)
         if path == Self.controlDirectory { return [("status", controlAttributes(Self.controlDirectory + "/status")!)] }
-        if let pending = state.withLock({ $0.pendingFolders[path] }), (try? self.listing(path)) == nil {
-            _ = pending
+        // A `.children` folder made with mkdir holds only what is being written into it.
+        if state.withLock({ $0.pendingFolders[path] != nil }), (try? self.listing(path)) == nil {
             return overlayEntries(in: path)
         }
         let listing = try self.listing(path)
@@ -289,9 +288,8 @@ public final class BinderView: Sendable {
         logger.error("read failed: \(error)")
     }
 
-    private func decodeDocument(_ blob: ObjectID, gitPath: String) throws -> MedicalDocument {
-        let plaintext = try BinderReader.decryptDocument(try readObject(blob), key: key)
-        return try BinderReader.parseDocument(plaintext, gitPath: gitPath)
+    func decodeDocument(_ blob: ObjectID, gitPath: String) throws -> MedicalDocument {
+        try BinderReader.readDocument(try readObject(blob), key: key, gitPath: gitPath)
     }
 
     private func descend(_ document: MedicalDocument, _ indexPath: [Int], path: String) throws(ViewError) -> MedicalDocument {

@@ -135,8 +135,7 @@ struct ListingBuilder {
     /// Decrypts and parses a document; nil (and a log line) if it cannot be.
     private func readDocument(_ entry: TreeEntry, gitPath: String) -> MedicalDocument? {
         do {
-            let plaintext = try BinderReader.decryptDocument(repository.readBlob(entry.id), key: key)
-            return try BinderReader.parseDocument(plaintext, gitPath: gitPath)
+            return try BinderReader.readDocument(repository.readBlob(entry.id), key: key, gitPath: gitPath)
         } catch {
             logger.warning("shown as stored: \(error)", metadata: ["path": "\(gitPath)"])
             return nil

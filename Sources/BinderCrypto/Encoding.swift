@@ -33,13 +33,7 @@ public enum Hex {
         out.reserveCapacity(utf8.count / 2)
         var high: UInt8? = nil
         for c in utf8 {
-            let v: UInt8
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): v = c - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): v = c - UInt8(ascii: "A") + 10
-            default: return nil
-            }
+            guard let v = nibble(c) else { return nil }
             if let h = high { out.append(h << 4 | v); high = nil } else { high = v }
         }
         return out

@@ -29,13 +29,8 @@ extension Sidecar {
               }),
               hex.count == 64, let dek = Hex.decodeSecret(hex) else { return nil }
         // ChaCha20-Poly1305 (IETF) encrypts the message from block counter 1; block 0 keys Poly1305.
-        let tail = keystreamTail(ciphertext: bytes, start: header, length: textLength, firstCounter: 1) { out, input, count, counter, nonceBase in
-            dek.withUnsafeBytes { k in
-                _ = crypto_stream_chacha20_ietf_xor_ic(out, input, UInt64(count),
-                                                      nonceBase.assumingMemoryBound(to: UInt8.self), counter,
-                                                      k.baseAddress!.assumingMemoryBound(to: UInt8.self))
-            }
-        } nonce: { bytes.withUnsafeBytes { Array($0[(3 + wrappedLength)..<header]) } }
+        let nonce = Array(bytes[(3 + wrappedLength)..<header])
+        let tail = keystreamTail(ciphertext: bytes, start: header, length: textLength, key: dek, nonce: nonce, firstCounter: 1)
         return sizeFromBase64(length: textLength, lastTwo: tail)
     }
 
@@ -45,32 +40,23 @@ extension Sidecar {
         if textLength == 0 { return 0 }
         guard textLength % 4 == 0 else { return nil }
         let keys = NIP44.messageKeys(key, nonce: Array(raw[1..<33]))
-        let tail = keystreamTail(ciphertext: raw, start: 33, length: textLength, firstCounter: 0) { out, input, count, counter, nonceBase in
-            keys.chachaKey.withUnsafeBytes { k in
-                _ = crypto_stream_chacha20_ietf_xor_ic(out, input, UInt64(count),
-                                                      nonceBase.assumingMemoryBound(to: UInt8.self), counter,
-                                                      k.baseAddress!.assumingMemoryBound(to: UInt8.self))
-            }
-        } nonce: { keys.chachaNonce.copyBytes() }
+        let tail = keystreamTail(ciphertext: raw, start: 33, length: textLength, key: keys.chachaKey,
+                                 nonce: keys.chachaNonce.copyBytes(), firstCounter: 0)
         return sizeFromBase64(length: textLength, lastTwo: tail)
     }
 
-    /// Decrypts the last two bytes of a ChaCha20 stream of `length` bytes starting at `start`.
-    private static func keystreamTail(
-        ciphertext: [UInt8], start: Int, length: Int, firstCounter: UInt32,
-        xor: (UnsafeMutablePointer<UInt8>, UnsafePointer<UInt8>, Int, UInt32, UnsafeRawPointer) -> Void,
-        nonce: () -> [UInt8]
-    ) -> [UInt8] {
+    /// Decrypts the last two bytes of a ChaCha20 (IETF) stream of `length` bytes starting at
+    /// `start`, whose first block has counter `firstCounter`.
+    private static func keystreamTail(ciphertext: [UInt8], start: Int, length: Int, key: SecureBytes, nonce: [UInt8],
+                                      firstCounter: UInt32) -> [UInt8] {
         let blockStart = (length - 2) / 64 * 64
         let count = length - blockStart
         var out = [UInt8](repeating: 0, count: count)
-        let nonceBytes = nonce()
         ciphertext.withUnsafeBufferPointer { c in
-            out.withUnsafeMutableBufferPointer { o in
-                nonceBytes.withUnsafeBytes { n in
-                    xor(o.baseAddress!, c.baseAddress! + start + blockStart, count,
-                        firstCounter + UInt32(blockStart / 64), n.baseAddress!)
-                }
+            key.withUnsafeBytes { k in
+                _ = crypto_stream_chacha20_ietf_xor_ic(&out, c.baseAddress! + start + blockStart, UInt64(count), nonce,
+                                                      firstCounter + UInt32(blockStart / 64),
+                                                      k.baseAddress!.assumingMemoryBound(to: UInt8.self))
             }
         }
         let tail = Array(out.suffix(2))
