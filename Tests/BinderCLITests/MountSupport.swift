@@ -51,8 +51,8 @@ final class MountedBinder {
 
     deinit { unmount() }
 
-    func mount(_ extra: [String] = []) throws {
-        let run = try sandbox.run(["mount", repository, mountpoint, "--passphrase-file", passphraseFile] + extra)
+    func mount(_ extra: [String] = [], environment: [String: String] = [:]) throws {
+        let run = try sandbox.run(["mount", repository, mountpoint, "--passphrase-file", passphraseFile] + extra, environment: environment)
         XCTAssertEqual(run.status, 0, "mount failed: \(run.stderr)")
         mounted = run.status == 0
     }

@@ -271,6 +271,15 @@ final class AppsReadWhatBinderWritesTests: XCTestCase {
 /// The rest of what tools do to files: rsync in, truncate, chmod/chown, utimensat, unlinking an
 /// open file, rename without replacing.
 final class FileOperationTests: XCTestCase {
+    func testCommitAuthorIsConfigurable() throws {
+        let binder = try MountedBinder()
+        defer { binder.unmount() }
+        try binder.mount(environment: ["BINDER_AUTHOR_NAME": "Pat Example", "BINDER_AUTHOR_EMAIL": "pat@example.org"])
+        XCTAssertEqual(try shell("echo '# Note' > visits/2026-09-09-note.md", in: binder.mountpoint).status, 0)
+        XCTAssertEqual(try shell("git -C '\(binder.repository)' log -1 --format='%an <%ae>|%s' main").stdout,
+                       "Pat Example <pat@example.org>|Add visits entry\n")
+    }
+
     func testRsyncTruncateAttributesAndOpenFiles() throws {
         let binder = try MountedBinder()
         defer { binder.unmount() }
