@@ -3,6 +3,7 @@ import PackageDescription
 
 // Dependencies point one way:
 //   binder (exe) -> BinderCommands -> BinderFUSE -> BinderCore -> {BinderGit, BinderCrypto, BinderFormat}
+//   BinderCommands -> BinderSync -> BinderCore; BinderCommands -> BinderServer -> {BinderGit, BinderCrypto}
 // Each C library is imported by exactly one Swift target:
 //   CSodium, CSecp256k1 -> BinderCrypto; CGit2 -> BinderGit; CFuse3 -> BinderFUSE; CLinux -> BinderSystem.
 let package = Package(
@@ -15,6 +16,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.0"),
     ],
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
@@ -35,8 +38,23 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "BinderSystem", dependencies: ["CLinux", "BinderCrypto"]),
+        // Accounts and sync: the server's REST calls (login, listing) and fetch-merge-push.
+        .target(name: "BinderSync", dependencies: [
+            "BinderCore", "BinderCrypto", "BinderGit",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // `binder serve`: the same protocol, self-hosted (SwiftNIO; git's own upload/receive-pack).
+        .target(name: "BinderServer", dependencies: [
+            "BinderCrypto", "BinderGit",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
+        ]),
         .target(name: "BinderCommands", dependencies: [
             "BinderCore", "BinderFUSE", "BinderGit", "BinderFormat", "BinderSystem", "BinderCrypto",
+            "BinderSync", "BinderServer",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

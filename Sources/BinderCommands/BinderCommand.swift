@@ -12,7 +12,9 @@ public struct BinderCommand: ParsableCommand {
         $XDG_DATA_HOME/binder (~/.local/share/binder).
         """,
         subcommands: [KeyCommand.self, UnlockCommand.self, LockCommand.self, CreateCommand.self,
-                      MountCommand.self, UnmountCommand.self, VerifyCommand.self]
+                      MountCommand.self, UnmountCommand.self, VerifyCommand.self,
+                      LoginCommand.self, ListCommand.self, CloneCommand.self, SyncCommand.self, StatusCommand.self,
+                      ServeCommand.self]
     )
 
     public init() {}

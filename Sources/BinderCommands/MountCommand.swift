@@ -3,6 +3,7 @@ import BinderCore
 import BinderCrypto
 import BinderFUSE
 import BinderGit
+import BinderSync
 import BinderSystem
 import Foundation
 import Glibc
@@ -24,6 +25,10 @@ struct MountCommand: ParsableCommand {
     var readOnly = false
     @Option(name: .customLong("cache-size"), help: "Upper bound of decrypted content kept in memory, e.g. 256M, 1G.")
     var cacheSize: String = "256M"
+    @Flag(name: .customLong("no-sync"), help: "Never touch the network (a binder that syncs is otherwise pulled at mount, pushed after each save, and polled).")
+    var noSync = false
+    @Option(name: .customLong("sync-interval"), help: "Seconds between polls of the server for changes from other devices.")
+    var syncInterval: Double = 60
     @OptionGroup var passphrase: PassphraseOptions
     /// Internal: the daemon reads its key from fd 3 and reports readiness on fd 4.
     @Flag(name: .customLong("daemon-child"), help: .hidden)
@@ -43,7 +48,8 @@ struct MountCommand: ParsableCommand {
         let logPath = state.logsDirectory + "/\(name).log"
 
         if daemonChild {
-            return try runDaemonChild(repository: repository, name: name, mountpoint: mountpoint, cacheBytes: cacheBytes, logPath: logPath)
+            return try runDaemonChild(repository: repository, path: path, name: name, mountpoint: mountpoint, cacheBytes: cacheBytes,
+                                      logPath: logPath)
         }
         try checkMountpoint(mountpoint)
         let key = try KeyStore(state: state).secretKey(passphrase: passphrase.source)
@@ -53,12 +59,14 @@ struct MountCommand: ParsableCommand {
         }
         if foreground {
             let logger = FileLogHandler.logger(label: "binder.mount", path: logPath, echo: true)
-            let mount = try makeMount(repository: repository, key: conversationKey, name: name, mountpoint: mountpoint,
-                                      cacheBytes: cacheBytes, logger: logger)
+            let (mount, view) = try makeMount(repository: repository, key: conversationKey, name: name, mountpoint: mountpoint,
+                                              cacheBytes: cacheBytes, logger: logger)
             try mountOrFail(mount, mountpoint: mountpoint)
             logger.info("mounted", metadata: ["binder": "\(path)", "mountpoint": "\(mountpoint)"])
+            let sync = startSync(view: view, repository: repository, path: path, key: key, state: state, logger: logger)
             printErr("Mounted \(name) at \(mountpoint). Press Ctrl-C to unmount.")
             let status = mount.run()
+            sync?.stop()
             logger.info("unmounted", metadata: ["mountpoint": "\(mountpoint)"])
             if status != 0 { throw CommandFailure("the mount loop ended with an error (\(status))") }
             return
@@ -80,12 +88,12 @@ struct MountCommand: ParsableCommand {
     }
 
     private func makeMount(repository: GitRepository, key: NIP44.ConversationKey, name: String, mountpoint: String,
-                           cacheBytes: Int, logger: Logger) throws -> FUSEMount {
+                           cacheBytes: Int, logger: Logger) throws -> (FUSEMount, BinderView) {
         do {
             let view = try BinderView(repository: repository, key: key, logger: logger,
                                       options: BinderView.Options(cacheCapacity: cacheBytes, author: commitAuthor()))
-            return try FUSEMount(view: view, mountpoint: mountpoint,
-                                 options: FUSEMount.Options(readOnly: readOnly, fsName: "binder:\(name)"), logger: logger)
+            return (try FUSEMount(view: view, mountpoint: mountpoint,
+                                  options: FUSEMount.Options(readOnly: readOnly, fsName: "binder:\(name)"), logger: logger), view)
         } catch {
             throw CommandFailure("cannot mount: \(error)")
         }
@@ -96,7 +104,7 @@ struct MountCommand: ParsableCommand {
     }
 
     /// The detached daemon: key from fd 3, readiness (or the reason it failed) on fd 4.
-    private func runDaemonChild(repository: GitRepository, name: String, mountpoint: String, cacheBytes: Int,
+    private func runDaemonChild(repository: GitRepository, path: String, name: String, mountpoint: String, cacheBytes: Int,
                                 logPath: String) throws {
         let logger = FileLogHandler.logger(label: "binder.mount", path: logPath, echo: false)
         let report = DaemonProcess.report
@@ -105,12 +113,14 @@ struct MountCommand: ParsableCommand {
             throw CommandFailure("no key on fd 3")
         }
         do {
-            let mount = try makeMount(repository: repository, key: NIP44.ConversationKey(selfOf: key), name: name,
-                                      mountpoint: mountpoint, cacheBytes: cacheBytes, logger: logger)
+            let (mount, view) = try makeMount(repository: repository, key: NIP44.ConversationKey(selfOf: key), name: name,
+                                              mountpoint: mountpoint, cacheBytes: cacheBytes, logger: logger)
             try mountOrFail(mount, mountpoint: mountpoint)
             logger.info("mounted", metadata: ["mountpoint": "\(mountpoint)", "pid": "\(getpid())"])
+            let sync = startSync(view: view, repository: repository, path: path, key: key, state: StateDirectory(), logger: logger)
             report("ready")
             let status = mount.run()
+            sync?.stop()
             logger.info("unmounted", metadata: ["mountpoint": "\(mountpoint)", "status": "\(status)"])
         } catch let failure as CommandFailure {
             logger.error("mount failed: \(failure.message)")
@@ -119,11 +129,43 @@ struct MountCommand: ParsableCommand {
         }
     }
 
+    /// Background sync for a binder that has a server (set by `binder clone` or `binder sync`),
+    /// unless `--no-sync` or read-only. The view is served meanwhile; the first pull starts now.
+    private func startSync(view: BinderView, repository: GitRepository, path: String, key: SecretKey,
+                           state: StateDirectory, logger: Logger) -> SyncScheduler? {
+        guard !noSync, !readOnly else {
+            view.setSyncHooks(onCommit: nil, status: { "sync: off (--no-sync)\n" })
+            return nil
+        }
+        guard let target = SyncTarget.read(repository) else {
+            view.setSyncHooks(onCommit: nil, status: { "sync: off (local only: 'binder sync' sets a server)\n" })
+            return nil
+        }
+        do {
+            let client = try ServerClient(server: target.server)
+            let session = ServerSession(client: client, key: key, accounts: Accounts(path: state.accountsFile))
+            let engine = try SyncEngine(repositoryPath: path, key: NIP44.ConversationKey(selfOf: key), session: session,
+                                        target: target, author: commitAuthor(), logger: logger)
+            let scheduler = try SyncScheduler(engine: engine, view: view, repositoryPath: path,
+                                              options: .init(pollInterval: max(1, syncInterval)), logger: logger)
+            scheduler.start()
+            logger.info("sync on", metadata: ["server": "\(target.server)", "repository": "\(target.repoId)"])
+            return scheduler
+        } catch {
+            logger.error("sync off: \(error)")
+            let reason = "\(error)"
+            view.setSyncHooks(onCommit: nil, status: { "sync: off (error: \(reason))\n" })
+            return nil
+        }
+    }
+
     /// Starts this binary again as a detached daemon (new session, stdio on /dev/null), hands it
     /// the key through a pipe (never argv or the environment), and waits for it to report.
     private func spawnDaemon(key: SecretKey, logPath: String, mountpoint: String) throws {
-        var arguments = ["mount", binder, mountpoint, "--daemon-child", "--cache-size", cacheSize]
+        var arguments = ["mount", binder, mountpoint, "--daemon-child", "--cache-size", cacheSize,
+                         "--sync-interval", "\(syncInterval)"]
         if readOnly { arguments.append("--read-only") }
+        if noSync { arguments.append("--no-sync") }
         let daemon: DaemonProcess
         do {
             daemon = try DaemonProcess.spawnSelf(arguments: arguments, secret: key.withUnsafeBytes { SecureBytes($0) })

@@ -98,6 +98,7 @@ extension BinderView {
                 do {
                     let id = try repository.commitChanges(onto: parent, changes: planned.changes, message: planned.message, author: author)
                     try adopt(commit: id, changes: planned.changes)
+                    hooks.withLock { $0 }.onCommit?(id)
                     if !repository.isBare {
                         // The work tree (ciphertext) and index follow, so `git status` stays clean.
                         do { try repository.syncWorkTreeToHead(paths: planned.changes.map(\.path)) } catch {
@@ -108,7 +109,10 @@ extension BinderView {
                     return
                 } catch let error as GitError where error.isConcurrentUpdate && attempt < 2 {
                     logger.info("main moved under a write; planning again")
-                    do { try adopt(commit: try repository.branchTip(branch)) } catch { throw WriteError.storage("\(error)") }
+                    do {
+                        if let tip = try repository.branchTip(branch) { try adoptArrivedLocked(commit: tip) }
+                        else { try adopt(commit: nil) }
+                    } catch { throw WriteError.storage("\(error)") }
                 } catch let error as WriteError {
                     throw error
                 } catch {
@@ -123,7 +127,10 @@ extension BinderView {
     /// folders it touched (and their ancestors) are rebuilt; nil (a commit from elsewhere)
     /// drops them all.
     func adopt(commit: ObjectID?, changes: [TreeChange]? = nil) throws {
-        let snapshot = try Snapshot.load(repository, commit: commit)
+        adopt(try Snapshot.load(repository, commit: commit), changes: changes)
+    }
+
+    func adopt(_ snapshot: Snapshot, changes: [TreeChange]?) {
         state.withLock { state in
             let old = state.snapshot
             state.snapshot = snapshot

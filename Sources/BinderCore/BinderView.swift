@@ -59,6 +59,17 @@ public final class BinderView: Sendable {
     /// Guards the snapshot, listings, the plaintext cache and the open-file table.
     let state: Mutex<State>
 
+    /// What the mount's sync engine hangs on the view (see `setSyncHooks`).
+    struct Hooks: Sendable {
+        var onCommit: (@Sendable (ObjectID) -> Void)?
+        var status: (@Sendable () -> String)?
+        /// Told the view paths a commit from elsewhere changed (the FUSE bridge drops what the
+        /// kernel cached of them).
+        var onStale: (@Sendable ([String]) -> Void)?
+    }
+    /// Guards the hooks; read (copied out) before calling them, never held across a call.
+    let hooks = Mutex(Hooks())
+
     public init(repository: GitRepository, key: NIP44.ConversationKey, logger: Logger, options: Options = Options()) throws {
         self.repository = repository
         self.key = key
@@ -323,6 +334,6 @@ public final class BinderView: Sendable {
         listed_folders: \(stats.listedFolders)
         git_object_reads: \(stats.objectReads)
 
-        """
+        """ + (hooks.withLock { $0 }.status?() ?? "sync: off\n")
     }
 }

@@ -58,10 +58,16 @@ public final class FUSEMount {
         }
         self.handle = handle
         self.context = context
-        context.takeUnretainedValue().attach(handle)
+        let fileSystem = context.takeUnretainedValue()
+        fileSystem.attach(handle)
+        // Commits from elsewhere (sync): the kernel forgets what it cached of what they changed.
+        view.setStaleHandler { paths in
+            for path in paths { fileSystem.changed("/" + path) }
+        }
     }
 
     deinit {
+        view.setStaleHandler(nil)
         if mounted { fuse_unmount(handle) }
         fuse_destroy(handle)
         context.release()

@@ -92,10 +92,12 @@ extension GitRepository {
     /// - The committer is the author. A missing final newline is added to
     ///   `message`. The work tree of a non-bare repository is not touched:
     ///   call `syncWorkTreeToHead()`.
+    /// - `mergedParents` (a merge commit) follow `parent` as further parents.
     ///
     /// Returns the new commit's id.
     public func commitChanges(onto parent: ObjectID?, changes: [TreeChange], message: String,
-                              author: Signature, branch: String = "main") throws(GitError) -> ObjectID {
+                              author: Signature, branch: String = "main",
+                              mergedParents: [ObjectID] = []) throws(GitError) -> ObjectID {
         let refName = Self.refName(branch)
         var message = message
         if !message.hasSuffix("\n") { message += "\n" }
@@ -127,12 +129,13 @@ extension GitRepository {
             let signature = SignatureHandle(signaturePointer!)
 
             var commitOid = git_oid()
-            var parents: [OpaquePointer?] = parentCommit.map { [$0.pointer] } ?? []
+            let merged = try mergedParents.map { id throws(GitError) in try lookupCommitLocked(id) }
+            var parents: [OpaquePointer?] = (parentCommit.map { [$0.pointer] } ?? []) + merged.map(\.pointer)
             let rc = parents.withUnsafeMutableBufferPointer { buffer in
                 git_commit_create(&commitOid, repo.pointer, nil, signature.pointer, signature.pointer,
                                   nil, message, tree.pointer, buffer.count, buffer.baseAddress)
             }
-            withExtendedLifetime(parentCommit) {}
+            withExtendedLifetime((parentCommit, merged)) {}
             try check(rc, "write commit")
             let newID = ObjectID(&commitOid)
 

@@ -74,3 +74,10 @@ final class SignatureHandle {
     init(_ pointer: UnsafeMutablePointer<git_signature>) { self.pointer = pointer }
     deinit { git_signature_free(pointer) }
 }
+
+/// Owns a `git_remote *`.
+final class RemoteHandle {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+    deinit { git_remote_free(pointer) }
+}

@@ -24,6 +24,11 @@ public enum MountTable {
         return entries().last { $0.mountPoint == normalized }
     }
 
+    /// Mount points of FUSE mounts whose source (`fsname`) is `source`, e.g. `binder:health`.
+    public static func mounts(ofSource source: String) -> [String] {
+        entries().filter { $0.fsType.hasPrefix("fuse") && $0.source == source }.map(\.mountPoint)
+    }
+
     /// mountinfo escapes space, tab, newline and backslash as \ooo.
     static func unescape(_ field: Substring) -> String {
         var bytes: [UInt8] = []

@@ -25,6 +25,8 @@ public struct StateDirectory: Sendable {
     public var bindersDirectory: String { root + "/binders" }
     public var logsDirectory: String { root + "/logs" }
     public var runDirectory: String { root + "/run" }
+    /// Servers logged in to, with their tokens (each encrypted to the user's own key).
+    public var accountsFile: String { root + "/accounts.json" }
 
     /// Creates the root (0700) if needed.
     public func ensureExists() throws {

@@ -1,0 +1,314 @@
+import ArgumentParser
+import BinderCore
+import BinderCrypto
+import BinderGit
+import BinderSync
+import BinderSystem
+import Foundation
+import Glibc
+import Logging
+
+/// Options shared by the commands that talk to a server.
+struct ServerOptions: ParsableArguments {
+    @Option(help: "The server, e.g. https://limbo.health (default: the one 'binder login' used last).")
+    var server: String?
+
+    func client(_ accounts: Accounts) throws -> ServerClient {
+        do { return try ServerClient(server: server ?? accounts.defaultServer) } catch { throw CommandFailure(error.description) }
+    }
+}
+
+func failure(_ error: SyncError) -> CommandFailure { CommandFailure(error.description) }
+
+struct LoginCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "login",
+        abstract: "Log in to a server with your Nostr key (signs a kind-22242 challenge); the token is kept encrypted.")
+
+    @OptionGroup var serverOptions: ServerOptions
+    @OptionGroup var passphrase: PassphraseOptions
+
+    func run() throws {
+        let state = StateDirectory()
+        try state.ensureExists()
+        let accounts = Accounts(path: state.accountsFile)
+        let client = try serverOptions.client(accounts)
+        let key = try KeyStore(state: state).secretKey(passphrase: passphrase.source)
+        do {
+            let token = try client.login(secretKey: key)
+            try accounts.store(token: token, server: client.base, key: key, makeDefault: true)
+        } catch { throw failure(error) }
+        printOut("Logged in to \(client.base) as \(key.publicKey.npub)")
+    }
+}
+
+struct ListCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list",
+        abstract: "List local binders (last commit, commits waiting to be pushed) and your binders on the server.")
+
+    @OptionGroup var serverOptions: ServerOptions
+    @Flag(help: "Only the local binders; no network.")
+    var local = false
+    @OptionGroup var passphrase: PassphraseOptions
+
+    func run() throws {
+        let state = StateDirectory()
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: state.bindersDirectory)) ?? []).sorted()
+        printOut("Local binders (\(state.bindersDirectory)):")
+        if names.isEmpty { printOut("  none") }
+        let iso = ISO8601DateFormatter()
+        for name in names {
+            let path = state.bindersDirectory + "/" + name
+            guard let repository = try? GitRepository.open(path: path) else { continue }
+            let tip = try? repository.branchTip()
+            let last = tip.flatMap { try? repository.commit($0) }.map { iso.string(from: $0.committer.time) } ?? "no commits"
+            let sync: String
+            if let target = SyncTarget.read(repository) {
+                sync = "\(SyncRecord.pendingCommits(repository)) to push to \(target.server) as \(target.repoId)"
+            } else {
+                sync = "local only (never synced)"
+            }
+            printOut("  \(name)  \(path)  last commit \(last)  \(sync)")
+        }
+        if local { return }
+
+        let accounts = Accounts(path: state.accountsFile)
+        let client = try serverOptions.client(accounts)
+        printOut("On \(client.base):")
+        let key: SecretKey
+        do { key = try KeyStore(state: state).secretKey(passphrase: passphrase.source) } catch {
+            printOut("  (not listed: \(error is CommandFailure ? (error as! CommandFailure).message : "\(error)"))")
+            return
+        }
+        let session = ServerSession(client: client, key: key, accounts: accounts)
+        do {
+            let repositories = try session.authorized { (token: String) throws(SyncError) in try client.repositories(token: token) }
+            if repositories.isEmpty { printOut("  none") }
+            for repository in repositories {
+                let cloned = names.contains(repository.id) ? "  (cloned)" : ""
+                printOut("  \(repository.id)  last commit \(repository.lastCommit ?? "none")\(cloned)")
+            }
+        } catch {
+            throw CommandFailure("cannot list the server's binders: \(error)")
+        }
+    }
+}
+
+/// Prints transfer progress on stderr (a terminal only), at most a few times a second.
+final class ProgressPrinter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var last = Date.distantPast   // guarded by lock
+    let enabled: Bool
+
+    init(force: Bool = false) { enabled = force || isatty(2) == 1 }
+
+    func report(_ progress: TransferProgress) {
+        guard enabled else { return }
+        lock.lock(); defer { lock.unlock() }
+        let done = progress.totalObjects > 0 && progress.receivedObjects == progress.totalObjects
+        guard done || Date().timeIntervalSince(last) > 0.25 else { return }
+        last = Date()
+        let verb = progress.pushing ? "Sending" : "Receiving"
+        let megabytes = String(format: "%.1f MB", Double(progress.bytes) / 1_048_576)
+        FileHandle.standardError.write(Data("\r\(verb) objects: \(progress.receivedObjects)/\(progress.totalObjects), \(megabytes)\(done ? "\n" : "")".utf8))
+    }
+
+    var callback: (@Sendable (TransferProgress) -> Void)? {
+        guard enabled else { return nil }
+        return { @Sendable [self] progress in self.report(progress) }
+    }
+}
+
+struct CloneCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "clone",
+        abstract: "Clone one of your binders from the server (by repository id, or from the web app's QR payload).")
+
+    @Argument(help: "The repository id on the server (see 'binder list').")
+    var repoId: String?
+    @Option(help: "The local name (default: the repository id).")
+    var name: String?
+    @Option(help: "Read the web app's QR payload (JSON) from FILE, or '-' for stdin, instead of REPO_ID.")
+    var qr: String?
+    @Flag(help: "Show transfer progress even when stderr is not a terminal.")
+    var progress = false
+    @OptionGroup var serverOptions: ServerOptions
+    @OptionGroup var passphrase: PassphraseOptions
+
+    func validate() throws {
+        guard (repoId == nil) != (qr == nil) else { throw ValidationError("give either REPO_ID or --qr FILE") }
+        if let repoId, !SyncTarget.isValidRepoID(repoId) { throw ValidationError("'\(repoId)' is not a repository id") }
+        if let name, !BinderLocator.isSafeName(name) { throw ValidationError("'\(name)' is not a usable binder name") }
+    }
+
+    func run() throws {
+        let state = StateDirectory()
+        try state.ensureExists()
+        let accounts = Accounts(path: state.accountsFile)
+        let key = try KeyStore(state: state).secretKey(passphrase: passphrase.source)
+        let session: ServerSession
+        let target: SyncTarget
+        if let qr {
+            let bytes: [UInt8]
+            if qr == "-" { bytes = [UInt8](FileHandle.standardInput.readDataToEndOfFile()) }
+            else if let data = FileManager.default.contents(atPath: qr) { bytes = [UInt8](data) }
+            else { throw CommandFailure("cannot read \(qr)") }
+            do {
+                let payload = try ClonePayload(json: bytes)
+                let (server, id) = try payload.split()
+                let client = try ServerClient(server: server)
+                guard SyncTarget.isValidRepoID(id) else { throw SyncError.configuration("the QR payload names a bad repository id") }
+                // The QR's token serves this clone only; it is never stored.
+                session = ServerSession(client: client, token: payload.token, key: nil)
+                target = SyncTarget(server: client.base, repoId: id)
+            } catch let error as SyncError { throw failure(error) }
+        } else {
+            let client = try serverOptions.client(accounts)
+            session = ServerSession(client: client, key: key, accounts: accounts)
+            target = SyncTarget(server: client.base, repoId: repoId!)
+        }
+        let localName = name ?? target.repoId
+        guard BinderLocator.isSafeName(localName) else {
+            throw CommandFailure("'\(localName)' is not a usable local name; choose one with --name")
+        }
+        let path = BinderLocator(state: state).path(forName: localName)
+        guard !FileManager.default.fileExists(atPath: path) else {
+            throw CommandFailure("a binder named '\(localName)' already exists at \(path); choose another with --name")
+        }
+        try FileManager.default.createDirectory(atPath: state.bindersDirectory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        do {
+            let repository = try GitRepository.create(path: path, bare: false)
+            try target.write(repository)
+            let engine = try SyncEngine(repositoryPath: path, key: NIP44.ConversationKey(selfOf: key), session: session,
+                                        target: target, author: commitAuthor(), logger: quietLogger("binder.clone"),
+                                        progress: ProgressPrinter(force: progress).callback)
+            let report = try engine.sync()
+            guard report.tip != nil else { throw CommandFailure("the server has no repository '\(target.repoId)' (or it is empty)") }
+            do { try BinderCreator.checkKey(repository, key: NIP44.ConversationKey(selfOf: key)) } catch {
+                throw CommandFailure("cloned, but your key cannot read this binder: \(error)")
+            }
+        } catch {
+            try? FileManager.default.removeItem(atPath: path)
+            if let error = error as? CommandFailure { throw error }
+            if let error = error as? SyncError { throw failure(error) }
+            throw CommandFailure("cannot clone: \(error)")
+        }
+        printOut("Cloned \(target.repoId) from \(target.server) into \(path)")
+    }
+}
+
+struct SyncCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync",
+        abstract: "Fetch, merge and push a binder (the first sync of a local binder creates it on the server).")
+
+    @Argument(help: "A binder's name or path (default: the only local binder).")
+    var binder: String?
+    @Option(name: .customLong("repo-id"), help: "For a binder never synced: its repository id on the server (default: its name).")
+    var repoId: String?
+    @Flag(help: "Show transfer progress even when stderr is not a terminal.")
+    var progress = false
+    @OptionGroup var serverOptions: ServerOptions
+    @OptionGroup var passphrase: PassphraseOptions
+
+    func run() throws {
+        let state = StateDirectory()
+        let (repository, path) = try BinderLocator(state: state).open(try defaultBinder(binder, state: state))
+        let accounts = Accounts(path: state.accountsFile)
+        let key = try KeyStore(state: state).secretKey(passphrase: passphrase.source)
+        let conversationKey = NIP44.ConversationKey(selfOf: key)
+        do { try BinderCreator.checkKey(repository, key: conversationKey) } catch {
+            throw CommandFailure("your key cannot read \(path): \(error)")
+        }
+        var target = SyncTarget.read(repository)
+        if target == nil || serverOptions.server != nil {
+            let client = try serverOptions.client(accounts)
+            let id = repoId ?? target?.repoId ?? BinderLocator.displayName(path)
+            guard SyncTarget.isValidRepoID(id) else { throw CommandFailure("'\(id)' is not a usable repository id; choose one with --repo-id") }
+            target = SyncTarget(server: client.base, repoId: id)
+        } else if let repoId, repoId != target!.repoId {
+            throw CommandFailure("this binder already syncs as '\(target!.repoId)'")
+        }
+        let chosen = target!
+        let client: ServerClient
+        do { client = try ServerClient(server: chosen.server) } catch { throw failure(error) }
+        let session = ServerSession(client: client, key: key, accounts: accounts)
+        let report: SyncReport
+        do {
+            let engine = try SyncEngine(repositoryPath: path, key: conversationKey, session: session, target: chosen,
+                                        author: commitAuthor(), logger: quietLogger("binder.sync"),
+                                        progress: ProgressPrinter(force: progress).callback)
+            report = try engine.sync()
+            // Remembered only once the server accepted it.
+            if SyncTarget.read(repository) != chosen { try chosen.write(repository) }
+        } catch let error as SyncError {
+            throw failure(error)
+        }
+        var summary: [String] = []
+        if report.createdOnServer { summary.append("created \(chosen.repoId) on \(chosen.server)") }
+        switch report.outcome {
+        case .upToDate: break
+        case .fastForward(_, let paths): summary.append("received \(paths.count) changed file(s)")
+        case .merged(_, let paths, let conflicts):
+            summary.append("merged \(paths.count) changed file(s)")
+            if !conflicts.isEmpty { summary.append("\(conflicts.count) conflict(s) resolved (see 'binder status')") }
+        }
+        if report.pushedCommits > 0 { summary.append("pushed \(report.pushedCommits) commit(s)") }
+        printOut("Synced \(BinderLocator.displayName(path)): " + (summary.isEmpty ? "up to date" : summary.joined(separator: "; ")))
+    }
+}
+
+struct StatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show a binder's sync state: server, last sync, commits waiting to be pushed, last error, conflicts resolved.")
+
+    @Argument(help: "A binder's name or path (default: the only local binder).")
+    var binder: String?
+
+    func run() throws {
+        let state = StateDirectory()
+        let (repository, path) = try BinderLocator(state: state).open(try defaultBinder(binder, state: state))
+        let iso = ISO8601DateFormatter()
+        func time(_ seconds: Int64?) -> String {
+            seconds.map { iso.string(from: Date(timeIntervalSince1970: TimeInterval($0))) } ?? "never"
+        }
+        printOut("binder: \(path)")
+        let mounts = MountTable.mounts(ofSource: "binder:" + BinderLocator.displayName(path))
+        printOut("mounted: \(mounts.isEmpty ? "no" : mounts.joined(separator: ", "))")
+        guard let target = SyncTarget.read(repository) else {
+            printOut("sync: local only (never synced; 'binder sync' creates it on the server)")
+            return
+        }
+        let record = SyncRecord.load(repository)
+        printOut("server: \(target.server)")
+        printOut("repository: \(target.repoId)")
+        printOut("last sync: \(time(record.lastSync))")
+        printOut("last attempt: \(time(record.lastAttempt))")
+        printOut("pending commits: \(SyncRecord.pendingCommits(repository))")
+        printOut("last error: \(record.lastError ?? "none")")
+        printOut("conflicts resolved: \(record.conflicts.count)")
+        for conflict in record.conflicts.suffix(20) {
+            printOut("  \(time(conflict.mergedAt))  \(conflict.path): kept the \(conflict.winner == .local ? "local" : "other device's") version (\(conflict.reason)); the other is in commit \(conflict.lostCommit)")
+        }
+    }
+}
+
+/// `BINDER` when given, else the only local binder.
+func defaultBinder(_ argument: String?, state: StateDirectory) throws -> String {
+    if let argument { return argument }
+    let names = ((try? FileManager.default.contentsOfDirectory(atPath: state.bindersDirectory)) ?? []).filter { !$0.hasPrefix(".") }
+    guard names.count == 1 else {
+        throw CommandFailure(names.isEmpty ? "no local binders yet" : "several binders: name one (\(names.sorted().joined(separator: ", ")))")
+    }
+    return names[0]
+}
+
+/// Commands report in their own words; the engine's log lines are for the mount's log file.
+func quietLogger(_ label: String) -> Logger {
+    var logger = Logger(label: label)
+    logger.logLevel = .error
+    return logger
+}

@@ -1,0 +1,79 @@
+import BinderCrypto
+import Foundation
+
+/// Issues and checks the server's bearer tokens: HS256 JWTs (`{"alg":"HS256","typ":"JWT"}`)
+/// whose payload names the user's public key, signed with a 32-byte secret that lives in
+/// `<repos>/.binder-serve/jwt-secret` (0600). Rotating the secret revokes every token.
+final class TokenAuthority: Sendable {
+    struct Claims: Codable, Sendable {
+        let pubkey: String
+        let userType: String
+        let iat: Int64
+        let exp: Int64
+        let jti: String
+    }
+
+    enum Rejection: Error, CustomStringConvertible {
+        case malformed, badSignature, expired
+        var description: String {
+            switch self {
+            case .malformed: return "malformed token"
+            case .badSignature: return "bad token signature"
+            case .expired: return "token expired"
+            }
+        }
+    }
+
+    private let secret: SecureBytes
+    let lifetime: Int64
+
+    init(secret: SecureBytes, lifetime: Int64) {
+        self.secret = secret
+        self.lifetime = lifetime
+    }
+
+    /// Loads the secret from `path`, making a new one if there is none or `rotate` is set.
+    static func loadSecret(at path: String, rotate: Bool) throws -> SecureBytes {
+        let fm = FileManager.default
+        if !rotate, let data = fm.contents(atPath: path), data.count == 32 {
+            var bytes = [UInt8](data)
+            defer { secureZero(&bytes) }
+            return SecureBytes(bytes)
+        }
+        let fresh = randomSecret(32)
+        try fm.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
+                               attributes: [.posixPermissions: 0o700])
+        let temporary = path + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw ServerError.setup("cannot write \(path): \(String(cString: strerror(errno)))") }
+        let written = fresh.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        fsync(fd)
+        close(fd)
+        guard written == 32, rename(temporary, path) == 0 else { throw ServerError.setup("cannot write \(path)") }
+        return fresh
+    }
+
+    func issue(pubkey: String, userType: String, now: Int64, lifetime: Int64? = nil) -> String {
+        let claims = Claims(pubkey: pubkey, userType: userType, iat: now, exp: now + (lifetime ?? self.lifetime),
+                            jti: Hex.encode(randomBytes(12)))
+        let header = Base64URL.encode(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
+        let payload = Base64URL.encode(Array((try! JSONEncoder().encode(claims))))
+        let signingInput = header + "." + payload
+        return signingInput + "." + Base64URL.encode(HMACSHA256.tag(Array(signingInput.utf8), key: secret))
+    }
+
+    /// The claims of a valid, unexpired token.
+    func check(_ token: String, now: Int64) throws(Rejection) -> Claims {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let header = Base64URL.decode(parts[0]), let payload = Base64URL.decode(parts[1]),
+              let signature = Base64URL.decode(parts[2]) else { throw .malformed }
+        guard let headerObject = try? JSONSerialization.jsonObject(with: Data(header)) as? [String: Any],
+              headerObject["alg"] as? String == "HS256" else { throw .malformed }
+        guard HMACSHA256.verify(signature, message: Array((parts[0] + "." + parts[1]).utf8), key: secret) else {
+            throw .badSignature
+        }
+        guard let claims = try? JSONDecoder().decode(Claims.self, from: Data(payload)) else { throw .malformed }
+        guard claims.exp > now else { throw .expired }
+        return claims
+    }
+}

@@ -1,0 +1,125 @@
+import BinderCrypto
+import Foundation
+import Synchronization
+
+/// The servers this user logged in to, and their tokens, in `accounts.json` (0600) under
+/// binder's state folder. Each token is NIP-44-encrypted to the user's own key: at rest it is
+/// as safe as the binders, and only a process holding the unlocked key can use it.
+public struct Accounts: Sendable {
+    public let path: String
+
+    public init(path: String) { self.path = path }
+
+    struct Entry: Codable {
+        var pubkey: String
+        /// The JWT, NIP-44-encrypted to self.
+        var token: String
+        var loggedInAt: Int64
+    }
+
+    struct File: Codable {
+        var defaultServer: String?
+        var servers: [String: Entry] = [:]
+    }
+
+    private func load() -> File {
+        guard let data = FileManager.default.contents(atPath: path),
+              let file = try? JSONDecoder().decode(File.self, from: data) else { return File() }
+        return file
+    }
+
+    private func save(_ file: File) throws(SyncError) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        guard let data = try? encoder.encode(file) else { throw .configuration("cannot encode \(path)") }
+        let temporary = path + ".tmp-\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .configuration("cannot write \(path): \(String(cString: strerror(errno)))") }
+        let written = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd)
+        close(fd)
+        guard written == data.count, synced == 0, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw .configuration("cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// The server `binder login` used last; limbo.health before any login.
+    public var defaultServer: String { load().defaultServer ?? ServerClient.defaultServer }
+
+    public var servers: [String] { load().servers.keys.sorted() }
+
+    /// The stored token for `server`, decrypted; nil if none or it was stored for another key.
+    public func token(server: String, key: SecretKey) -> String? {
+        guard let entry = load().servers[server], entry.pubkey == key.publicKey.hex,
+              let plain = try? NIP44.decrypt(payload: entry.token, key: NIP44.ConversationKey(selfOf: key)) else { return nil }
+        return String(decoding: plain.copyBytes(), as: UTF8.self)
+    }
+
+    public func store(token: String, server: String, key: SecretKey, makeDefault: Bool) throws(SyncError) {
+        var file = load()
+        let bytes = Array(token.utf8)
+        let encrypted: String
+        do {
+            encrypted = try bytes.withUnsafeBytes { (b) throws(NIP44.Error) in
+                try NIP44.encrypt(b, key: NIP44.ConversationKey(selfOf: key))
+            }
+        } catch { throw .configuration("cannot encrypt the token: \(error)") }
+        file.servers[server] = Entry(pubkey: key.publicKey.hex, token: encrypted, loggedInAt: Int64(Date().timeIntervalSince1970))
+        if makeDefault { file.defaultServer = server }
+        try save(file)
+    }
+}
+
+/// A logged-in conversation with one server: the token in memory, renewed by signing a new
+/// challenge with the unlocked key when the server answers 401 (once per call).
+public final class ServerSession: Sendable {
+    public let client: ServerClient
+    private let key: SecretKey?
+    private let accounts: Accounts?
+    /// Guards the current token.
+    private let token: Mutex<String?>
+
+    /// A session that logs in (and renews) with `key`, keeping the token in `accounts`.
+    public init(client: ServerClient, key: SecretKey, accounts: Accounts?) {
+        self.client = client
+        self.key = key
+        self.accounts = accounts
+        token = Mutex(accounts?.token(server: client.base, key: key))
+    }
+
+    /// A session on a token handed over (a QR code's): used as is, never stored; if it is
+    /// refused and `key` is given, a login with the key takes over (not stored either).
+    public init(client: ServerClient, token: String, key: SecretKey?) {
+        self.client = client
+        self.key = key
+        accounts = nil
+        self.token = Mutex(token)
+    }
+
+    /// The current token, logging in first if there is none.
+    public func currentToken() throws(SyncError) -> String {
+        if let token = token.withLock({ $0 }) { return token }
+        return try renew()
+    }
+
+    /// Signs a fresh challenge and keeps the new token.
+    @discardableResult
+    public func renew() throws(SyncError) -> String {
+        guard let key else { throw .unauthorized("the token was refused and no key is at hand to log in again") }
+        let fresh = try client.login(secretKey: key)
+        token.withLock { $0 = fresh }
+        try accounts?.store(token: fresh, server: client.base, key: key, makeDefault: false)
+        return fresh
+    }
+
+    /// Runs `body` with a token; on `.unauthorized` logs in again once and retries.
+    public func authorized<T>(_ body: (String) throws(SyncError) -> T) throws(SyncError) -> T {
+        let first = try currentToken()
+        do {
+            return try body(first)
+        } catch .unauthorized {
+            return try body(try renew())
+        }
+    }
+}

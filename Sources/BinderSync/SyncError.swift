@@ -1,0 +1,35 @@
+/// Why a sync or a server call failed, in words a user can act on. Never carries a token.
+public enum SyncError: Error, Sendable, CustomStringConvertible, Equatable {
+    /// The server refused the token (401) even after signing a fresh challenge.
+    case unauthorized(String)
+    /// The server could not be reached (or answered 5xx): the commits stay queued.
+    case offline(String)
+    /// The server answered, but not as the protocol says.
+    case server(status: Int, message: String)
+    /// Someone else owns this repository id on the server (403).
+    case forbidden(String)
+    /// A bad server URL, a binder with no server set, and similar mistakes.
+    case configuration(String)
+    /// The server refused a push (it kept its history); sync again.
+    case rejected(String)
+
+    public var description: String {
+        switch self {
+        case .unauthorized(let why): return "the server refused the login: \(why)"
+        case .offline(let why): return "offline: \(why)"
+        case .server(let status, let message): return "the server answered \(status): \(message)"
+        case .forbidden(let why): return "forbidden: \(why)"
+        case .configuration(let why): return why
+        case .rejected(let why): return "the server refused the push: \(why)"
+        }
+    }
+
+    /// True when retrying later may succeed without anyone doing anything.
+    public var isTransient: Bool {
+        switch self {
+        case .offline, .rejected: return true
+        case .server(let status, _): return status >= 500 || status == 429
+        default: return false
+        }
+    }
+}

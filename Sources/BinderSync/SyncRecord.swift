@@ -1,0 +1,76 @@
+import BinderCore
+import BinderGit
+import Foundation
+
+/// Where a binder syncs to: `binder.server` and `binder.repoid` in the repository's own git
+/// config (plus `remote.origin.url`, so that plain git can fetch it too).
+public struct SyncTarget: Sendable, Equatable {
+    public let server: String
+    public let repoId: String
+
+    public init(server: String, repoId: String) {
+        self.server = server
+        self.repoId = repoId
+    }
+
+    public static func read(_ repository: GitRepository) -> SyncTarget? {
+        guard let server = try? repository.configValue("binder.server"),
+              let id = try? repository.configValue("binder.repoid") else { return nil }
+        return SyncTarget(server: server, repoId: id)
+    }
+
+    public func write(_ repository: GitRepository) throws {
+        try repository.setConfigValue("binder.server", server)
+        try repository.setConfigValue("binder.repoid", repoId)
+        try repository.setConfigValue("remote.origin.url", server + "/api/mgit/repos/" + repoId)
+        try repository.setConfigValue("remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*")
+    }
+
+    /// Repository ids the server accepts (they become folder names there).
+    public static func isValidRepoID(_ id: String) -> Bool {
+        !id.isEmpty && id.utf8.count <= 100 && !id.hasPrefix(".") && !id.hasSuffix(".git")
+            && id.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0)) }
+    }
+}
+
+/// What the last syncs did, kept beside git's own files (`<git dir>/binder-sync.json`) for
+/// `binder status`: times, the last error, and the conflicts resolved (paths and commit ids
+/// only, never content).
+public struct SyncRecord: Codable, Sendable, Equatable {
+    public var lastSync: Int64?
+    public var lastAttempt: Int64?
+    public var lastError: String?
+    public var conflicts: [MergeConflict] = []
+
+    public init() {}
+
+    static let keptConflicts = 200
+
+    public static func path(_ repository: GitRepository) -> String { repository.gitDirectory + "/binder-sync.json" }
+
+    public static func load(_ repository: GitRepository) -> SyncRecord {
+        guard let data = FileManager.default.contents(atPath: path(repository)),
+              let record = try? JSONDecoder().decode(SyncRecord.self, from: data) else { return SyncRecord() }
+        return record
+    }
+
+    public func save(_ repository: GitRepository) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        guard let data = try? encoder.encode(self) else { return }
+        let target = Self.path(repository)
+        let temporary = target + ".tmp-\(getpid())"
+        guard FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: 0o600]),
+              rename(temporary, target) == 0 else {
+            unlink(temporary)
+            return
+        }
+    }
+
+    /// Commits on the local branch the server does not have yet.
+    public static func pendingCommits(_ repository: GitRepository) -> Int {
+        let local = try? repository.branchTip()
+        let remote = try? repository.reference(GitRepository.trackingRef())
+        return (try? repository.aheadBehind(local: local ?? nil, upstream: remote ?? nil).ahead) ?? 0
+    }
+}
