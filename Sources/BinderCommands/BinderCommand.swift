@@ -28,7 +28,10 @@ public struct BinderCommand: ParsableCommand {
             try command.run()
             Foundation.exit(0)
         } catch let failure as CommandFailure {
-            FileHandle.standardError.write(Data("binder: \(failure.message)\n".utf8))
+            // One line, whatever a library put in its message.
+            let line = failure.message.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty }.joined(separator: "; ")
+            FileHandle.standardError.write(Data("binder: \(line)\n".utf8))
             Foundation.exit(failure.exitCode)
         } catch {
             exit(withError: error)

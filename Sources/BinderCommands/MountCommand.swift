@@ -29,6 +29,8 @@ struct MountCommand: ParsableCommand {
     var noSync = false
     @Option(name: .customLong("sync-interval"), help: "Seconds between polls of the server for changes from other devices.")
     var syncInterval: Double = 60
+    @Option(name: .customLong("sync-max-backoff"), help: "Longest wait, in seconds, between retries while the server cannot be reached (1 s, 2 s, 4 s … up to this).")
+    var syncMaxBackoff: Double = 60
     @OptionGroup var passphrase: PassphraseOptions
     /// Internal: the daemon reads its key from fd 3 and reports readiness on fd 4.
     @Flag(name: .customLong("daemon-child"), help: .hidden)
@@ -147,7 +149,8 @@ struct MountCommand: ParsableCommand {
             let engine = try SyncEngine(repositoryPath: path, key: NIP44.ConversationKey(selfOf: key), session: session,
                                         target: target, author: commitAuthor(), logger: logger)
             let scheduler = try SyncScheduler(engine: engine, view: view, repositoryPath: path,
-                                              options: .init(pollInterval: max(1, syncInterval)), logger: logger)
+                                              options: .init(pollInterval: max(1, syncInterval), maxBackoff: max(1, syncMaxBackoff)),
+                                              logger: logger)
             scheduler.start()
             logger.info("sync on", metadata: ["server": "\(target.server)", "repository": "\(target.repoId)"])
             return scheduler
@@ -163,7 +166,7 @@ struct MountCommand: ParsableCommand {
     /// the key through a pipe (never argv or the environment), and waits for it to report.
     private func spawnDaemon(key: SecretKey, logPath: String, mountpoint: String) throws {
         var arguments = ["mount", binder, mountpoint, "--daemon-child", "--cache-size", cacheSize,
-                         "--sync-interval", "\(syncInterval)"]
+                         "--sync-interval", "\(syncInterval)", "--sync-max-backoff", "\(syncMaxBackoff)"]
         if readOnly { arguments.append("--read-only") }
         if noSync { arguments.append("--no-sync") }
         let daemon: DaemonProcess

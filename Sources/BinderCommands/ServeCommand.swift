@@ -23,9 +23,9 @@ struct ServeCommand: ParsableCommand {
     var tokenLifetime: Int64 = 86_400
     @Flag(name: .customLong("rotate-secret"), help: "Make a new token-signing secret, revoking every token issued so far.")
     var rotateSecret = false
-    /// Testing aid: every Nth git request fails with 503.
-    @Option(name: .customLong("fault-every"), help: .hidden)
-    var faultEvery: Int = 0
+    /// Testing aid: this fraction of git requests fails with 503.
+    @Option(name: .customLong("fault-rate"), help: .hidden)
+    var faultRate: Double = 0
 
     func run() throws {
         guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
@@ -40,7 +40,7 @@ struct ServeCommand: ParsableCommand {
         let server: BinderServer
         do {
             server = try BinderServer(options: .init(repositories: root, host: host, port: port, tokenLifetime: tokenLifetime,
-                                                     rotateSecret: rotateSecret, publicURL: publicURL, faultEvery: faultEvery),
+                                                     rotateSecret: rotateSecret, publicURL: publicURL, faultRate: faultRate),
                                       logger: logger)
         } catch { throw CommandFailure("\(error)") }
         do {

@@ -10,11 +10,14 @@ import Logging
 
 /// Options shared by the commands that talk to a server.
 struct ServerOptions: ParsableArguments {
-    @Option(help: "The server, e.g. https://limbo.health (default: the one 'binder login' used last).")
+    @Option(help: "The server, e.g. https://limbo.health (default: BINDER_SERVER, else the one 'binder login' used last).")
     var server: String?
 
+    /// `--server`, else `BINDER_SERVER`, else the last login's, else limbo.health.
+    var chosen: String? { server ?? ProcessInfo.processInfo.environment["BINDER_SERVER"].flatMap { $0.isEmpty ? nil : $0 } }
+
     func client(_ accounts: Accounts) throws -> ServerClient {
-        do { return try ServerClient(server: server ?? accounts.defaultServer) } catch { throw CommandFailure(error.description) }
+        do { return try ServerClient(server: chosen ?? accounts.defaultServer) } catch { throw CommandFailure(error.description) }
     }
 }
 
@@ -222,14 +225,20 @@ struct SyncCommand: ParsableCommand {
         do { try BinderCreator.checkKey(repository, key: conversationKey) } catch {
             throw CommandFailure("your key cannot read \(path): \(error)")
         }
-        var target = SyncTarget.read(repository)
-        if target == nil || serverOptions.server != nil {
-            let client = try serverOptions.client(accounts)
-            let id = repoId ?? target?.repoId ?? BinderLocator.displayName(path)
-            guard SyncTarget.isValidRepoID(id) else { throw CommandFailure("'\(id)' is not a usable repository id; choose one with --repo-id") }
-            target = SyncTarget(server: client.base, repoId: id)
-        } else if let repoId, repoId != target!.repoId {
-            throw CommandFailure("this binder already syncs as '\(target!.repoId)'")
+        // The server: the one this binder syncs with, unless --server/BINDER_SERVER names another
+        // (a move); a binder never synced takes the default and --repo-id (else its name).
+        let configured = SyncTarget.read(repository)
+        if let configured, let repoId, repoId != configured.repoId {
+            throw CommandFailure("this binder already syncs as '\(configured.repoId)'")
+        }
+        var target = configured
+        if configured == nil || serverOptions.chosen != nil {
+            let base = try serverOptions.client(accounts).base
+            if base != configured?.server {
+                let id = repoId ?? configured?.repoId ?? BinderLocator.displayName(path)
+                guard SyncTarget.isValidRepoID(id) else { throw CommandFailure("'\(id)' is not a usable repository id; choose one with --repo-id") }
+                target = SyncTarget(server: base, repoId: id)
+            }
         }
         let chosen = target!
         let client: ServerClient
@@ -276,8 +285,14 @@ struct StatusCommand: ParsableCommand {
             seconds.map { iso.string(from: Date(timeIntervalSince1970: TimeInterval($0))) } ?? "never"
         }
         printOut("binder: \(path)")
-        let mounts = MountTable.mounts(ofSource: "binder:" + BinderLocator.displayName(path))
+        let name = BinderLocator.displayName(path)
+        let mounts = MountTable.mounts(ofSource: "binder:" + name)
         printOut("mounted: \(mounts.isEmpty ? "no" : mounts.joined(separator: ", "))")
+        let logPath = state.logsDirectory + "/\(name).log"
+        if FileManager.default.fileExists(atPath: logPath) {
+            printOut("log: \(logPath)")
+            if let errorLine = Self.lastError(inLog: logPath) { printOut("last logged error: \(errorLine)") }
+        }
         guard let target = SyncTarget.read(repository) else {
             printOut("sync: local only (never synced; 'binder sync' creates it on the server)")
             return
@@ -293,6 +308,18 @@ struct StatusCommand: ParsableCommand {
         for conflict in record.conflicts.suffix(20) {
             printOut("  \(time(conflict.mergedAt))  \(conflict.path): kept the \(conflict.winner == .local ? "local" : "other device's") version (\(conflict.reason)); the other is in commit \(conflict.lostCommit)")
         }
+    }
+}
+
+extension StatusCommand {
+    /// The last `error`-level line of the mount daemon's log (its last 64 KB).
+    static func lastError(inLog path: String) -> String? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        let size = (try? handle.seekToEnd()) ?? 0
+        try? handle.seek(toOffset: size > 65_536 ? size - 65_536 : 0)
+        let text = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
+        return text.split(separator: "\n").last { $0.split(separator: " ").dropFirst().first == "error" }.map(String.init)
     }
 }
 

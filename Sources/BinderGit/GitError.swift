@@ -37,8 +37,10 @@ public enum GitError: Error, Sendable, Equatable, CustomStringConvertible {
         case modified
         /// `GIT_ECONFLICT`: checkout conflicts prevented the operation.
         case conflict
-        /// `GIT_EAUTH`, `GIT_ECERTIFICATE`: transport authentication failed.
+        /// `GIT_EAUTH`: the server asked for credentials (HTTP 401).
         case authentication
+        /// `GIT_ECERTIFICATE`: the server's TLS certificate is not trusted.
+        case certificate
         /// Any other libgit2 error code.
         case other(Int32)
 
@@ -52,7 +54,8 @@ public enum GitError: Error, Sendable, Equatable, CustomStringConvertible {
             case GIT_EBAREREPO.rawValue: self = .bareRepository
             case GIT_EMODIFIED.rawValue: self = .modified
             case GIT_ECONFLICT.rawValue: self = .conflict
-            case GIT_EAUTH.rawValue, GIT_ECERTIFICATE.rawValue: self = .authentication
+            case GIT_EAUTH.rawValue: self = .authentication
+            case GIT_ECERTIFICATE.rawValue: self = .certificate
             default: self = .other(rc)
             }
         }

@@ -17,12 +17,12 @@ public final class BinderServer: Sendable {
         public var tokenLifetime: Int64
         public var rotateSecret: Bool
         public var publicURL: String?
-        public var faultEvery: Int
+        public var faultRate: Double
         /// Largest request body accepted, after decompression.
         public var maxBodyBytes: Int
 
         public init(repositories: String, host: String = "127.0.0.1", port: Int = 8417, tokenLifetime: Int64 = 86_400,
-                    rotateSecret: Bool = false, publicURL: String? = nil, faultEvery: Int = 0,
+                    rotateSecret: Bool = false, publicURL: String? = nil, faultRate: Double = 0,
                     maxBodyBytes: Int = 2 << 30) {
             self.repositories = repositories
             self.host = host
@@ -30,7 +30,7 @@ public final class BinderServer: Sendable {
             self.tokenLifetime = tokenLifetime
             self.rotateSecret = rotateSecret
             self.publicURL = publicURL
-            self.faultEvery = faultEvery
+            self.faultRate = faultRate
             self.maxBodyBytes = maxBodyBytes
         }
     }
@@ -49,7 +49,7 @@ public final class BinderServer: Sendable {
                                                    rotate: options.rotateSecret)
         router = Router(repositories: RepositoryStore(root: options.repositories),
                         tokens: TokenAuthority(secret: secret, lifetime: options.tokenLifetime),
-                        logger: logger, publicURL: options.publicURL, faultEvery: options.faultEvery)
+                        logger: logger, publicURL: options.publicURL, faultRate: options.faultRate)
         group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
     }
 

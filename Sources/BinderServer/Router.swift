@@ -46,18 +46,19 @@ final class Router: Sendable {
     let logger: Logger
     /// The base URL put in QR payloads; nil: taken from the request's Host header.
     let publicURL: String?
-    /// Testing aid: every Nth git request fails with 503 (0: never).
-    let faultEvery: Int
+    /// Testing aid: this fraction of git requests fails with 503 (0: none), chosen by a fixed
+    /// pseudo-random sequence so that a run can be repeated.
+    let faultRate: Double
     private let gitRequests = Atomic<Int>(0)
     /// How far a login event's `created_at` may be from the server's clock.
     static let clockSkew: Int64 = 600
 
-    init(repositories: RepositoryStore, tokens: TokenAuthority, logger: Logger, publicURL: String?, faultEvery: Int) {
+    init(repositories: RepositoryStore, tokens: TokenAuthority, logger: Logger, publicURL: String?, faultRate: Double) {
         self.repositories = repositories
         self.tokens = tokens
         self.logger = logger
         self.publicURL = publicURL
-        self.faultEvery = faultEvery
+        self.faultRate = faultRate
     }
 
     func handle(_ request: Request) -> Response {
@@ -84,6 +85,15 @@ final class Router: Sendable {
         default:
             return .error(404, "no such endpoint")
         }
+    }
+
+    /// A number in [0, 1) for the nth request (splitmix64): the same run injects the same faults.
+    static func draw(_ n: Int) -> Double {
+        var z = UInt64(truncatingIfNeeded: n) &* 0x9E37_79B9_7F4A_7C15
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        z ^= z >> 31
+        return Double(z >> 11) / Double(1 << 53)
     }
 
     // MARK: - Login
@@ -156,7 +166,7 @@ final class Router: Sendable {
         case ("POST", ["git-receive-pack"]): service = .receivePack; advertise = false
         default: return .error(404, "no such endpoint")
         }
-        if faultEvery > 0, gitRequests.add(1, ordering: .relaxed).newValue % faultEvery == 0 {
+        if faultRate > 0, Self.draw(gitRequests.add(1, ordering: .relaxed).newValue) < faultRate {
             return .error(503, "injected fault")
         }
         guard let user = authenticate(request, now: now) else { return .error(401, "missing, bad or expired token") }

@@ -172,6 +172,9 @@ public final class SyncEngine: Sendable {
     /// libgit2 reports HTTP failures in words; map them to what sync does next.
     static func classify(_ error: GitError) -> SyncError {
         let message = error.description
+        if error.code == .certificate {
+            return .configuration("cannot verify the server's certificate: \(message.replacingOccurrences(of: "git: ", with: ""))")
+        }
         if error.code == .authentication || message.contains("401") { return .unauthorized("token refused") }
         if message.contains("403") { return .forbidden("this repository id belongs to someone else on the server") }
         if message.contains("404") { return .server(status: 404, message: "no such repository") }

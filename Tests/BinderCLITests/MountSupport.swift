@@ -59,8 +59,7 @@ final class MountedBinder {
 
     func unmount() {
         guard mounted else { return }
-        _ = try? sandbox.run(["unmount", mountpoint])
-        _ = try? shell("fusermount3 -u -z '\(mountpoint)' 2>/dev/null")
+        unmountQuietly(sandbox, mountpoint)
         mounted = false
     }
 
@@ -82,6 +81,12 @@ final class MountedBinder {
         let line = try XCTUnwrap(text.split(separator: "\n").first { $0.hasPrefix(key + ": ") })
         return try XCTUnwrap(Int(line.dropFirst(key.count + 2)))
     }
+}
+
+/// `binder unmount`, and a lazy detach if that failed (a test must never leave a mount behind).
+func unmountQuietly(_ sandbox: BinderSandbox, _ mountpoint: String) {
+    _ = try? sandbox.run(["unmount", mountpoint])
+    _ = try? shell("fusermount3 -u -z '\(mountpoint)' 2>/dev/null")
 }
 
 func sha256Hex(_ bytes: [UInt8]) -> String { Hex.encode(sha256(bytes)) }

@@ -1,0 +1,150 @@
+import BinderCrypto
+import Foundation
+import XCTest
+
+/// `binder serve` against clients that are not binder: rust-nostr + urllib for logins, and
+/// command-line git for Smart HTTP.
+final class ServeTests: XCTestCase {
+    var root: BinderSandbox!
+    var server: TestServer!
+
+    override func setUpWithError() throws {
+        root = try BinderSandbox()
+        server = try TestServer(root: root.root)
+    }
+
+    override func tearDown() {
+        server?.stop()
+        server = nil; root = nil
+    }
+
+    func nsecFile(_ name: String) throws -> (file: String, key: SecretKey) {
+        let key = SecretKey.generate()
+        return (try root.file(name, String(decoding: key.nsec().copyBytes(), as: UTF8.self)), key)
+    }
+
+    func login(_ nsec: String, _ encoding: String = "plain") throws -> String {
+        let run = try MgitClient.run(["login", server.url, nsec, encoding])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        return run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    func get(_ path: String, token: String?) throws -> (status: Int, body: String) {
+        var arguments = ["get", server.url, path]
+        if let token { arguments.append(try root.file("token-\(UUID().uuidString)", token)) }
+        let run = try MgitClient.run(arguments)
+        let parts = run.stdout.split(separator: " ", maxSplits: 1)
+        return (Int(parts.first ?? "") ?? -1, parts.count > 1 ? String(parts[1]).trimmingCharacters(in: .newlines) : "")
+    }
+
+    func git(_ command: String, token: String) throws -> BinderRun {
+        let tokenFile = try root.file("git-token", token)
+        return try shell("git -c http.extraHeader=\"Authorization: Bearer $(cat '\(tokenFile)')\" \(command)", in: root.root.path)
+    }
+
+    func testLoginAcceptsPlainGzipAndChunkedBodiesAndRefusesEveryBadEvent() throws {
+        let (nsec, key) = try nsecFile("nsec")
+        for encoding in ["plain", "gzip", "chunked"] {
+            let token = try login(nsec, encoding)
+            XCTAssertEqual(token.split(separator: ".").count, 3, "a JWT")
+            let payload = try XCTUnwrap(Base64URL.decode(token.split(separator: ".")[1]))
+            let claims = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])
+            XCTAssertEqual(claims["pubkey"] as? String, key.publicKey.hex)
+            XCTAssertEqual((claims["exp"] as? Int).map { $0 - (claims["iat"] as! Int) }, 86_400, "24 hours")
+        }
+        for bad in ["wrong-kind", "stale", "reused", "bad-signature", "wrong-challenge", "unknown-challenge"] {
+            let run = try MgitClient.run(["verify-bad", server.url, nsec, bad])
+            XCTAssertEqual(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "401", "\(bad): \(run.stderr)")
+        }
+        XCTAssertFalse(server.log.contains("eyJ"), "no token in the server's log")
+    }
+
+    func testTokensAndOwnershipGuardEveryRepository() throws {
+        let (aliceFile, alice) = try nsecFile("alice")
+        let (bobFile, _) = try nsecFile("bob")
+        let aliceToken = try login(aliceFile), bobToken = try login(bobFile)
+
+        // Alice pushes a repository into existence with plain git.
+        let work = root.root.appendingPathComponent("work").path
+        XCTAssertEqual(try shell("git init -q -b main '\(work)' && cd '\(work)' && echo ciphertext > a.json && git add a.json && git -c user.name=t -c user.email=t@t commit -q -m 'Initialize binder'").status, 0)
+        let push = try git("-C '\(work)' push -q '\(server.url)/api/mgit/repos/alices' main", token: aliceToken)
+        XCTAssertEqual(push.status, 0, push.stderr)
+        XCTAssertEqual(try String(contentsOfFile: server.repos + "/alices.git/binder-owner", encoding: .utf8), alice.publicKey.hex + "\n")
+
+        XCTAssertEqual(try get("/api/mgit/user/repositories", token: nil).status, 401)
+        XCTAssertEqual(try get("/api/mgit/user/repositories", token: "not.a.token").status, 401)
+        XCTAssertEqual(try get("/api/mgit/user/repositories", token: String(aliceToken.dropLast(2)) + "xx").status, 401)
+        let aliceList = try get("/api/mgit/user/repositories", token: aliceToken)
+        XCTAssertEqual(aliceList.status, 200)
+        XCTAssertTrue(aliceList.body.contains(#""repoId":"alices""#), aliceList.body)
+        XCTAssertEqual(try get("/api/mgit/user/repositories", token: bobToken).body, "[]")
+
+        XCTAssertEqual(try get("/api/mgit/repos/alices/info/refs?service=git-upload-pack", token: nil).status, 401)
+        XCTAssertEqual(try get("/api/mgit/repos/alices/info/refs?service=git-upload-pack", token: bobToken).status, 403)
+        XCTAssertEqual(try get("/api/mgit/repos/alices/info/refs?service=git-receive-pack", token: bobToken).status, 403)
+        XCTAssertEqual(try get("/api/mgit/qr/clone/alices", token: bobToken).status, 403)
+        XCTAssertEqual(try get("/api/mgit/repos/nobody/info/refs?service=git-upload-pack", token: bobToken).status, 404)
+        XCTAssertEqual(try get("/api/mgit/repos/..%2Fescape/info/refs?service=git-receive-pack", token: bobToken).status, 404)
+        XCTAssertEqual(try get("/api/mgit/repos/.hidden/info/refs?service=git-receive-pack", token: bobToken).status, 400)
+        XCTAssertEqual(try get("/api/mgit/repos/alices/info/refs", token: aliceToken).status, 403, "dumb HTTP is not served")
+        let bobClone = try git("clone -q '\(server.url)/api/mgit/repos/alices' bobs-copy", token: bobToken)
+        XCTAssertNotEqual(bobClone.status, 0)
+
+        // History on the server is never rewritten: a forced push and a branch deletion are refused.
+        XCTAssertEqual(try shell("cd '\(work)' && git -c user.name=t -c user.email=t@t commit -q --amend -m 'rewritten'").status, 0)
+        let forced = try git("-C '\(work)' push -q --force '\(server.url)/api/mgit/repos/alices' main", token: aliceToken)
+        XCTAssertNotEqual(forced.status, 0)
+        let deleted = try git("-C '\(work)' push -q '\(server.url)/api/mgit/repos/alices' :main", token: aliceToken)
+        XCTAssertNotEqual(deleted.status, 0)
+        XCTAssertEqual(try server.git("alices", "log --format=%s main"), "Initialize binder\n")
+    }
+
+    func testTheClientRefusesPlainHTTPBeyondLoopbackAndReportsADeadServer() throws {
+        let device = try Device(nsec: String(decoding: SecretKey.generate().nsec().copyBytes(), as: UTF8.self))
+        assertFails(try device.binder(["login", "--server", "http://example.com"], expectFailure: true), mentioning: "refusing plain http")
+        assertFails(try device.binder(["login", "--server", "ftp://example.com"], expectFailure: true), mentioning: "only https")
+        server.stop()
+        assertFails(try device.binder(["login", "--server", server.url], expectFailure: true), mentioning: "offline")
+        try device.binder(["create", "health"])
+        assertFails(try device.binder(["sync", "health", "--server", server.url], expectFailure: true), mentioning: "offline")
+        XCTAssertTrue(try device.binder(["status", "health"]).stdout.contains("sync: local only"),
+                      "a binder is tied to a server only once a sync succeeded")
+    }
+}
+
+/// HTTPS is verified: a server whose certificate no trusted authority signed is refused, by the
+/// REST client (URLSession) and by git's transport (libgit2) alike.
+final class TLSVerificationTests: XCTestCase {
+    func testASelfSignedServerIsRefused() throws {
+        let sandbox = try BinderSandbox()
+        let script = URL(fileURLWithPath: MgitClient.script).deletingLastPathComponent().appendingPathComponent("tls_server.py").path
+        let portFile = sandbox.root.appendingPathComponent("port").path
+        let spawn = """
+        import subprocess, sys
+        out = open(sys.argv[1], "wb")
+        p = subprocess.Popen(["python3", sys.argv[2], sys.argv[3]], stdin=subprocess.DEVNULL, stdout=out,
+                             stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True)
+        print(p.pid)
+        """
+        let started = try BinderSandbox.run(executable: "/usr/bin/env", ["python3", "-c", spawn, portFile, script, sandbox.root.path])
+        let pid = try XCTUnwrap(Int32(started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+        defer { kill(pid, SIGTERM) }
+        var port = ""
+        eventually(20, "the TLS server is up") {
+            port = ((try? String(contentsOfFile: portFile, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            return !port.isEmpty
+        }
+        let server = "https://127.0.0.1:\(port)"
+
+        let device = try Device(nsec: String(decoding: SecretKey.generate().nsec().copyBytes(), as: UTF8.self))
+        let login = try device.binder(["login", "--server", server], expectFailure: true)
+        assertFails(login, mentioning: "offline")
+        XCTAssertTrue(login.stderr.lowercased().contains("certificate") || login.stderr.lowercased().contains("ssl"), login.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: device.sandbox.home.appendingPathComponent("accounts.json").path))
+
+        // git's transport: a QR payload pointing at that server fails before any token is sent.
+        let payload = #"{"action":"mgit_clone","clone_url":"\#(server)/api/mgit/repos/x","jwt_token":"t","repo_name":"x"}"#
+        let clone = try device.binder(["clone", "--qr", "-"], stdin: payload, expectFailure: true)
+        assertFails(clone, mentioning: "cannot verify the server's certificate")
+    }
+}

@@ -1,0 +1,143 @@
+import BinderCore
+import BinderCrypto
+import BinderFormat
+import BinderGit
+import Foundation
+import XCTest
+
+/// The file-level merge of two devices' histories, without a network: divergent commits are
+/// made on one repository by moving `main` back and forth.
+final class BinderMergerTests: XCTestCase {
+    var directory: URL!
+    var repository: GitRepository!
+    var key: NIP44.ConversationKey!
+    let author = Signature(name: "t", email: "t@t")
+    var base: ObjectID!
+
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("binder-merge-\(UUID().uuidString)")
+        key = NIP44.ConversationKey(selfOf: SecretKey.generate())
+        _ = try BinderCreator.create(at: directory.path, key: key, patientName: "Test", dateOfBirth: nil, author: author)
+        repository = try GitRepository.open(path: directory.path)
+        try write(["visits/a.json": ("A", "2026-01-01T00:00:00.000Z"), "visits/b.json": ("B", "2026-01-01T00:00:00.000Z"),
+                   "visits/c.json": ("C", "2026-01-01T00:00:00.000Z")])
+        base = try repository.branchTip()
+    }
+
+    override func tearDown() { try? FileManager.default.removeItem(at: directory) }
+
+    @discardableResult
+    func write(_ documents: [String: (String, String)], delete: [String] = []) throws -> ObjectID {
+        let writer = BinderWriter(repository: repository, key: key, author: author)
+        for (path, (value, updated)) in documents {
+            var document = MedicalDocument(type: "visit", value: value, now: "2026-01-01T00:00:00.000Z")
+            document.updated = updated
+            try writer.putDocument(document, at: path)
+        }
+        var id = try writer.commit(message: "Update entry")
+        if !delete.isEmpty {
+            id = try repository.commitChanges(onto: id, changes: delete.map { .delete(path: $0) }, message: "Delete entry", author: author)
+        }
+        return id
+    }
+
+    /// Makes a commit on top of `from` without leaving `main` there.
+    func branch(from: ObjectID, _ documents: [String: (String, String)], delete: [String] = []) throws -> ObjectID {
+        let saved = try repository.branchTip()
+        try repository.setReference("refs/heads/main", to: from, expected: nil, force: true, message: "test")
+        let id = try write(documents, delete: delete)
+        if let saved { try repository.setReference("refs/heads/main", to: saved, expected: nil, force: true, message: "test") }
+        return id
+    }
+
+    func value(_ path: String, at commit: ObjectID) throws -> String? {
+        guard let entry = try repository.entry(at: path, commit: commit) else { return nil }
+        return try BinderReader.readDocument(try repository.readBlob(entry.id), key: key, gitPath: path).value
+    }
+
+    func merge(local: ObjectID, remote: ObjectID) throws -> MergeOutcome {
+        try repository.setReference("refs/heads/main", to: local, expected: nil, force: true, message: "test")
+        return try BinderMerger.merge(repository: repository, key: key, local: local, remote: remote, author: author, now: 1)
+    }
+
+    func testFastForwardAndUpToDate() throws {
+        let remote = try branch(from: base, ["visits/a.json": ("A2", "2026-02-01T00:00:00.000Z")])
+        let outcome = try merge(local: base, remote: remote)
+        XCTAssertEqual(outcome, .fastForward(to: remote, changedPaths: ["visits/a.json"]))
+        XCTAssertEqual(try repository.branchTip(), remote)
+        XCTAssertEqual(try merge(local: remote, remote: base), .upToDate)
+        XCTAssertEqual(try repository.branchTip(), remote)
+    }
+
+    func testNonOverlappingChangesMergeWithBothParents() throws {
+        let local = try branch(from: base, ["visits/a.json": ("A local", "2026-02-01T00:00:00.000Z")])
+        let remote = try branch(from: base, ["visits/b.json": ("B remote", "2026-02-02T00:00:00.000Z"),
+                                             "labs/new.json": ("new", "2026-02-02T00:00:00.000Z")], delete: ["visits/c.json"])
+        let outcome = try merge(local: local, remote: remote)
+        guard case .merged(let commit, let changed, let conflicts) = outcome else { return XCTFail("\(outcome)") }
+        XCTAssertEqual(conflicts, [])
+        XCTAssertEqual(Set(changed), ["visits/b.json", "labs/new.json", "visits/c.json"])
+        XCTAssertEqual(try repository.commit(commit).parents, [local, remote])
+        XCTAssertEqual(try repository.commit(commit).message, BinderMerger.message + "\n")
+        XCTAssertEqual(try value("visits/a.json", at: commit), "A local")
+        XCTAssertEqual(try value("visits/b.json", at: commit), "B remote")
+        XCTAssertEqual(try value("labs/new.json", at: commit), "new")
+        XCTAssertNil(try value("visits/c.json", at: commit))
+        XCTAssertEqual(try repository.branchTip(), commit)
+    }
+
+    func testBothEditedTheLaterUpdatedWinsWhicheverSideItIsOn() throws {
+        let local = try branch(from: base, ["visits/a.json": ("A local, later", "2026-03-01T00:00:00.000Z"),
+                                            "visits/b.json": ("B local, earlier", "2026-02-01T00:00:00.000Z")])
+        let remote = try branch(from: base, ["visits/a.json": ("A remote, earlier", "2026-02-01T00:00:00.000Z"),
+                                             "visits/b.json": ("B remote, later", "2026-03-01T00:00:00.000Z")])
+        let outcome = try merge(local: local, remote: remote)
+        guard case .merged(let commit, _, let conflicts) = outcome else { return XCTFail("\(outcome)") }
+        XCTAssertEqual(try value("visits/a.json", at: commit), "A local, later")
+        XCTAssertEqual(try value("visits/b.json", at: commit), "B remote, later")
+        XCTAssertEqual(conflicts.map(\.path), ["visits/a.json", "visits/b.json"])
+        XCTAssertEqual(conflicts.map(\.winner), [.local, .remote])
+        // The losing versions stay reachable: the commit named in each conflict holds them.
+        XCTAssertEqual(try value("visits/a.json", at: try XCTUnwrap(ObjectID(hex: conflicts[0].lostCommit))), "A remote, earlier")
+        XCTAssertEqual(try value("visits/b.json", at: try XCTUnwrap(ObjectID(hex: conflicts[1].lostCommit))), "B local, earlier")
+    }
+
+    func testAnEditBeatsADeletionOnEitherSide() throws {
+        let local = try branch(from: base, ["visits/a.json": ("A edited here", "2026-02-01T00:00:00.000Z")], delete: ["visits/b.json"])
+        let remote = try branch(from: base, ["visits/b.json": ("B edited there", "2026-02-01T00:00:00.000Z")], delete: ["visits/a.json"])
+        guard case .merged(let commit, _, let conflicts) = try merge(local: local, remote: remote) else { return XCTFail() }
+        XCTAssertEqual(try value("visits/a.json", at: commit), "A edited here")
+        XCTAssertEqual(try value("visits/b.json", at: commit), "B edited there")
+        XCTAssertEqual(conflicts.map(\.winner), [.local, .remote])
+        XCTAssertTrue(conflicts.allSatisfy { $0.reason.contains("the edit is kept") })
+    }
+
+    func testUnreadableVersionsFallBackToTheLaterCommit() throws {
+        let local = try branch(from: base, ["visits/a.json": ("local", "2026-02-01T00:00:00.000Z")])
+        sleep(1)  // commit times have one-second resolution
+        // The remote stores bytes no key reads (an attachment-like blob): the later commit wins.
+        try repository.setReference("refs/heads/main", to: base, expected: nil, force: true, message: "test")
+        let blob = try repository.writeBlob(Array("not a payload".utf8))
+        let remote = try repository.commitChanges(onto: base, changes: [.write(path: "visits/a.json", blob: blob)],
+                                                  message: "Update entry", author: Signature(name: "t", email: "t@t"))
+        guard case .merged(let commit, _, let conflicts) = try merge(local: local, remote: remote) else { return XCTFail() }
+        XCTAssertEqual(try repository.entry(at: "visits/a.json", commit: commit)?.id, blob)
+        XCTAssertEqual(conflicts.first?.winner, .remote)
+        XCTAssertTrue(conflicts.first?.reason.contains("later commit") == true)
+    }
+
+    func testUnrelatedHistoriesAreRefused() throws {
+        let otherDirectory = directory.appendingPathComponent("other").path
+        let foreign = try BinderCreator.create(at: otherDirectory, key: key, patientName: "Other", dateOfBirth: nil, author: author)
+        let other = try GitRepository.open(path: otherDirectory)
+        // Bring the foreign commit's objects in, as a fetch would.
+        for entry in try other.listTree(commit: foreign) where entry.kind == .blob {
+            _ = try repository.writeBlob(try other.readBlob(entry.id))
+        }
+        let copied = try repository.commitChanges(onto: nil, changes: try other.listTree(commit: foreign).filter { $0.kind == .blob }
+            .map { .write(path: $0.path, blob: $0.id) }, message: "Initialize binder", author: author, branch: "foreign")
+        XCTAssertThrowsError(try merge(local: try XCTUnwrap(try repository.branchTip()), remote: copied)) { error in
+            XCTAssertTrue("\(error)".contains("unrelated histories"), "\(error)")
+        }
+    }
+}
