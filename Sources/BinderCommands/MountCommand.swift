@@ -132,10 +132,11 @@ struct MountCommand: ParsableCommand {
     }
 
     /// Background sync for a binder that has a server (set by `binder clone` or `binder sync`),
-    /// unless `--no-sync` or read-only. The view is served meanwhile; the first pull starts now.
+    /// unless `--no-sync` (a read-only mount still follows the other devices). The view is
+    /// served meanwhile; the first pull starts now.
     private func startSync(view: BinderView, repository: GitRepository, path: String, key: SecretKey,
                            state: StateDirectory, logger: Logger) -> SyncScheduler? {
-        guard !noSync, !readOnly else {
+        guard !noSync else {
             view.setSyncHooks(onCommit: nil, status: { "sync: off (--no-sync)\n" })
             return nil
         }

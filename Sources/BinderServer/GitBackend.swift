@@ -27,6 +27,15 @@ struct GitBackend: Sendable {
         try run(service, ["--stateless-rpc", repository], input: body, protocolHeader: protocolHeader)
     }
 
+    /// `git` from PATH (the server runs git itself for the pack protocol).
+    static let gitPath: String = {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        for folder in path.split(separator: ":") where FileManager.default.isExecutableFile(atPath: "\(folder)/git") {
+            return "\(folder)/git"
+        }
+        return "/usr/bin/git"
+    }()
+
     static func packetLine(_ text: String) -> [UInt8] {
         let bytes = Array(text.utf8)
         return Array(String(format: "%04x", bytes.count + 4).utf8) + bytes
@@ -34,7 +43,7 @@ struct GitBackend: Sendable {
 
     private func run(_ service: Service, _ arguments: [String], input: [UInt8], protocolHeader: String?) throws -> [UInt8] {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/git")
+        process.executableURL = URL(fileURLWithPath: Self.gitPath)
         process.arguments = [service.subcommand] + arguments
         var environment = ProcessInfo.processInfo.environment
         environment["GIT_CONFIG_NOSYSTEM"] = "1"

@@ -101,6 +101,8 @@ private final class RequestHandler: ChannelInboundHandler, RemovableChannelHandl
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
     private var tooLarge = false
+    private var bodyLimit = 0
+    static let anonymousLimit = 64 << 10
 
     init(router: Router, limit: Int, logger: Logger) {
         self.router = router
@@ -114,8 +116,11 @@ private final class RequestHandler: ChannelInboundHandler, RemovableChannelHandl
             self.head = head
             body = []
             tooLarge = false
+            // Only a login may come without a token, and its body is small: an anonymous client
+            // cannot make the server buffer much.
+            bodyLimit = head.headers.contains(name: "authorization") ? limit : Self.anonymousLimit
         case .body(var chunk):
-            if body.count + chunk.readableBytes > limit { tooLarge = true; return }
+            if body.count + chunk.readableBytes > bodyLimit { tooLarge = true; return }
             if let bytes = chunk.readBytes(length: chunk.readableBytes) { body += bytes }
         case .end:
             guard let head else { return }

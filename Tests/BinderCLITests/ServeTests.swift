@@ -57,6 +57,10 @@ final class ServeTests: XCTestCase {
             XCTAssertEqual(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "401", "\(bad): \(run.stderr)")
         }
         XCTAssertFalse(server.log.contains("eyJ"), "no token in the server's log")
+
+        // Without a token, a request body may not be large (only a login comes anonymously).
+        let flood = try shell("head -c 200000 /dev/zero | python3 -c 'import sys, urllib.request, urllib.error\ntry:\n  urllib.request.urlopen(urllib.request.Request(sys.argv[1], data=sys.stdin.buffer.read()))\nexcept urllib.error.HTTPError as e:\n  print(e.code)' '\(server.url)/api/auth/nostr/verify'")
+        XCTAssertEqual(flood.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "413", flood.stderr)
     }
 
     func testTokensAndOwnershipGuardEveryRepository() throws {
