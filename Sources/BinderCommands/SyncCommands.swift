@@ -162,8 +162,9 @@ struct CloneCommand: ParsableCommand {
                 let (server, id) = try payload.split()
                 let client = try ServerClient(server: server)
                 guard SyncTarget.isValidRepoID(id) else { throw SyncError.configuration("the QR payload names a bad repository id") }
-                // The QR's token serves this clone only; it is never stored.
-                session = ServerSession(client: client, token: payload.token, key: nil)
+                // The QR's token serves this clone only and is never stored; if it has expired,
+                // the user's own key logs in instead.
+                session = ServerSession(client: client, token: payload.token, key: key)
                 target = SyncTarget(server: client.base, repoId: id)
             } catch let error as SyncError { throw failure(error) }
         } else {

@@ -98,7 +98,9 @@ public final class SyncEngine: Sendable {
 
     private func finish(_ report: SyncReport, changed: [String]) -> SyncReport {
         if !repository.isBare && !changed.isEmpty {
-            do { try repository.syncWorkTreeToHead(paths: Array(Set(changed))) } catch {
+            // Pathspecs are matched one by one: past a few hundred, a full checkout is cheaper.
+            let paths = Set(changed)
+            do { try repository.syncWorkTreeToHead(paths: paths.count > 256 ? nil : Array(paths)) } catch {
                 logger.warning("work tree not updated: \(error)")
             }
         }

@@ -125,6 +125,12 @@ final class Device {
         (try? Data(contentsOf: URL(fileURLWithPath: path(relative)))).map { String(decoding: $0, as: UTF8.self) }
     }
 
+    /// The mount's status file and the last lines of the daemon's log, for failure messages.
+    func diagnostics(_ name: String = "health") -> String {
+        let log = (try? String(contentsOfFile: sandbox.home.appendingPathComponent("logs/\(name).log").path, encoding: .utf8)) ?? ""
+        return "status:\n\(read(".binder/status") ?? "(none)")\nlog:\n" + log.split(separator: "\n").suffix(30).joined(separator: "\n")
+    }
+
     func status() -> [String: String] {
         var values: [String: String] = [:]
         for line in (read(".binder/status") ?? "").split(separator: "\n") {
@@ -146,15 +152,16 @@ final class Device {
     }
 }
 
-/// Polls `condition` until it holds or `seconds` pass.
-func eventually(_ seconds: Double = 30, _ what: String, file: StaticString = #filePath, line: UInt = #line,
-                _ condition: () throws -> Bool) rethrows {
+/// Polls `condition` until it holds or `seconds` pass; on a timeout the failure carries
+/// `diagnostics()` (a mount's status and log, say).
+func eventually(_ seconds: Double = 30, _ what: String, diagnostics: () -> String = { "" },
+                file: StaticString = #filePath, line: UInt = #line, _ condition: () throws -> Bool) rethrows {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         if try condition() { return }
         usleep(100_000)
     }
-    XCTFail("timed out after \(seconds) s waiting for: \(what)", file: file, line: line)
+    XCTFail("timed out after \(seconds) s waiting for: \(what)\n\(diagnostics())", file: file, line: line)
 }
 
 /// The independent protocol client (`Tests/interop/mgit_client.py`, rust-nostr + urllib).

@@ -250,7 +250,8 @@ final class SyncTests: XCTestCase {
         XCTAssertTrue(try laptop.binder(["status", "health"]).stdout.contains("pending commits: 5"))
 
         try server.start()
-        eventually(30, "the queued commits land once the server is back (retries at most 2 s apart)") {
+        eventually(60, "the queued commits land once the server is back (retries at most 2 s apart)",
+                   diagnostics: { self.laptop.diagnostics() + "\nserver:\n" + self.server.log.split(separator: "\n").suffix(20).joined(separator: "\n") }) {
             laptop.status()["pending_commits"] == "0" && laptop.status()["sync"] == "online"
         }
         XCTAssertEqual(try server.git("health", "rev-parse main").trimmingCharacters(in: .whitespacesAndNewlines), try laptop.tip("health"))
@@ -275,7 +276,7 @@ final class SyncTests: XCTestCase {
         XCTAssertTrue(synced)
         try laptop.mount("health", ["--sync-interval", "1"])
         for i in 1...6 { try laptop.write("visits/flaky-\(i).md", "# Flaky \(i)\n") }
-        eventually(60, "every commit reaches the flaky server") {
+        eventually(60, "every commit reaches the flaky server", diagnostics: { self.laptop.diagnostics() }) {
             (try? server.git("health", "rev-parse main").trimmingCharacters(in: .whitespacesAndNewlines)) == (try? laptop.tip("health"))
         }
         XCTAssertTrue(server.log.contains(" 503"), "faults were injected")
