@@ -134,6 +134,8 @@ extension BinderView {
         state.withLock { state in
             let old = state.snapshot
             state.snapshot = snapshot
+            // Parts of folders that are gone can never be reused.
+            state.documentParts = state.documentParts.filter { snapshot.gitFolders[$0.key] != nil }
             guard let changes else { return state.listings.removeAll() }
             var affected = Set<String>()
             for change in changes {

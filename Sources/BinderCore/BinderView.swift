@@ -28,6 +28,9 @@ public final class BinderView: Sendable {
     /// The hidden, read-only folder of binder's own status files (not listed by `readdir`).
     public static let controlDirectory = ".binder"
 
+    /// True for `.binder/status` (any leading slashes), whose content changes by itself.
+    public static func isStatusFile(_ path: String) -> Bool { normalize(path) == controlDirectory + "/status" }
+
     let repository: GitRepository
     let key: NIP44.ConversationKey
     let logger: Logger
@@ -38,6 +41,9 @@ public final class BinderView: Sendable {
     struct State: ~Copyable {
         var snapshot: Snapshot
         var listings: [String: Listing] = [:]
+        /// What each document contributed to its folder's listing, by git folder and file name:
+        /// kept when a listing is dropped, so that rebuilding it decrypts only what changed.
+        var documentParts: [String: [String: DocumentPart]] = [:]
         var cache: PlaintextCache
         var openFiles: [UInt64: OpenFile] = [:]
         var nextHandle: UInt64 = 1
@@ -175,6 +181,7 @@ public final class BinderView: Sendable {
             state.cache.removeAll()
             state.openFiles.removeAll()
             state.listings.removeAll()
+            state.documentParts.removeAll()
             state.scratch.removeAll()
             state.provisional.removeAll()
         }
@@ -217,18 +224,19 @@ public final class BinderView: Sendable {
     /// The listing of folder `path`, built on first use. A git folder is built from its tree
     /// entries; a `.children` folder is built along with the git folder that holds its document.
     func listing(_ path: String) throws(ViewError) -> Listing {
-        let (built, snapshot) = state.withLock { ($0.listings[path], $0.snapshot) }
+        let (built, snapshot, parts) = state.withLock { ($0.listings[path], $0.snapshot, $0.documentParts[path]) }
         if let built { return built }
         if let entries = snapshot.gitFolders[path] {
             var builder = ListingBuilder(repository: repository, key: key, logger: logger, commitTime: snapshot.commitTime)
+            builder.previousParts = parts ?? [:]
             builder.build(viewPath: path, gitDirectory: path, entries: entries)
-            let reads = entries.filter { $0.kind == .blob }.count
-            objectReads.add(reads, ordering: .relaxed)
+            objectReads.add(builder.decrypted, ordering: .relaxed)
             return state.withLock { state in
                 for (source, bytes) in builder.rendered { state.cache.put(source, bytes) }
                 // A commit may have replaced the snapshot meanwhile: then this listing is only
                 // good for this answer, not for keeping.
                 guard state.snapshot.commit == snapshot.commit else { return builder.listings[path]! }
+                state.documentParts[path] = builder.parts
                 // Another thread may have built it meanwhile; the first one stays.
                 for (viewPath, listing) in builder.listings where state.listings[viewPath] == nil {
                     state.listings[viewPath] = listing

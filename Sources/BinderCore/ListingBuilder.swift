@@ -17,6 +17,18 @@ struct ListingBuilder {
     var rendered: [(Node.Source, SecureBytes)] = []
     /// Finished listings by view path ("" is the root).
     var listings: [String: Listing] = [:]
+    /// What each document of the folder contributed last time, by file name: reused when the
+    /// blob and what it depends on are unchanged, so that a folder rebuilt after a commit
+    /// decrypts only the documents that changed.
+    var previousParts: [String: DocumentPart] = [:]
+    /// This build's parts, to keep for the next build of the folder.
+    var parts: [String: DocumentPart] = [:]
+    /// Documents decrypted by this build (the others were reused).
+    var decrypted = 0
+
+    // Per document being computed: what it looked up, and whether it took the commit time.
+    private var lookups: [String: ObjectID?] = [:]
+    private var usedCommitTime = false
 
     init(repository: GitRepository, key: NIP44.ConversationKey, logger: Logger, commitTime: Timestamp) {
         self.repository = repository
@@ -39,31 +51,23 @@ struct ListingBuilder {
         for entry in sortedEntries where entry.kind == .blob {
             let name = String(entry.name)
             guard name.hasSuffix(NameMapping.documentExtension), name != NameMapping.folderMetadataName else { continue }
-            let gitPath = join(gitDirectory, name)
-            guard let document = readDocument(entry, gitPath: gitPath) else {
-                _ = listing.insertUnique(name, rawNode(entry, gitPath: gitPath))
-                continue
+            let part: DocumentPart
+            if let previous = previousParts[name], previous.isValid(blob: entry.id, files: files, commitTime: commitTime) {
+                part = previous
+            } else {
+                part = documentPart(entry, name: name, gitPath: join(gitDirectory, name), gitDirectory: gitDirectory, files: files)
+                decrypted += 1
             }
-            let stem = String(name.dropLast(NameMapping.documentExtension.count))
-            if document.type == "attachment_ref", let sidecar = files[document.value], document.value.hasSuffix(NameMapping.sidecarExtension),
-               var node = sidecarNode(sidecar, gitPath: join(gitDirectory, document.value), metadata: document.metadata) {
-                node.owner = .document(path: gitPath)
-                consumedSidecars.insert(document.value)
-                _ = listing.insertUnique(NameMapping.attachmentName(sidecar: document.value, format: document.metadata["format"]?.stringValue), node)
-                continue
-            }
-            let source = Node.Source.document(blob: entry.id)
-            let bytes = SecureBytes(utf8: FrontMatter.render(metadata: document.metadata, value: document.value))
-            rendered.append((source, bytes))
-            let shown = listing.insertUnique(stem + NameMapping.markdownExtension,
-                                             Node(source: source, size: bytes.count, modified: modified(document.metadata), gitPath: gitPath))
-            if !document.children.isEmpty {
+            parts[name] = part
+            consumedSidecars.formUnion(part.consumedSidecars)
+            let shown = listing.insertUnique(part.name, part.node)
+            if let children = part.children {
                 let childrenName = NameMapping.splitExtension(shown).stem + NameMapping.childrenSuffix
+                _ = listing.insertUnique(childrenName, children.node)
                 let childrenView = join(viewPath, childrenName)
-                _ = listing.insertUnique(childrenName, Node(source: .directory, size: 0, modified: modified(document.metadata), gitPath: gitPath,
-                                                            owner: .child(documentPath: gitPath, indexPath: [])))
-                buildChildren(of: document, blob: entry.id, indexPath: [], viewPath: childrenView, gitPath: gitPath,
-                              gitDirectory: gitDirectory, files: files, consumed: &consumedSidecars)
+                for (relative, childListing) in children.listings {
+                    listings[relative.isEmpty ? childrenView : join(childrenView, relative)] = childListing
+                }
             }
         }
 
@@ -91,15 +95,59 @@ struct ListingBuilder {
         listings[viewPath] = listing
     }
 
+    /// Decrypts one document and works out its nodes (see `DocumentPart`).
+    private mutating func documentPart(_ entry: TreeEntry, name: String, gitPath: String, gitDirectory: String,
+                                       files: [String: TreeEntry]) -> DocumentPart {
+        lookups = [:]
+        usedCommitTime = false
+        var consumed = Set<String>()
+        func finish(_ name: String, _ node: Node, children: DocumentPart.Children? = nil) -> DocumentPart {
+            DocumentPart(blob: entry.id, name: name, node: node, children: children, consumedSidecars: consumed,
+                         sidecarLookups: lookups, usesCommitTime: usedCommitTime, commitTime: commitTime)
+        }
+        guard let document = readDocument(entry, gitPath: gitPath) else {
+            usedCommitTime = true
+            return finish(name, rawNode(entry, gitPath: gitPath))
+        }
+        let stem = String(name.dropLast(NameMapping.documentExtension.count))
+        if document.type == "attachment_ref", document.value.hasSuffix(NameMapping.sidecarExtension),
+           let sidecar = lookup(document.value, files),
+           var node = sidecarNode(sidecar, gitPath: join(gitDirectory, document.value), metadata: document.metadata) {
+            node.owner = .document(path: gitPath)
+            consumed.insert(document.value)
+            return finish(NameMapping.attachmentName(sidecar: document.value, format: document.metadata["format"]?.stringValue), node)
+        }
+        let source = Node.Source.document(blob: entry.id)
+        let bytes = SecureBytes(utf8: FrontMatter.render(metadata: document.metadata, value: document.value))
+        rendered.append((source, bytes))
+        let time = modified(document.metadata)
+        let node = Node(source: source, size: bytes.count, modified: time, gitPath: gitPath)
+        guard !document.children.isEmpty else { return finish(stem + NameMapping.markdownExtension, node) }
+        var childListings: [String: Listing] = [:]
+        buildChildren(of: document, blob: entry.id, indexPath: [], viewPath: "", gitPath: gitPath,
+                      gitDirectory: gitDirectory, files: files, consumed: &consumed, into: &childListings)
+        let folder = Node(source: .directory, size: 0, modified: time, gitPath: gitPath, owner: .child(documentPath: gitPath, indexPath: []))
+        return finish(stem + NameMapping.markdownExtension, node, children: DocumentPart.Children(node: folder, listings: childListings))
+    }
+
+    /// `files[name]`, remembered as something the document being computed depends on.
+    private mutating func lookup(_ name: String, _ files: [String: TreeEntry]) -> TreeEntry? {
+        let entry = files[name]
+        lookups[name] = entry?.id
+        return entry
+    }
+
+    /// Builds the listings of a document's `.children` folder (and nested ones) into `out`,
+    /// keyed by view path relative to the document's `.children` folder ("" is that folder).
     private mutating func buildChildren(of document: MedicalDocument, blob: ObjectID, indexPath: [Int], viewPath: String,
                                         gitPath: String, gitDirectory: String, files: [String: TreeEntry],
-                                        consumed: inout Set<String>) {
+                                        consumed: inout Set<String>, into out: inout [String: Listing]) {
         var listing = Listing()
         for (index, child) in document.children.enumerated() {
             let childPath = indexPath + [index]
             let parentTime = modified(document.metadata)
             let time = child.metadata["updated"] != nil || child.metadata["created"] != nil ? modified(child.metadata) : parentTime
-            if child.type == "attachment_ref", child.value.hasSuffix(NameMapping.sidecarExtension), let sidecar = files[child.value],
+            if child.type == "attachment_ref", child.value.hasSuffix(NameMapping.sidecarExtension), let sidecar = lookup(child.value, files),
                var node = sidecarNode(sidecar, gitPath: join(gitDirectory, child.value), metadata: child.metadata, time: time) {
                 node.owner = .child(documentPath: gitPath, indexPath: childPath)
                 consumed.insert(child.value)
@@ -126,10 +174,10 @@ struct ListingBuilder {
                 _ = listing.insertUnique(childrenName, Node(source: .directory, size: 0, modified: time, gitPath: gitPath,
                                                             owner: .child(documentPath: gitPath, indexPath: childPath)))
                 buildChildren(of: child, blob: blob, indexPath: childPath, viewPath: join(viewPath, childrenName), gitPath: gitPath,
-                              gitDirectory: gitDirectory, files: files, consumed: &consumed)
+                              gitDirectory: gitDirectory, files: files, consumed: &consumed, into: &out)
             }
         }
-        listings[viewPath] = listing
+        out[viewPath] = listing
     }
 
     /// Decrypts and parses a document; nil (and a log line) if it cannot be.
@@ -149,12 +197,17 @@ struct ListingBuilder {
 
     /// An attachment node for a sidecar, with its exact size; nil when the sidecar cannot be
     /// read as one (then it is shown as stored).
-    private func sidecarNode(_ entry: TreeEntry, gitPath: String, metadata: JSONObject?, time: Timestamp? = nil) -> Node? {
+    private mutating func sidecarNode(_ entry: TreeEntry, gitPath: String, metadata: JSONObject?, time: Timestamp? = nil) -> Node? {
         guard let size = sidecarSize(entry) else {
             logger.warning("sidecar cannot be decrypted; shown as stored", metadata: ["path": "\(gitPath)"])
             return nil
         }
-        return Node(source: .sidecar(blob: entry.id), size: size, modified: time ?? metadata.map(modified) ?? commitTime, gitPath: gitPath)
+        let modified: Timestamp
+        if let time { modified = time } else if let metadata { modified = self.modified(metadata) } else {
+            usedCommitTime = true
+            modified = commitTime
+        }
+        return Node(source: .sidecar(blob: entry.id), size: size, modified: modified, gitPath: gitPath)
     }
 
     /// The attachment's exact size, from the sidecar's length and the last ChaCha20 block
@@ -166,13 +219,42 @@ struct ListingBuilder {
         return Sidecar.plaintextSize(bytes, key: key)
     }
 
-    private func modified(_ metadata: JSONObject) -> Timestamp {
+    private mutating func modified(_ metadata: JSONObject) -> Timestamp {
         for field in ["updated", "created"] {
             if let text = metadata[field]?.stringValue, let t = Timestamps.parse(text) {
                 return Timestamp(seconds: t.seconds, nanoseconds: t.nanoseconds)
             }
         }
+        usedCommitTime = true
         return commitTime
+    }
+}
+
+/// What one document contributes to its folder's listings: computed once per blob (decrypting
+/// it), reused while the blob, the sidecars it names and (if it has no date) the commit time
+/// stay the same. Holds names, sizes and times, never content.
+struct DocumentPart: Sendable {
+    struct Children: Sendable {
+        /// The `X.children` folder's node; its name follows the document's shown name.
+        let node: Node
+        /// Listings keyed by view path relative to the `X.children` folder ("" is itself).
+        let listings: [String: Listing]
+    }
+
+    let blob: ObjectID
+    /// The name wanted in the folder (made unique when the folder is assembled).
+    let name: String
+    let node: Node
+    let children: Children?
+    let consumedSidecars: Set<String>
+    /// Sidecar files looked up, by name, with the blob found (nil: there was none).
+    let sidecarLookups: [String: ObjectID?]
+    let usesCommitTime: Bool
+    let commitTime: Timestamp
+
+    func isValid(blob: ObjectID, files: [String: TreeEntry], commitTime: Timestamp) -> Bool {
+        guard blob == self.blob, !usesCommitTime || commitTime == self.commitTime else { return false }
+        return sidecarLookups.allSatisfy { name, id in files[name]?.id == id }
     }
 }
 

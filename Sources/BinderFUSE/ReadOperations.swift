@@ -46,6 +46,12 @@ enum ReadOperations {
                     return 0
                 }
                 info.pointee.fh = try fs.view.open(name)
+                if BinderView.isStatusFile(name) {
+                    // Its content changes without any write (sync, cache use): never from the
+                    // kernel's page cache, and read to its end whatever size was cached.
+                    binder_fi_set_direct_io(info, 1)
+                    return 0
+                }
                 // What was not written during this mount cannot have changed: the kernel may
                 // keep its pages across opens.
                 binder_fi_set_keep_cache(info, fs.wasChanged(name) ? 0 : 1)

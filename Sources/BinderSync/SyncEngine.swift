@@ -171,16 +171,19 @@ public final class SyncEngine: Sendable {
         }
     }
 
-    /// libgit2 reports HTTP failures in words; map them to what sync does next.
+    /// libgit2 reports HTTP failures in words ("unexpected http status code: 404"); map them to
+    /// what sync does next. Only the status phrase is matched: the URL in the message may hold
+    /// any digits (a port).
     static func classify(_ error: GitError) -> SyncError {
         let message = error.description
+        let lowered = message.lowercased()
+        func status(_ code: Int) -> Bool { lowered.contains("status code: \(code)") }
         if error.code == .certificate {
             return .configuration("cannot verify the server's certificate: \(message.replacingOccurrences(of: "git: ", with: ""))")
         }
-        if error.code == .authentication || message.contains("401") { return .unauthorized("token refused") }
-        if message.contains("403") { return .forbidden("this repository id belongs to someone else on the server") }
-        if message.contains("404") { return .server(status: 404, message: "no such repository") }
-        if error.code == .notFound && message.contains("reference") { return .server(status: 404, message: message) }
+        if error.code == .authentication || status(401) { return .unauthorized("token refused") }
+        if status(403) { return .forbidden("this repository id belongs to someone else on the server") }
+        if status(404) { return .server(status: 404, message: "no such repository") }
         return .offline(message.replacingOccurrences(of: "git: ", with: ""))
     }
 
