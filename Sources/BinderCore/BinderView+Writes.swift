@@ -97,7 +97,7 @@ extension BinderView {
                 let parent = snapshot.commit
                 do {
                     let id = try repository.commitChanges(onto: parent, changes: planned.changes, message: planned.message, author: author)
-                    try adopt(commit: id, changes: planned.changes)
+                    try adopt(commitOnTop: id, changes: planned.changes)
                     hooks.withLock { $0 }.onCommit?(id)
                     if !repository.isBare {
                         // The work tree (ciphertext) and index follow, so `git status` stays clean.
@@ -128,6 +128,20 @@ extension BinderView {
     /// drops them all.
     func adopt(commit: ObjectID?, changes: [TreeChange]? = nil) throws {
         adopt(try Snapshot.load(repository, commit: commit), changes: changes)
+    }
+
+    /// Shows this view's own commit `id`, made of `changes` on top of the snapshot shown
+    /// (`writeLock` held): only the folders it touched are read again.
+    func adopt(commitOnTop id: ObjectID, changes: [TreeChange]) throws {
+        let base = snapshot
+        guard base.commit != nil else { return try adopt(commit: id, changes: changes) }
+        let next = try base.advanced(to: id, changes: changes, repository: repository)
+        #if DEBUG
+        // The incremental snapshot must equal a full read (tests run debug builds).
+        let full = try Snapshot.load(repository, commit: id)
+        precondition(full.gitFolders == next.gitFolders, "incremental snapshot differs from a full read after \(changes)")
+        #endif
+        adopt(next, changes: changes)
     }
 
     func adopt(_ snapshot: Snapshot, changes: [TreeChange]?) {

@@ -97,6 +97,36 @@ extension GitRepository {
         }
     }
 
+    /// The entries of folder `path` ("" is the root) in `commit`'s tree and everything
+    /// below it, with full paths, in the order of `listTree(commit:)`; nil when `path` is not
+    /// a folder there. `recursive: false` gives the folder's own entries only.
+    public func listFolder(commit: ObjectID, path: String, recursive: Bool) throws(GitError) -> [TreeEntry]? {
+        if !path.isEmpty { _ = try Self.components(of: path) }
+        return try locked { () throws(GitError) -> [TreeEntry]? in
+            let root = try commitTreeLocked(commit)
+            var folder = root
+            if !path.isEmpty {
+                var pointer: OpaquePointer?
+                let rc = git_tree_entry_bypath(&pointer, root.pointer, path)
+                if rc == GIT_ENOTFOUND.rawValue { return nil }
+                try check(rc, "look up '\(path)' in \(commit)")
+                let entry = TreeEntryHandle(pointer!)
+                guard git_tree_entry_type(entry.pointer) == GIT_OBJECT_TREE else { return nil }
+                folder = try lookupTreeLocked(ObjectID(git_tree_entry_id(entry.pointer)))
+            }
+            let prefix = path.isEmpty ? "" : path + "/"
+            if recursive {
+                return try listLocked(folder).map { TreeEntry(path: prefix + $0.path, id: $0.id, kind: $0.kind, mode: $0.mode) }
+            }
+            return (0..<git_tree_entrycount(folder.pointer)).map { index in
+                let entry = git_tree_entry_byindex(folder.pointer, index)!
+                let mode = git_tree_entry_filemode_raw(entry).rawValue
+                return TreeEntry(path: prefix + String(cString: git_tree_entry_name(entry)), id: ObjectID(git_tree_entry_id(entry)),
+                                 kind: TreeEntry.Kind(mode: mode), mode: mode)
+            }
+        }
+    }
+
     // MARK: - Lock held
 
     func lookupTreeLocked(_ id: ObjectID) throws(GitError) -> TreeHandle {
