@@ -31,6 +31,12 @@ public final class BinderView: Sendable {
     /// True for `.binder/status` (any leading slashes), whose content changes by itself.
     public static func isStatusFile(_ path: String) -> Bool { normalize(path) == controlDirectory + "/status" }
 
+    /// True for `.binder` and what is in it.
+    public static func isControlPath(_ path: String) -> Bool {
+        let normalized = normalize(path)
+        return normalized == controlDirectory || normalized.hasPrefix(controlDirectory + "/")
+    }
+
     let repository: GitRepository
     let key: NIP44.ConversationKey
     let logger: Logger
@@ -121,12 +127,14 @@ public final class BinderView: Sendable {
         let listing = try self.listing(path)
         let hidden = state.withLock { $0.hidden }
         let writing = dirtySizes()
-        var entries = listing.sortedNames.filter { !hidden.contains(join(path, $0)) }.map { name in
+        let names = hidden.isEmpty ? listing.sortedNames : listing.sortedNames.filter { !hidden.contains(join(path, $0)) }
+        var entries = names.map { name in
             let node = listing.nodes[name]!
-            guard let size = writing[join(path, name)] else { return (name: name, attributes: node.attributes) }
+            guard !writing.isEmpty, let size = writing[join(path, name)] else { return (name: name, attributes: node.attributes) }
             // A file being written shows the size it has now.
             return (name: name, attributes: NodeAttributes(kind: .file, size: size, modified: node.modified, readOnly: false))
         }
+        let listed = entries.count
         let shown = Set(entries.map(\.name))
         entries += overlayEntries(in: path).filter { !shown.contains($0.name) }
         // Pending `.children` folders made with mkdir.
@@ -136,7 +144,9 @@ public final class BinderView: Sendable {
                 entries.append((name, NodeAttributes(kind: .directory, size: 0, modified: snapshot.commitTime, readOnly: false)))
             }
         }
-        return entries.sorted { Array($0.name.utf8).lexicographicallyPrecedes(Array($1.name.utf8)) }
+        // The listing's names come sorted; only scratch files and pending folders need placing.
+        guard entries.count > listed else { return entries }
+        return entries.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
     }
 
     /// Opens a file for reading: its plaintext is decrypted now (or taken from the cache) and

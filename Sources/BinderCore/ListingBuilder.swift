@@ -45,7 +45,7 @@ struct ListingBuilder {
             files[String(entry.name)] = entry
         }
         var consumedSidecars = Set<String>()
-        let sortedEntries = entries.sorted { Array($0.name.utf8).lexicographicallyPrecedes(Array($1.name.utf8)) }
+        let sortedEntries = entries.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
 
         // Documents first: they decide which sidecars are theirs.
         for entry in sortedEntries where entry.kind == .blob {

@@ -74,7 +74,7 @@ struct Listing: Sendable {
     var nodes: [String: Node] = [:]
 
     var sortedNames: [String] {
-        nodes.keys.sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        nodes.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 
     /// Adds `node` under `name`, or under `name-2`, `name-3`… (before the extension) if the

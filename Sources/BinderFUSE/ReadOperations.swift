@@ -17,6 +17,14 @@ enum ReadOperations {
             }
         }
 
+        ops.opendir = { path, info in
+            guard let path, let info else { return -EINVAL }
+            // Folders change through this mount (the kernel then drops its copy itself) or by
+            // sync (which invalidates them): the kernel may keep what readdir returned.
+            if !BinderView.isControlPath(String(cString: path)) { binder_fi_set_cache_dir(info) }
+            return 0
+        }
+
         ops.readdir = { path, buffer, filler, _, _, _ in
             let fs = FileSystemContext.current
             guard let path, let filler else { return -EINVAL }
@@ -55,6 +63,8 @@ enum ReadOperations {
                 // What was not written during this mount cannot have changed: the kernel may
                 // keep its pages across opens.
                 binder_fi_set_keep_cache(info, fs.wasChanged(name) ? 0 : 1)
+                // A read-only handle has nothing to flush: close() needs no round trip.
+                binder_fi_set_noflush(info, 1)
                 return 0
             } catch { return fs.errno(error) }
         }
