@@ -63,38 +63,48 @@ public enum NIP44 {
 
     public static func messageKeys(_ conversationKey: ConversationKey, nonce: [UInt8]) -> MessageKeys {
         precondition(nonce.count == 32, "NIP-44 nonce must be 32 bytes")
-        let okm = hkdfExpand(prk: conversationKey.key, info: nonce, length: 76)
-        return MessageKeys(chachaKey: okm.slice(0..<32), chachaNonce: okm.slice(32..<44), hmacKey: okm.slice(44..<76))
+        return nonce.withUnsafeBytes { n in
+            withMessageKeys(conversationKey, nonce: n) { key, chachaNonce, hmacKey in
+                MessageKeys(chachaKey: SecureBytes(key), chachaNonce: SecureBytes(chachaNonce), hmacKey: SecureBytes(hmacKey))
+            }
+        }
     }
 
-    /// HKDF-Expand (RFC 5869) with HMAC-SHA256; libsodium 1.0.18 has no HKDF of its own.
-    static func hkdfExpand(prk: SecureBytes, info: [UInt8], length: Int) -> SecureBytes {
-        let out = SecureBytes(count: length)
-        var previous: SecureBytes? = nil
-        var written = 0
-        var counter: UInt8 = 1
-        while written < length {
-            let block: SecureBytes = prk.withUnsafeBytes { key in
-                info.withUnsafeBytes { infoBytes in
-                    withUnsafeBytes(of: counter) { counterByte in
-                        if let previous {
-                            return previous.withUnsafeBytes { hmacSHA256(key: key, [$0, infoBytes, counterByte]) }
-                        }
-                        return hmacSHA256(key: key, [infoBytes, counterByte])
+    /// Runs `body` with the per-message keys (ChaCha20 key, ChaCha20 nonce, HMAC key) held in
+    /// scratch memory that is zeroed before this returns. Decrypting and encrypting a document
+    /// allocate no secret memory for keys: `sodium_malloc` costs more than the cipher on 4 KB.
+    static func withMessageKeys<R, E: Swift.Error>(
+        _ conversationKey: ConversationKey, nonce: UnsafeRawBufferPointer,
+        _ body: (_ chachaKey: UnsafeRawBufferPointer, _ chachaNonce: UnsafeRawBufferPointer,
+                 _ hmacKey: UnsafeRawBufferPointer) throws(E) -> R
+    ) throws(E) -> R {
+        precondition(nonce.count == 32, "NIP-44 nonce must be 32 bytes")
+        return try withUnsafeTemporaryAllocation(byteCount: 96, alignment: 16) { (okm) throws(E) -> R in
+            defer { secureZero(okm) }
+            hkdfExpand(prk: conversationKey.key, info: nonce, into: okm)
+            return try body(UnsafeRawBufferPointer(rebasing: okm[0..<32]), UnsafeRawBufferPointer(rebasing: okm[32..<44]),
+                            UnsafeRawBufferPointer(rebasing: okm[44..<76]))
+        }
+    }
+
+    /// HKDF-Expand (RFC 5869) with HMAC-SHA256, filling `out` (a multiple of 32 bytes);
+    /// libsodium 1.0.18 has no HKDF of its own.
+    static func hkdfExpand(prk: SecureBytes, info: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
+        precondition(out.count % 32 == 0 && out.count <= 255 * 32)
+        prk.withUnsafeBytes { key in
+            for block in 0..<(out.count / 32) {
+                var counter = UInt8(block + 1)
+                withUnsafeBytes(of: &counter) { counterByte in
+                    let target = UnsafeMutableRawBufferPointer(rebasing: out[(block * 32)..<((block + 1) * 32)])
+                    if block == 0 {
+                        hmacSHA256(key: key, [info, counterByte], into: target)
+                    } else {
+                        let previous = UnsafeRawBufferPointer(rebasing: out[((block - 1) * 32)..<(block * 32)])
+                        hmacSHA256(key: key, [previous, info, counterByte], into: target)
                     }
                 }
             }
-            let take = min(block.count, length - written)
-            out.withUnsafeMutableBytes { o in
-                block.withUnsafeBytes { b in
-                    (o.baseAddress! + written).copyMemory(from: b.baseAddress!, byteCount: take)
-                }
-            }
-            written += take
-            previous = block
-            counter += 1
         }
-        return out
     }
 
     public static func paddedLength(_ unpadded: Int) -> Int {
@@ -113,29 +123,25 @@ public enum NIP44 {
         guard count >= minPlaintextSize && count <= maxPlaintextSize else { throw .plaintextSize(count) }
         let nonce = nonce ?? randomBytes(32)
         precondition(nonce.count == 32)
-        let keys = messageKeys(key, nonce: nonce)
         let paddedCount = 2 + paddedLength(count)
-        let padded = SecureBytes(count: paddedCount)
-        padded.withUnsafeMutableBytes { p in
-            p[0] = UInt8(count >> 8)
-            p[1] = UInt8(count & 0xff)
-            (p.baseAddress! + 2).copyMemory(from: plaintext.baseAddress!, byteCount: count)
-        }
         // payload = version || nonce || ciphertext || mac
         var payload = [UInt8](repeating: 0, count: 1 + 32 + paddedCount + 32)
         payload[0] = 2
         payload.replaceSubrange(1..<33, with: nonce)
         payload.withUnsafeMutableBytes { out in
             let ciphertext = UnsafeMutableRawBufferPointer(rebasing: out[33..<(33 + paddedCount)])
-            keys.chachaKey.withUnsafeBytes { k in
-                keys.chachaNonce.withUnsafeBytes { n in
-                    padded.withUnsafeBytes { chacha20XOR($0, key: k, nonce: n, into: ciphertext) }
+            // The padded plaintext is put in place, then encrypted where it lies: no copy of the
+            // plaintext outlives this call (the buffer becomes ciphertext).
+            ciphertext[0] = UInt8(count >> 8)
+            ciphertext[1] = UInt8(count & 0xff)
+            (ciphertext.baseAddress! + 2).copyMemory(from: plaintext.baseAddress!, byteCount: count)
+            nonce.withUnsafeBytes { n in
+                withMessageKeys(key, nonce: n) { chachaKey, chachaNonce, hmacKey in
+                    chacha20XOR(UnsafeRawBufferPointer(ciphertext), key: chachaKey, nonce: chachaNonce, into: ciphertext)
+                    hmacSHA256(key: hmacKey, [UnsafeRawBufferPointer(rebasing: out[1..<(33 + paddedCount)])],
+                               into: UnsafeMutableRawBufferPointer(rebasing: out[(33 + paddedCount)...]))
                 }
             }
-            let mac = keys.hmacKey.withUnsafeBytes { hk in
-                hmacSHA256(key: hk, [UnsafeRawBufferPointer(rebasing: out[1..<(33 + paddedCount)])])
-            }
-            mac.withUnsafeBytes { (out.baseAddress! + 33 + paddedCount).copyMemory(from: $0.baseAddress!, byteCount: 32) }
         }
         return String(decoding: Base64.encode(payload), as: UTF8.self)
     }
@@ -148,7 +154,8 @@ public enum NIP44 {
         try plaintext.withBytes { (p) throws(NIP44.Error) in try encrypt(p, key: key, nonce: nonce) }
     }
 
-    /// Decrypts a base64 payload (given as its ASCII bytes) into secret memory.
+    /// Decrypts a base64 payload (given as its ASCII bytes) into secret memory. The MAC is
+    /// checked (in constant time) before anything is decrypted.
     public static func decrypt(payload: UnsafeRawBufferPointer, key: ConversationKey) throws(NIP44.Error) -> SecureBytes {
         let length = payload.count
         if length > 0 && payload[0] == UInt8(ascii: "#") { throw .unknownVersion("'#' (non-base64 future version)") }
@@ -156,29 +163,34 @@ public enum NIP44 {
         guard let data = Base64.decode(payload) else { throw .invalidBase64 }
         guard data.count >= 99 && data.count <= 65_603 else { throw .invalidDataSize(data.count) }
         guard data[0] == 2 else { throw .unknownVersion(String(data[0])) }
-        let nonce = Array(data[1..<33])
         let macStart = data.count - 32
-        let keys = messageKeys(key, nonce: nonce)
         return try data.withBytes { (d) throws(NIP44.Error) -> SecureBytes in
-            let authenticated = UnsafeRawBufferPointer(rebasing: d[1..<macStart])
-            let expected = keys.hmacKey.withUnsafeBytes { hmacSHA256(key: $0, [authenticated]) }
-            let macMatches = expected.withUnsafeBytes {
-                constantTimeEqual($0, UnsafeRawBufferPointer(rebasing: d[macStart...]))
-            }
-            guard macMatches else { throw .invalidMAC }
-            let ciphertext = UnsafeRawBufferPointer(rebasing: d[33..<macStart])
-            let padded = SecureBytes(count: ciphertext.count)
-            keys.chachaKey.withUnsafeBytes { k in
-                keys.chachaNonce.withUnsafeBytes { n in
-                    padded.withUnsafeMutableBytes { chacha20XOR(ciphertext, key: k, nonce: n, into: $0) }
+            try withMessageKeys(key, nonce: UnsafeRawBufferPointer(rebasing: d[1..<33])) {
+                (chachaKey, chachaNonce, hmacKey) throws(NIP44.Error) -> SecureBytes in
+                let authenticated = UnsafeRawBufferPointer(rebasing: d[1..<macStart])
+                let macMatches = withUnsafeTemporaryAllocation(byteCount: 32, alignment: 8) { expected in
+                    hmacSHA256(key: hmacKey, [authenticated], into: expected)
+                    return constantTimeEqual(UnsafeRawBufferPointer(expected), UnsafeRawBufferPointer(rebasing: d[macStart...]))
                 }
+                guard macMatches else { throw .invalidMAC }
+                let ciphertext = UnsafeRawBufferPointer(rebasing: d[33..<macStart])
+                // The padded plaintext lives in scratch memory zeroed before it is freed; only
+                // the plaintext itself goes to secret memory.
+                let padded = UnsafeMutableRawBufferPointer.allocate(byteCount: ciphertext.count, alignment: 16)
+                defer {
+                    secureZero(padded)
+                    padded.deallocate()
+                }
+                chacha20XOR(ciphertext, key: chachaKey, nonce: chachaNonce, into: padded)
+                let unpadded = Int(padded[0]) << 8 | Int(padded[1])
+                guard unpadded >= 1 else { throw .invalidPadding("declared length is 0") }
+                guard padded.count == 2 + paddedLength(unpadded) else {
+                    throw .invalidPadding("declared length \(unpadded) does not fit \(padded.count - 2) padded bytes")
+                }
+                let plaintext = SecureBytes(count: unpadded)
+                plaintext.withUnsafeMutableBytes { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: padded[2..<(2 + unpadded)])) }
+                return plaintext
             }
-            let unpadded = Int(padded[0]) << 8 | Int(padded[1])
-            guard unpadded >= 1 else { throw .invalidPadding("declared length is 0") }
-            guard padded.count == 2 + paddedLength(unpadded) else {
-                throw .invalidPadding("declared length \(unpadded) does not fit \(padded.count - 2) padded bytes")
-            }
-            return padded.slice(2..<(2 + unpadded))
         }
     }
 

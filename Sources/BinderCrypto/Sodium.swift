@@ -47,19 +47,23 @@ public func secureZero(_ array: inout [UInt8]) {
 
 /// HMAC-SHA256 over the concatenation of `parts`.
 func hmacSHA256(key: UnsafeRawBufferPointer, _ parts: [UnsafeRawBufferPointer]) -> SecureBytes {
-    Sodium.ensureReady()
     let out = SecureBytes(count: Int(crypto_auth_hmacsha256_BYTES))
+    out.withUnsafeMutableBytes { hmacSHA256(key: key, parts, into: $0) }
+    return out
+}
+
+/// HMAC-SHA256 of the concatenated `parts` into `out` (32 bytes), without allocating.
+func hmacSHA256(key: UnsafeRawBufferPointer, _ parts: [UnsafeRawBufferPointer], into out: UnsafeMutableRawBufferPointer) {
+    Sodium.ensureReady()
+    precondition(out.count == Int(crypto_auth_hmacsha256_BYTES))
     var state = crypto_auth_hmacsha256_state()
     crypto_auth_hmacsha256_init(&state, key.baseAddress!.assumingMemoryBound(to: UInt8.self), key.count)
     for part in parts where part.count > 0 {
         crypto_auth_hmacsha256_update(&state, part.baseAddress!.assumingMemoryBound(to: UInt8.self),
                                       UInt64(part.count))
     }
-    out.withUnsafeMutableBytes {
-        _ = crypto_auth_hmacsha256_final(&state, $0.baseAddress!.assumingMemoryBound(to: UInt8.self))
-    }
+    _ = crypto_auth_hmacsha256_final(&state, out.baseAddress!.assumingMemoryBound(to: UInt8.self))
     withUnsafeMutableBytes(of: &state) { secureZero($0) }
-    return out
 }
 
 /// SHA-256 of a byte string.
