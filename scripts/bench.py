@@ -674,11 +674,13 @@ class Bench:
         for label, cache in (("default cache (256M)", None), ("--cache-size 32M", "32M")):
             binder.unmount()
             binder.mount(cache_size=cache)
-            shell("tar cf - . | wc -c", cwd=binder.root)
             pid = binder.pid()
+            after_mount = kib(status_of(pid).get("VmRSS")) if pid else 0
+            shell("tar cf - . | wc -c", cwd=binder.root)
             fields = status_of(pid) if pid else {}
             st = binder.status()
             memory[label] = {"pid": pid, "VmHWM_kib": kib(fields.get("VmHWM")), "VmRSS_kib": kib(fields.get("VmRSS")),
+                             "VmRSS_after_mount_kib": after_mount,
                              "cached_bytes": int(st.get("cached_bytes", 0)), "cached_entries": int(st.get("cached_entries", 0)),
                              "cache_capacity": (32 << 20) if cache else (256 << 20),
                              "maps": len(open(f"/proc/{pid}/maps").read().splitlines()) if pid else None}
