@@ -410,8 +410,11 @@ def bulk_write_binder(binder, corpus, files):
     what a binder cloned from the server looks like; importing 10,000 entries through the mount
     takes hours (docs/BENCHMARKS.md)."""
     import base64
-    import nostr_sdk as n
-    from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+    try:
+        import nostr_sdk as n
+        from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+    except ImportError as error:
+        raise BenchError(f"--binder-import bulk needs nostr-sdk and cryptography (scripts/setup installs them): {error}")
     nsec = binder.cli("key", "export", "--nsec", "--confirm-plaintext").stdout.strip()
     keys = n.Keys(n.SecretKey.parse(nsec))
     sk, pk = keys.secret_key(), keys.public_key()
