@@ -1064,7 +1064,8 @@ def render_table(results):
     corpus = results.get("corpus", {})
     machine = results.get("machine", {})
     head = [f"binder benchmark — {machine.get('date', '')}, {machine.get('nproc')} × {machine.get('cpu')}, "
-            f"kernel {machine.get('kernel')}, disk {machine.get('disk')}, binder {machine.get('binder_commit')}",
+            f"kernel {machine.get('kernel')}, disk {machine.get('disk')}, scripts/bench at {machine.get('binder_commit')}, "
+            f"binary {machine.get('binder_binary')}",
             f"corpus: {corpus.get('entries')} entries ({corpus.get('entry_bytes', 0) / 1e6:.0f} MB, median "
             f"{corpus.get('entry_median_bytes', 0) / 1e3:.1f} KB), {corpus.get('attachments')} attachments "
             f"({corpus.get('attachment_bytes', 0) / 1e6:.0f} MB), seed {corpus.get('seed')}; "
