@@ -61,6 +61,8 @@ let package = Package(
         .executableTarget(name: "binder", dependencies: ["BinderCommands"]),
         // Fills a demo binder with realistic records (scripts/demo); not part of the product.
         .executableTarget(name: "binder-demo-data", dependencies: ["BinderCore", "BinderCrypto", "BinderFormat", "BinderGit"]),
+        // The cost of the crypto primitives alone, as JSON (scripts/bench); not part of the product.
+        .executableTarget(name: "binder-bench", dependencies: ["BinderCrypto"]),
 
         .testTarget(name: "BinderCryptoTests", dependencies: ["BinderCrypto"], resources: [.copy("Fixtures")]),
         .testTarget(name: "BinderFormatTests", dependencies: ["BinderFormat"], resources: [.copy("Fixtures")]),

@@ -1,0 +1,98 @@
+// binder-bench: the cost of binder's cryptographic primitives alone, as JSON on stdout, for
+// scripts/bench. Not part of the product. Measures, with a conversation key derived once:
+//   - NIP-44 v2 decrypt and encrypt of a 4 KB document (µs per document),
+//   - a 3 MB DEK sidecar: full decrypt (MB/s) and `Sidecar.plaintextSize` (µs, what a listing pays),
+//   - libsodium's raw ChaCha20 (IETF) on 3 MB in place (MB/s): the baseline nothing can beat,
+//   - SecureBytes allocation (µs, one sodium_malloc + sodium_free): binder's secret memory.
+// Usage: binder-bench [--quick]
+import BinderCrypto
+import Foundation
+
+let quick = CommandLine.arguments.contains("--quick")
+
+/// Seconds of monotonic time.
+func now() -> Double {
+    var t = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &t)
+    return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+}
+
+/// Runs `body` `iterations` times per sample, `samples` times; returns seconds per iteration
+/// for each sample (after one untimed warm-up sample).
+func measure(iterations: Int, samples: Int, _ body: () throws -> Void) rethrows -> [Double] {
+    for _ in 0..<max(1, iterations / 10) { try body() }
+    var out: [Double] = []
+    for _ in 0..<samples {
+        let start = now()
+        for _ in 0..<iterations { try body() }
+        out.append((now() - start) / Double(iterations))
+    }
+    return out
+}
+
+func median(_ values: [Double]) -> Double {
+    let s = values.sorted()
+    return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+}
+
+/// A deterministic "document": JSON-looking text of `count` bytes.
+func documentBytes(_ count: Int) -> [UInt8] {
+    let line = Array("{\"value\":\"# Visit\\n\\nBP 138/88 mmHg, lisinopril 10 mg daily, recheck in 3 months.\\n\",\"metadata\":{}}\n".utf8)
+    return (0..<count).map { line[$0 % line.count] }
+}
+
+var results: [String: Any] = [:]
+let samples = quick ? 3 : 7
+let secret = SecretKey.generate()
+let key = NIP44.ConversationKey(selfOf: secret)
+
+// NIP-44, 4 KB document, key cached (the conversation key is derived once, as in the daemon).
+let document = documentBytes(4096)
+let payload = Array(try NIP44.encrypt(document, key: key).utf8)
+let roundTrip = try NIP44.decrypt(payload: payload, key: key).copyBytes()
+precondition(roundTrip == document)
+let docIterations = quick ? 2_000 : 10_000
+let decryptTimes = try measure(iterations: docIterations, samples: samples) { _ = try NIP44.decrypt(payload: payload, key: key) }
+let encryptTimes = try measure(iterations: docIterations, samples: samples) { _ = try NIP44.encrypt(document, key: key) }
+results["nip44_decrypt_4k_us"] = median(decryptTimes) * 1e6
+results["nip44_decrypt_4k_us_samples"] = decryptTimes.map { $0 * 1e6 }
+results["nip44_encrypt_4k_us"] = median(encryptTimes) * 1e6
+results["nip44_encrypt_4k_us_samples"] = encryptTimes.map { $0 * 1e6 }
+
+// Sidecar (DEK format, 0x02), 3 MB attachment.
+let attachmentSize = 3 << 20
+var attachment = [UInt8](repeating: 0, count: attachmentSize)
+for i in 0..<attachmentSize { attachment[i] = UInt8(truncatingIfNeeded: i &* 2_654_435_761 >> 13) }
+let sidecar = try Sidecar.encrypt(attachment, key: key)
+let sidecarRoundTrip = try Sidecar.decrypt(sidecar, key: key).copyBytes()
+precondition(sidecarRoundTrip == attachment)
+precondition(Sidecar.plaintextSize(sidecar, key: key) == attachmentSize)
+let sidecarIterations = quick ? 5 : 20
+let sidecarTimes = try measure(iterations: sidecarIterations, samples: samples) { _ = try Sidecar.decrypt(sidecar, key: key) }
+let mb = Double(attachmentSize) / 1e6
+results["sidecar_decrypt_3m_mb_s"] = mb / median(sidecarTimes)
+results["sidecar_decrypt_3m_mb_s_samples"] = sidecarTimes.map { mb / $0 }
+let sidecarEncryptTimes = try measure(iterations: sidecarIterations, samples: samples) { _ = try Sidecar.encrypt(attachment, key: key) }
+results["sidecar_encrypt_3m_mb_s"] = mb / median(sidecarEncryptTimes)
+let sizeTimes = measure(iterations: quick ? 200 : 1_000, samples: samples) { _ = Sidecar.plaintextSize(sidecar, key: key) }
+results["sidecar_size_us"] = median(sizeTimes) * 1e6
+
+// libsodium's raw ChaCha20 over the same 3 MB: the floor for any stream-cipher decryption.
+var buffer = attachment
+let chachaTimes = measure(iterations: quick ? 20 : 100, samples: samples) { chacha20Benchmark(buffer: &buffer) }
+results["chacha20_raw_mb_s"] = mb / median(chachaTimes)
+results["chacha20_raw_mb_s_samples"] = chachaTimes.map { mb / $0 }
+// What raw ChaCha20 alone costs for a 4 KB document, for comparison with the NIP-44 figure.
+var small = document
+let chachaSmall = measure(iterations: docIterations, samples: samples) { chacha20Benchmark(buffer: &small) }
+results["chacha20_raw_4k_us"] = median(chachaSmall) * 1e6
+
+// Secret memory: every decrypted document and every intermediate key lives in SecureBytes.
+let allocTimes = measure(iterations: docIterations, samples: samples) { _ = SecureBytes(count: 4096) }
+results["securebytes_alloc_4k_us"] = median(allocTimes) * 1e6
+
+results["samples"] = samples
+results["quick"] = quick
+let json = try JSONSerialization.data(withJSONObject: results, options: [.sortedKeys, .prettyPrinted])
+FileHandle.standardOutput.write(json)
+FileHandle.standardOutput.write(Data("\n".utf8))

@@ -1,0 +1,1134 @@
+#!/usr/bin/env python3
+"""binder's benchmark: the same plaintext as a plain folder, a gocryptfs mount and a binder.
+
+One run generates a seeded corpus, lays it out three ways, times each operation on the three
+layouts in turn (interleaved, so that drift of the machine hits all alike), and prints one
+table of medians, min-max and the ratios binder/plain and binder/gocryptfs, checked against
+the goals of issue 6. Raw samples go to OUT/results.json, the table to OUT/results.md.
+
+Run through scripts/bench (README, "Benchmarks"). Python 3 standard library only.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import random
+import shutil
+import signal
+import statistics
+import string
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LAYOUTS = ("plain", "gocryptfs", "binder")
+MARKER = "zorblatt"          # the word grep looks for; in a known number of entries
+PASSWORD = "bench passphrase"
+BINDER_NAME = "bench"
+
+
+def log(message):
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+class BenchError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Corpus
+# ---------------------------------------------------------------------------------------------
+
+# Category folders and their share of entries (the apps' usual folders; see Categories.swift).
+CATEGORIES = [
+    ("visits", "visit", 0.24), ("labs", "lab", 0.18), ("conditions", "condition", 0.14),
+    ("medications", "medication", 0.10), ("allergies", "allergy", 0.03),
+    ("immunizations", "immunization", 0.06), ("procedures", "procedure", 0.08),
+    ("imaging", "imaging", 0.07), ("insurance", "insurance", 0.03), ("documents", "document", 0.07),
+]
+CONDITIONS = ["hypertension", "back-acne", "asthma", "type-2-diabetes", "migraine", "eczema",
+              "knee-injury", "hypothyroidism", "anxiety", "gerd", "high-cholesterol", "sleep-apnea"]
+PROVIDERS = ["Dr. Amara Okafor", "Dr. Lucas Martin", "Dr. Priya Raman", "Dr. Tomás Herrera",
+             "City Lab", "Northside Imaging", "Dr. Hannah Weiss", "Dr. Kenji Sato", "Riverside Clinic"]
+TAGS = ["annual", "blood-pressure", "cholesterol", "follow-up", "urgent", "dermatology", "sports",
+        "cardiology", "pediatric", "telehealth", "fasting", "chronic", "referral", "vaccine"]
+WORDS = ("patient reports mild moderate severe pain swelling fever cough fatigue headache nausea "
+         "dizziness blood pressure heart rate temperature weight oxygen saturation normal elevated "
+         "reduced stable improved worsening follow up recheck weeks months daily twice morning evening "
+         "tablet dose lisinopril metformin atorvastatin ibuprofen amoxicillin albuterol levothyroxine "
+         "omeprazole prescribed continue stop start increase decrease referral physiotherapy imaging "
+         "ultrasound x-ray mri ct scan results within range high low borderline fasting glucose "
+         "cholesterol ldl hdl triglycerides hemoglobin a1c thyroid tsh creatinine sodium potassium "
+         "discussed diet exercise sleep hydration stress alcohol smoking history family allergy "
+         "reaction rash hives no known issues plan assessment examination clear lungs abdomen soft "
+         "tender knee shoulder back wrist ankle range motion strength reflexes vision hearing the and "
+         "of to with for on at in after before during since about around").split()
+EXTENSIONS = ["jpg", "pdf", "png"]
+
+
+def yaml_list(items):
+    return "[" + ", ".join(items) + "]"
+
+
+def make_body(rng, kind, target, marked):
+    """Markdown of about `target` bytes: a title, sections, lists, a table for labs."""
+    parts = [f"# {kind.capitalize()} — {' '.join(rng.choices(WORDS, k=3))}\n"]
+    if marked:
+        parts.append(f"\nNote: {MARKER} follow-up pending.\n")
+    size = sum(len(p.encode()) for p in parts)
+    section = 0
+    while size < target:
+        section += 1
+        choice = rng.random()
+        if choice < 0.15:
+            block = "\n## " + " ".join(rng.choices(WORDS, k=2)).capitalize() + "\n"
+        elif choice < 0.35:
+            block = "\n" + "".join(f"- {' '.join(rng.choices(WORDS, k=rng.randint(3, 9)))}\n"
+                                   for _ in range(rng.randint(2, 6)))
+        elif choice < 0.45 and kind == "lab":
+            rows = "".join(f"| {rng.choice(WORDS)} | {rng.randint(1, 400)} mg/dL | {rng.randint(1, 200)}–{rng.randint(201, 400)} |\n"
+                           for _ in range(rng.randint(3, 8)))
+            block = "\n| Test | Result | Range |\n|---|---|---|\n" + rows
+        else:
+            words = rng.choices(WORDS, k=rng.randint(25, 90))
+            block = "\n" + " ".join(words).capitalize() + ".\n"
+        parts.append(block)
+        size += len(block.encode())
+    return "".join(parts)
+
+
+def make_entry(rng, kind, created, marked, target):
+    tags = sorted(set(rng.choices(TAGS, k=rng.randint(0, 3))))
+    front = ["---", f"type: {kind}", f'created: "{created}"', f'updated: "{created}"',
+             f"provider: {rng.choice(PROVIDERS)}"]
+    if tags:
+        front.append(f"tags: {yaml_list(tags)}")
+    if rng.random() < 0.2:
+        front.append(f'npi: "{rng.randint(0, 9_999_999_999):010d}"')
+    front.append("---\n")
+    head = "\n".join(front)
+    return head + make_body(rng, kind, max(200, target - len(head)), marked)
+
+
+def random_date(rng):
+    day = datetime.date(2015, 1, 1) + datetime.timedelta(days=rng.randint(0, 3650))
+    return day, f"{day.isoformat()}T{rng.randint(7, 19):02d}:{rng.randint(0, 59):02d}:00.000Z"
+
+
+def generate_corpus(directory, entries, attachments, seed):
+    """Writes the corpus; returns its manifest (what every layout must show)."""
+    rng = random.Random(seed)
+    shutil.rmtree(directory, ignore_errors=True)
+    os.makedirs(directory)
+    marked_count = max(1, entries // 40)
+    marked = set(rng.sample(range(entries), marked_count))
+    weights = [w for _, _, w in CATEGORIES]
+    files, total_bytes, doc_sizes = [], 0, []
+    for i in range(entries):
+        folder, kind, _ = rng.choices(CATEGORIES, weights=weights)[0]
+        if folder == "conditions" and rng.random() < 0.85:
+            folder = f"conditions/{rng.choice(CONDITIONS)}"
+        day, created = random_date(rng)
+        # Sizes: log-normal with a 3 KB median, bounded well under NIP-44's 65,535 bytes.
+        target = int(min(40_000, max(400, rng.lognormvariate(8.006, 0.55))))
+        slug = "-".join(rng.choices(WORDS, k=2)).replace(" ", "-")
+        relative = f"{folder}/{day.isoformat()}-{slug}-{i:05d}.md"
+        text = make_entry(rng, kind, created, i in marked, target).encode()
+        os.makedirs(os.path.join(directory, folder), exist_ok=True)
+        with open(os.path.join(directory, relative), "wb") as f:
+            f.write(text)
+        files.append(relative)
+        doc_sizes.append(len(text))
+        total_bytes += len(text)
+    attachment_files, attachment_bytes = [], 0
+    for j in range(attachments):
+        # The first one is the 3 MB attachment read 20 times; the others 200 KB to 3 MB.
+        size = 3 * 1024 * 1024 if j == 0 else rng.randint(200_000, 3 * 1024 * 1024)
+        folder = rng.choice(["imaging", "labs", "documents", f"conditions/{rng.choice(CONDITIONS)}"]) if j else "imaging"
+        ext = "jpg" if j == 0 else rng.choice(EXTENSIONS)
+        day, _ = random_date(rng)
+        relative = f"{folder}/{day.isoformat()}-scan-a{j:03d}.{ext}"
+        os.makedirs(os.path.join(directory, folder), exist_ok=True)
+        with open(os.path.join(directory, relative), "wb") as f:
+            f.write(rng.randbytes(size))
+        attachment_files.append(relative)
+        attachment_bytes += size
+    doc_sizes.sort()
+    return {
+        "entries": entries, "attachments": attachments, "seed": seed,
+        "marked_entries": marked_count,
+        "entry_bytes": total_bytes, "entry_median_bytes": doc_sizes[len(doc_sizes) // 2] if doc_sizes else 0,
+        "attachment_bytes": attachment_bytes,
+        "plaintext_bytes": total_bytes + attachment_bytes,
+        "files": sorted(files + attachment_files),
+        "big_attachment": attachment_files[0] if attachment_files else None,
+        "save_target": sorted(f for f in files if f.startswith("visits/"))[0],
+        "folders": sorted({os.path.dirname(f) for f in files + attachment_files}),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Processes, mounts and caches
+# ---------------------------------------------------------------------------------------------
+
+def run(args, cwd=None, env=None, check=True, timeout=3600, input=None):
+    result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, input=input)
+    if check and result.returncode != 0:
+        raise BenchError(f"{' '.join(args) if isinstance(args, list) else args} failed ({result.returncode}): "
+                         f"{result.stderr.strip()[-2000:]}")
+    return result
+
+
+def shell(command, cwd=None, env=None, check=True, timeout=3600):
+    return run(["bash", "-o", "pipefail", "-c", command], cwd=cwd, env=env, check=check, timeout=timeout)
+
+
+def is_mounted(path):
+    path = os.path.realpath(path)
+    with open("/proc/mounts") as f:
+        return any(line.split()[1] == path for line in f)
+
+
+def can_drop_caches():
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        return True
+    except OSError:
+        return False
+
+
+def drop_caches():
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+    except OSError:
+        pass
+
+
+def status_of(pid):
+    fields = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                fields[key] = value.strip()
+    except OSError:
+        return {}
+    return fields
+
+
+def kib(text):
+    return int(text.split()[0]) if text else 0
+
+
+def find_pid(*needles):
+    """The pid of the process whose command line holds every needle (the mount daemons)."""
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        text = [a.decode(errors="replace") for a in argv]
+        if text and "fusermount" not in text[0] and all(any(n in a for a in text) for n in needles):
+            return int(entry)
+    return None
+
+
+class Plain:
+    name = "plain"
+
+    def __init__(self, out):
+        self.root = os.path.join(out, "plain")
+
+    def setup(self):
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def import_command(self, corpus):
+        return f"cp -r '{corpus}' '{self.root}' && sync"
+
+    def mount(self, **_):
+        pass
+
+    def unmount(self):
+        pass
+
+    def mount_command(self):
+        return f"ls '{self.root}' > /dev/null"
+
+    def pid(self):
+        return None
+
+    def disk_bytes(self):
+        return du(self.root)
+
+
+class Gocryptfs:
+    name = "gocryptfs"
+
+    def __init__(self, out):
+        self.base = os.path.join(out, "gocryptfs")
+        self.cipher = os.path.join(self.base, "cipher")
+        self.root = os.path.join(self.base, "mnt")
+
+    def setup(self):
+        self.unmount()
+        shutil.rmtree(self.base, ignore_errors=True)
+        os.makedirs(self.cipher)
+        os.makedirs(self.root)
+        run(["gocryptfs", "-init", "-q", "-extpass", f"echo {PASSWORD}", self.cipher])
+        self.mount()
+
+    def import_command(self, corpus):
+        return f"cp -r '{corpus}/.' '{self.root}/' && sync"
+
+    def mount_command(self):
+        return f"gocryptfs -q -extpass 'echo {PASSWORD}' '{self.cipher}' '{self.root}' && ls '{self.root}' > /dev/null"
+
+    def mount(self, **_):
+        if not is_mounted(self.root):
+            shell(self.mount_command())
+
+    def unmount(self):
+        if is_mounted(self.root):
+            run(["fusermount3", "-u", self.root])
+            wait_unmounted(self.root)
+
+    def pid(self):
+        return find_pid("gocryptfs", self.cipher)
+
+    def disk_bytes(self):
+        return du(self.cipher)
+
+
+class Binder:
+    name = "binder"
+
+    def __init__(self, out, binary):
+        self.base = os.path.join(out, "binder")
+        self.home = os.path.join(self.base, "home")
+        self.root = os.path.join(self.base, "mnt")
+        self.binary = binary
+        self.env = dict(os.environ, BINDER_HOME=self.home)
+        self.cache_size = None
+
+    def cli(self, *args, check=True):
+        return run([self.binary, *args], env=self.env, check=check)
+
+    def setup(self):
+        self.unmount()
+        shutil.rmtree(self.base, ignore_errors=True)
+        os.makedirs(self.root)
+        pw = f"/dev/fd/0"
+        run([self.binary, "key", "generate", "--passphrase-file", pw], env=self.env, input=PASSWORD + "\n")
+        run([self.binary, "unlock", "--timeout", "8h", "--passphrase-file", pw], env=self.env, input=PASSWORD + "\n")
+        self.cli("create", BINDER_NAME, "--patient-name", "Bench Patient", "--dob", "1980-01-01")
+        self.mount()
+
+    def import_command(self, corpus):
+        return f"cp -r '{corpus}/.' '{self.root}/' && sync"
+
+    def mount_args(self):
+        extra = f" --cache-size {self.cache_size}" if self.cache_size else ""
+        return f"'{self.binary}' mount {BINDER_NAME} '{self.root}'{extra} > /dev/null"
+
+    def mount_command(self):
+        return self.mount_args() + f" && ls '{self.root}' > /dev/null"
+
+    def mount(self, cache_size=None):
+        self.cache_size = cache_size
+        if not is_mounted(self.root):
+            shell(self.mount_args(), env=self.env)
+
+    def unmount(self):
+        if is_mounted(self.root):
+            daemon = self.pid()
+            self.cli("unmount", self.root)
+            wait_unmounted(self.root)
+            # The daemon zeroes and frees its plaintext after the unmount: wait for it to end,
+            # so that the next mount's daemon is the only one (and has the machine to itself).
+            deadline = time.time() + 60
+            while daemon and os.path.exists(f"/proc/{daemon}") and time.time() < deadline:
+                time.sleep(0.05)
+
+    def pid(self):
+        return find_pid("--daemon-child", self.root)
+
+    def save_log(self, out):
+        """The daemon's log (paths and reasons, never plaintext) beside the results."""
+        log_file = os.path.join(self.home, "logs", f"{BINDER_NAME}.log")
+        if os.path.exists(log_file):
+            shutil.copy(log_file, os.path.join(out, "binder-daemon.log"))
+
+    def status(self):
+        fields = {}
+        try:
+            with open(os.path.join(self.root, ".binder", "status")) as f:
+                for line in f:
+                    key, _, value = line.partition(":")
+                    if value.strip():
+                        fields[key.strip()] = value.strip()
+        except OSError:
+            pass
+        return fields
+
+    def disk_bytes(self):
+        return du(os.path.join(self.home, "binders", BINDER_NAME))
+
+    def lock(self):
+        if os.path.exists(self.home):
+            self.cli("lock", check=False)
+
+
+def parse_front_matter(text):
+    """The corpus's own front matter (this script wrote it): `key: value`, quoted strings, [lists]."""
+    _, head, body = text.split("---\n", 2)
+    metadata = {}
+    for line in head.splitlines():
+        key, _, value = line.partition(": ")
+        if value.startswith('"'):
+            metadata[key] = json.loads(value)
+        elif value.startswith("["):
+            metadata[key] = [v.strip() for v in value[1:-1].split(",") if v.strip()]
+        else:
+            metadata[key] = value
+    return metadata, body
+
+
+def bulk_write_binder(binder, corpus, files):
+    """Writes the corpus straight into the binder's repository in the apps' format (docs/FORMAT.md),
+    as one commit, with independent code: rust-nostr (nostr-sdk) for NIP-44 and `cryptography`
+    for the sidecars (both installed by scripts/setup for the interoperability tests). This is
+    what a binder cloned from the server looks like; importing 10,000 entries through the mount
+    takes hours (docs/BENCHMARKS.md)."""
+    import base64
+    try:
+        import nostr_sdk as n
+        from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+    except ImportError as error:
+        raise BenchError(f"--binder-import bulk needs nostr-sdk and cryptography (scripts/setup installs them): {error}")
+    nsec = binder.cli("key", "export", "--nsec", "--confirm-plaintext").stdout.strip()
+    keys = n.Keys(n.SecretKey.parse(nsec))
+    sk, pk = keys.secret_key(), keys.public_key()
+
+    def nip44(data):
+        return n.nip44_encrypt(sk, pk, data, n.Nip44Version.V2).encode()
+
+    def document(value, metadata):
+        return nip44(json.dumps({"value": value, "metadata": metadata, "children": []},
+                                ensure_ascii=False, separators=(",", ":")))
+
+    formats = {"jpg": "jpeg", "png": "png", "pdf": "pdf"}
+    repository = os.path.join(binder.home, "binders", BINDER_NAME)
+    stream = []
+    folders = set()
+    for relative in files:
+        folder, name = os.path.split(relative)
+        parts = folder.split("/")
+        folders.update("/".join(parts[:i + 1]) for i in range(len(parts)))
+        content = open(os.path.join(corpus, relative), "rb").read()
+        stem, ext = os.path.splitext(name)
+        if ext == ".md":
+            metadata, body = parse_front_matter(content.decode())
+            stream.append((f"{folder}/{stem}.json", document(body, metadata)))
+        else:
+            dek, nonce = os.urandom(32), os.urandom(12)
+            wrapped = nip44(dek.hex())
+            sealed = ChaCha20Poly1305(dek).encrypt(nonce, base64.b64encode(content), None)
+            stream.append((f"{folder}/{name}.enc", b"\x02" + len(wrapped).to_bytes(2, "big") + wrapped + nonce + sealed))
+            fmt = formats.get(ext[1:], ext[1:])
+            stream.append((f"{folder}/{stem}.json", document(f"{name}.enc", {
+                "type": "attachment_ref", "format": fmt, "encoding": "base64",
+                "originalSizeBytes": len(content), "created": "2025-01-01T00:00:00.000Z"})))
+    for folder in sorted(folders):
+        stream.append((f"{folder}/.meta.json", nip44(json.dumps({"displayName": folder.split("/")[-1]}))))
+    # git fast-import: every blob, then one commit on top of main (which holds patient-info.json).
+    parent = run(["git", "-C", repository, "rev-parse", "main"]).stdout.strip()
+    chunks = []
+    for mark, (_, blob) in enumerate(stream, start=1):
+        chunks.append(b"blob\nmark :%d\ndata %d\n" % (mark, len(blob)) + blob + b"\n")
+    message = b"Add entries"
+    now = int(time.time())
+    chunks.append(b"commit refs/heads/main\nauthor Limbo Health <app@limbo.health> %d +0000\n"
+                  b"committer Limbo Health <app@limbo.health> %d +0000\ndata %d\n%s\nfrom %s\n"
+                  % (now, now, len(message), message, parent.encode()))
+    for mark, (path, _) in enumerate(stream, start=1):
+        chunks.append(b"M 100644 :%d %s\n" % (mark, path.encode()))
+    chunks.append(b"done\n")
+    result = subprocess.run(["git", "-C", repository, "fast-import", "--quiet", "--done"], input=b"".join(chunks),
+                            capture_output=True)
+    if result.returncode != 0:
+        raise BenchError(f"git fast-import failed: {result.stderr.decode()[-2000:]}")
+    run(["sync"])
+
+
+def wait_unmounted(path, timeout=20):
+    deadline = time.time() + timeout
+    while is_mounted(path):
+        if time.time() > deadline:
+            raise BenchError(f"{path} is still mounted")
+        time.sleep(0.05)
+
+
+def du(path):
+    total = 0
+    for base, _, names in os.walk(path):
+        for name in names:
+            try:
+                total += os.lstat(os.path.join(base, name)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+def list_files(root):
+    out = []
+    for base, dirs, names in os.walk(root):
+        dirs.sort()
+        for name in names:
+            out.append(os.path.relpath(os.path.join(base, name), root))
+    return sorted(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Measurements
+# ---------------------------------------------------------------------------------------------
+
+def timed_shell(command, cwd=None, env=None, timeout=3600):
+    start = time.perf_counter()
+    result = shell(command, cwd=cwd, env=env, timeout=timeout)
+    return time.perf_counter() - start, result.stdout
+
+
+def record_text(i, marker_free=True):
+    body = (f"# Note {i}\n\n" + ("Blood pressure 128/82, heart rate 70, follow up in three months. " * 60))[:3900]
+    text = f'---\ntype: note\ncreated: "2025-06-01T10:00:00.000Z"\n---\n{body}\n'
+    return text.encode()[:4096].ljust(4096, b"\n")
+
+
+def write_records(folder, count, sync):
+    """Writes `count` new 4 KB records into `folder`, each closed (and fsynced when `sync`)."""
+    latencies = []
+    start = time.perf_counter()
+    for i in range(count):
+        t0 = time.perf_counter()
+        fd = os.open(os.path.join(folder, f"2025-06-01-note-{i:04d}.md"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, record_text(i))
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        latencies.append(time.perf_counter() - t0)
+    return time.perf_counter() - start, latencies
+
+
+def atomic_save(path, content):
+    """An editor's save: write a temporary file beside the record, fsync, rename over it (gedit's way)."""
+    folder = os.path.dirname(path)
+    temporary = os.path.join(folder, ".goutputstream-" + "".join(random.choices(string.ascii_uppercase + string.digits, k=6)))
+    t0 = time.perf_counter()
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, content)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(temporary, path)
+    return time.perf_counter() - t0
+
+
+def read_file_times(path, times):
+    start = time.perf_counter()
+    total = 0
+    for _ in range(times):
+        with open(path, "rb", buffering=0) as f:
+            while True:
+                chunk = f.read(1 << 20)
+                if not chunk:
+                    break
+                total += len(chunk)
+    return time.perf_counter() - start, total
+
+
+def summary(samples):
+    if not samples:
+        return None
+    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples), "n": len(samples)}
+
+
+def percentile(values, p):
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    k = (len(ordered) - 1) * p / 100
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+class Bench:
+    def __init__(self, options):
+        self.options = options
+        self.out = os.path.abspath(options.out)
+        self.corpus = os.path.join(self.out, "corpus")
+        self.tmp = os.path.join(self.out, "tmp")
+        self.binaries = {}
+        self.results = {"rows": {}, "notes": []}
+        self.layouts = {}
+        self.can_drop = False
+        self.cleanup_paths = []
+
+    # -- set-up ----------------------------------------------------------------------------
+
+    def prepare_tools(self):
+        bin_dir = os.environ.get("BINDER_BIN_DIR")
+        if not self.options.no_build:
+            log("building (scripts/setup, then swift build -c release --product binder-bench)")
+            subprocess.run(["scripts/setup"], cwd=ROOT, check=True)
+            subprocess.run(["swift", "build", "-c", "release", "--product", "binder-bench"], cwd=ROOT, check=True)
+        release = os.path.join(ROOT, ".build", "release")
+        for tool in ("binder", "binder-bench"):
+            candidates = ([os.path.join(bin_dir, tool)] if bin_dir else []) + [os.path.join(release, tool)]
+            found = next((c for c in candidates if os.access(c, os.X_OK)), None)
+            if found is None and tool == "binder":
+                raise BenchError(f"no binder binary (looked in {', '.join(candidates)}); run without --no-build")
+            self.binaries[tool] = found
+        if not shutil.which("gocryptfs"):
+            log("installing gocryptfs (apt-get)")
+            sudo = [] if os.geteuid() == 0 else ["sudo"]
+            run(sudo + ["apt-get", "update", "-qq"], timeout=900)
+            run(sudo + ["apt-get", "install", "-y", "-qq", "gocryptfs"], env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"), timeout=900)
+        for tool in ("fusermount3", "gocryptfs", "grep", "tar", "cp"):
+            if not shutil.which(tool):
+                raise BenchError(f"{tool} is missing")
+        self.can_drop = can_drop_caches()
+        if not self.can_drop:
+            self.results["notes"].append("caches could not be dropped (not root?): cold rows are only remounted")
+
+    def machine(self):
+        def first(path, key):
+            try:
+                with open(path) as f:
+                    for line in f:
+                        if line.startswith(key):
+                            return line.split(":", 1)[1].strip()
+            except OSError:
+                return None
+        source = shell(f"findmnt -no SOURCE,FSTYPE -T '{self.out}'", check=False).stdout.strip()
+        device = os.path.basename(source.split()[0]) if source else ""
+        rotational = None
+        try:
+            with open(f"/sys/block/{device}/queue/rotational") as f:
+                rotational = f.read().strip() == "1"
+        except OSError:
+            pass
+        commit = shell("git rev-parse --short HEAD", cwd=ROOT, check=False).stdout.strip()
+        return {
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "host": platform.node(), "nproc": os.cpu_count(),
+            "cpu": first("/proc/cpuinfo", "model name"), "memory": first("/proc/meminfo", "MemTotal"),
+            "kernel": platform.release(), "disk": source, "disk_rotational_flag": rotational,
+            "binder_commit": commit, "binder_binary": self.binaries.get("binder"),
+            "gocryptfs": shell("gocryptfs -version", check=False).stdout.strip(),
+            "load_at_start": open("/proc/loadavg").read().split()[:3],
+        }
+
+    def set_up_layouts(self):
+        manifest = self.manifest
+        plain, gocrypt, binder = Plain(self.out), Gocryptfs(self.out), Binder(self.out, self.binaries["binder"])
+        self.layouts = {"plain": plain, "gocryptfs": gocrypt, "binder": binder}
+        imports = {}
+        for layout in (plain, gocrypt, binder):
+            log(f"{layout.name}: importing the corpus (cp -r into a fresh {'folder' if layout is plain else 'mount'})")
+            layout.setup()
+            drop_caches()
+            if layout is binder and self.options.binder_import == "bulk":
+                # Written straight into git (as a clone would be), then mounted afresh.
+                binder.unmount()
+                start = time.perf_counter()
+                bulk_write_binder(binder, self.corpus, manifest["files"])
+                binder.mount()
+                log(f"binder: written in bulk (not through the mount) in {time.perf_counter() - start:.1f} s")
+                continue
+            seconds, _ = timed_shell(layout.import_command(self.corpus), timeout=8 * 3600)
+            imports[layout.name] = [seconds]
+            log(f"{layout.name}: imported in {seconds:.1f} s")
+        title = "import (cp -r corpus in, then sync)"
+        if self.options.binder_import == "bulk":
+            title += " (binder: --binder-import bulk, not measured)"
+        self.results["rows"][title] = {"mode": "once", "unit": "s", "samples": imports}
+        self.verify_layouts()
+        self.results["disk_bytes"] = {name: layout.disk_bytes() for name, layout in self.layouts.items()}
+
+    def verify_layouts(self):
+        """Every layout shows the corpus: the same files, the same attachments, the marker count."""
+        manifest = self.manifest
+        expected = manifest["files"]
+        for name, layout in self.layouts.items():
+            files = [f for f in list_files(layout.root) if not (name == "binder" and f == "patient-info.md")]
+            if files != expected:
+                missing = sorted(set(expected) - set(files))[:5]
+                extra = sorted(set(files) - set(expected))[:5]
+                raise BenchError(f"{name} does not show the corpus: {len(files)} files for {len(expected)}; "
+                                 f"missing {missing}, unexpected {extra}")
+            count = int(shell(f"grep -r {MARKER} . | wc -l", cwd=layout.root).stdout.strip())
+            if count != manifest["marked_entries"]:
+                raise BenchError(f"{name}: grep found {MARKER} in {count} lines, expected {manifest['marked_entries']}")
+            if manifest["big_attachment"]:
+                run(["cmp", os.path.join(self.corpus, manifest["big_attachment"]), os.path.join(layout.root, manifest["big_attachment"])])
+        log(f"verified: {len(expected)} files and {manifest['marked_entries']} marked entries in every layout")
+
+    # -- driving the three layouts -----------------------------------------------------------
+
+    def prepare_cold(self, layout):
+        """Caches dropped, then a fresh mount with nothing decrypted: the daemon's code is loaded
+        by the (untimed) mount, as after any mount; the data it reads is not in any cache."""
+        layout.unmount()
+        drop_caches()
+        layout.mount()
+
+    def rotation(self, rep):
+        names = list(LAYOUTS)
+        k = rep % len(names)
+        return names[k:] + names[:k]
+
+    def measure_row(self, title, op, modes, reps, check=None, unit="s"):
+        """Runs `op(layout)` -> seconds for each layout, `reps` times per mode, interleaved."""
+        for mode in modes:
+            row = {"mode": mode, "unit": unit, "samples": {n: [] for n in LAYOUTS}, "capped": {}}
+            key = f"{title}, {mode}"
+            self.results["rows"][key] = row
+            log(f"{key}: {reps[mode]} repetitions")
+            if mode == "warm":
+                for name in LAYOUTS:           # fill the caches (not timed)
+                    op(self.layouts[name])
+            for rep in range(reps[mode]):
+                for name in self.rotation(rep):
+                    if name in row["capped"]:
+                        continue
+                    layout = self.layouts[name]
+                    if mode == "cold":
+                        self.prepare_cold(layout)
+                    seconds, output = op(layout)
+                    if check:
+                        check(name, output)
+                    row["samples"][name].append(seconds)
+                    if seconds > self.options.slow_limit and rep + 1 < reps[mode]:
+                        row["capped"][name] = (f"{len(row['samples'][name])} sample(s): one took {seconds:.0f} s "
+                                               f"(> {self.options.slow_limit:.0f} s)")
+                log(f"  rep {rep + 1}: " + ", ".join(f"{n} {row['samples'][n][-1]:.3f}" for n in LAYOUTS if row["samples"][n]))
+
+    def shell_op(self, command):
+        def op(layout):
+            return timed_shell(command.format(root=layout.root, tmp=self.tmp, name=layout.name), cwd=layout.root)
+        return op
+
+    def check_grep(self, name, output):
+        count = int(output.strip())
+        if count != self.manifest["marked_entries"]:
+            raise BenchError(f"{name}: grep -r found {count} lines, expected {self.manifest['marked_entries']}")
+
+    def read_rows(self):
+        o = self.options
+        reps = {"warm": o.reps, "cold": o.cold_reps}
+        os.makedirs(self.tmp, exist_ok=True)
+        self.measure_row("grep -r", self.shell_op(f"grep -r {MARKER} . | wc -l"), ("warm", "cold"), reps, check=self.check_grep)
+        self.measure_row("ls -lR", self.shell_op("ls -lR . > /dev/null"), ("warm", "cold"), reps)
+
+        # The copy goes to memory (tmpfs) when there is one: what is measured is reading the
+        # layout, not creating 10,000 files on the disk (which dominates a copy to ext4).
+        copies = self.tmp
+        if os.path.isdir("/dev/shm") and shutil.disk_usage("/dev/shm").free > 3 * self.manifest["plaintext_bytes"]:
+            copies = os.path.join("/dev/shm", f"binder-bench-{os.getpid()}")
+            self.cleanup_paths.append(copies)
+        self.results["copy_destination"] = copies
+        os.makedirs(copies, exist_ok=True)
+
+        def copy_out(layout):
+            destination = os.path.join(copies, "copy-" + layout.name)
+            shutil.rmtree(destination, ignore_errors=True)
+            seconds, out = timed_shell(f"cp -r '{layout.root}' '{destination}'")
+            shutil.rmtree(destination, ignore_errors=True)
+            os.sync()
+            return seconds, out
+        self.measure_row("cp -r (out, to tmpfs)" if copies != self.tmp else "cp -r (out)", copy_out, ("warm", "cold"), reps)
+        self.measure_row("tar c", self.shell_op("tar cf - . | wc -c"), ("warm", "cold"), reps)
+        if self.manifest["big_attachment"]:
+            def read_big(layout):
+                seconds, total = read_file_times(os.path.join(layout.root, self.manifest["big_attachment"]), 20)
+                return seconds, str(total)
+            self.measure_row("3 MB attachment read x20", read_big, ("warm", "cold"), reps)
+
+    def mount_rows(self):
+        reps = {"warm": self.options.reps, "cold": self.options.cold_reps}
+        for mode in ("warm", "cold"):
+            row = {"mode": mode, "unit": "s", "samples": {n: [] for n in LAYOUTS}, "capped": {}}
+            self.results["rows"][f"mount until first ls, {mode}"] = row
+            for rep in range(reps[mode]):
+                for name in self.rotation(rep):
+                    layout = self.layouts[name]
+                    layout.unmount()
+                    if mode == "cold":
+                        drop_caches()
+                    seconds, _ = timed_shell(layout.mount_command(), env=getattr(layout, "env", None))
+                    row["samples"][name].append(seconds)
+            log(f"mount until first ls, {mode}: " + ", ".join(f"{n} {statistics.median(row['samples'][n]):.3f}" for n in LAYOUTS))
+
+    def memory(self):
+        """Daemon memory after everything was read once, with the default cache and a small one."""
+        binder, gocrypt = self.layouts["binder"], self.layouts["gocryptfs"]
+        memory = {"plaintext_bytes": self.manifest["plaintext_bytes"]}
+        for label, cache in (("default cache (256M)", None), ("--cache-size 32M", "32M")):
+            binder.unmount()
+            binder.mount(cache_size=cache)
+            pid = binder.pid()
+            after_mount = kib(status_of(pid).get("VmRSS")) if pid else 0
+            shell("tar cf - . | wc -c", cwd=binder.root)
+            fields = status_of(pid) if pid else {}
+            st = binder.status()
+            try:
+                maps = len(open(f"/proc/{pid}/maps").read().splitlines())
+            except OSError:
+                maps = None
+            if not fields or maps is None:
+                raise BenchError(f"the binder daemon ({pid}) is gone after reading everything with {label}; "
+                                 f"see {os.path.join(self.out, 'binder-daemon.log')}")
+            memory[label] = {"pid": pid, "VmHWM_kib": kib(fields.get("VmHWM")), "VmRSS_kib": kib(fields.get("VmRSS")),
+                             "RssAnon_kib": kib(fields.get("RssAnon")), "RssFile_kib": kib(fields.get("RssFile")),
+                             "VmRSS_after_mount_kib": after_mount,
+                             "cached_bytes": int(st.get("cached_bytes", 0)), "cached_entries": int(st.get("cached_entries", 0)),
+                             "cache_capacity": (32 << 20) if cache else (256 << 20), "maps": maps}
+            log(f"binder daemon, {label}: VmHWM {memory[label]['VmHWM_kib'] / 1024:.0f} MiB, "
+                f"cached {memory[label]['cached_bytes'] / 2**20:.0f} MiB")
+        binder.unmount()
+        binder.mount()
+        gocrypt.unmount()
+        gocrypt.mount()
+        shell("tar cf - . | wc -c", cwd=gocrypt.root)
+        pid = gocrypt.pid()
+        fields = status_of(pid) if pid else {}
+        memory["gocryptfs"] = {"pid": pid, "VmHWM_kib": kib(fields.get("VmHWM")), "VmRSS_kib": kib(fields.get("VmRSS"))}
+        self.results["memory"] = memory
+
+    def save_rows(self):
+        """200 editor-style saves of one record in the largest folder, interleaved save by save."""
+        target = self.manifest["save_target"]
+        original = open(os.path.join(self.corpus, target), "rb").read()
+        latencies = {n: [] for n in LAYOUTS}
+        capped = {}
+        for i in range(self.options.saves):
+            content = original + f"\nSaved {i}.\n".encode()
+            for name in self.rotation(i):
+                if name in capped:
+                    continue
+                latencies[name].append(atomic_save(os.path.join(self.layouts[name].root, target), content))
+                spent = sum(latencies[name])
+                if spent > self.options.slow_limit * 4 and i + 1 < self.options.saves:
+                    capped[name] = f"{len(latencies[name])} saves: {spent:.0f} s spent"
+        for name in LAYOUTS:
+            got = open(os.path.join(self.layouts[name].root, target), "rb").read()
+            if b"Saved" not in got:
+                raise BenchError(f"{name}: the saved record does not show the save")
+        self.results["rows"]["save (temp + fsync + rename), per save"] = {
+            "mode": "warm", "unit": "s", "samples": latencies, "capped": capped,
+            "p50": {n: percentile(v, 50) for n, v in latencies.items()},
+            "p99": {n: percentile(v, 99) for n, v in latencies.items()}}
+        log("save p50/p99 ms: " + ", ".join(f"{n} {percentile(v, 50) * 1e3:.1f}/{percentile(v, 99) * 1e3:.1f}" for n, v in latencies.items()))
+
+    def write_rows(self):
+        count = self.options.writes
+        for sync in (False, True):
+            title = f"write {count} new 4 KB records{', fsync each' if sync else ''}"
+            row = {"mode": "warm", "unit": "s", "samples": {n: [] for n in LAYOUTS}, "capped": {},
+                   "per_file_p50": {n: [] for n in LAYOUTS}, "per_file_p99": {n: [] for n in LAYOUTS}}
+            self.results["rows"][title] = row
+            for rep in range(self.options.write_reps):
+                for name in self.rotation(rep):
+                    if name in row["capped"]:
+                        continue
+                    folder = os.path.join(self.layouts[name].root, f"notes-{'sync' if sync else 'nosync'}-{rep}")
+                    os.mkdir(folder)
+                    seconds, latencies = write_records(folder, count, sync)
+                    row["samples"][name].append(seconds)
+                    row["per_file_p50"][name].append(percentile(latencies, 50))
+                    row["per_file_p99"][name].append(percentile(latencies, 99))
+                    if seconds > self.options.slow_limit and rep + 1 < self.options.write_reps:
+                        row["capped"][name] = f"1 sample: it took {seconds:.0f} s"
+                log(f"{title}, rep {rep + 1}: " + ", ".join(f"{n} {row['samples'][n][-1]:.2f}" for n in LAYOUTS if row["samples"][n]))
+            if sync is False:
+                # Check the records are really there (and readable) in every layout.
+                for name in LAYOUTS:
+                    folder = os.path.join(self.layouts[name].root, "notes-nosync-0")
+                    if len(os.listdir(folder)) != count:
+                        raise BenchError(f"{name}: {len(os.listdir(folder))} records written, expected {count}")
+
+    def primitives(self):
+        tool = self.binaries.get("binder-bench")
+        if not tool:
+            self.results["notes"].append("binder-bench not built: primitives not measured")
+            return
+        args = [tool] + (["--quick"] if self.options.quick else [])
+        self.results["primitives"] = json.loads(run(args, timeout=1800).stdout)
+        p = self.results["primitives"]
+        log(f"primitives: NIP-44 decrypt 4 KB {p['nip44_decrypt_4k_us']:.1f} µs, sidecar {p['sidecar_decrypt_3m_mb_s']:.0f} MB/s, "
+            f"ChaCha20 {p['chacha20_raw_mb_s']:.0f} MB/s")
+
+    def clean_up(self, keep):
+        for layout in self.layouts.values():
+            try:
+                layout.unmount()
+            except Exception as error:  # keep unmounting the others
+                log(f"unmounting {layout.name}: {error}")
+        if "binder" in self.layouts:
+            self.layouts["binder"].save_log(self.out)
+            self.layouts["binder"].lock()
+        for path in self.cleanup_paths:
+            shutil.rmtree(path, ignore_errors=True)
+        if not keep:
+            for path in ("plain", "gocryptfs", "binder", "corpus", "tmp"):
+                shutil.rmtree(os.path.join(self.out, path), ignore_errors=True)
+
+    # -- the run ------------------------------------------------------------------------------
+
+    def run(self):
+        o = self.options
+        os.makedirs(self.out, exist_ok=True)
+        self.prepare_tools()
+        started = time.time()
+        self.results["machine"] = self.machine()
+        self.results["options"] = {k: v for k, v in vars(o).items()}
+        self.results["command"] = "scripts/bench " + " ".join(sys.argv[1:])
+        try:
+            log(f"corpus: {o.entries} entries, {o.attachments} attachments, seed {o.seed}")
+            self.manifest = generate_corpus(self.corpus, o.entries, o.attachments, o.seed)
+            self.results["corpus"] = {k: v for k, v in self.manifest.items() if k not in ("files",)}
+            self.set_up_layouts()
+            if o.import_only:
+                return
+            self.read_rows()
+            self.mount_rows()
+            self.memory()
+            self.save_rows()
+            self.write_rows()
+            self.primitives()
+        finally:
+            self.results["machine"]["load_at_end"] = open("/proc/loadavg").read().split()[:3]
+            self.results["seconds"] = time.time() - started
+            self.write_results()
+            self.clean_up(o.keep)
+        print(self.table())
+
+    # -- report -------------------------------------------------------------------------------
+
+    def write_results(self):
+        path = os.path.join(self.out, "results.json")
+        with open(path, "w") as f:
+            json.dump(self.results, f, indent=1, default=str)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        shutil.copy(path, os.path.join(self.out, f"results-{stamp}.json"))
+        try:
+            with open(os.path.join(self.out, "results.md"), "w") as f:
+                f.write(self.table() + "\n")
+        except Exception as error:  # a partial run still keeps its JSON
+            log(f"no table: {error}")
+        log(f"raw samples: {path}")
+
+    def table(self):
+        return render_table(self.results)
+
+
+# ---------------------------------------------------------------------------------------------
+# The table and the goals
+# ---------------------------------------------------------------------------------------------
+
+def fmt_seconds(s):
+    if s is None:
+        return "—"
+    if s >= 10:
+        return f"{s:.1f} s"
+    if s >= 1:
+        return f"{s:.2f} s"
+    if s >= 0.01:
+        return f"{s * 1e3:.0f} ms"
+    return f"{s * 1e3:.2f} ms"
+
+
+def cell(samples):
+    s = summary(samples)
+    if not s:
+        return "—"
+    if s["n"] == 1:
+        return fmt_seconds(s["median"])
+    return f"{fmt_seconds(s['median'])} ({fmt_seconds(s['min'])}–{fmt_seconds(s['max'])})"
+
+
+def ratio(a, b):
+    if not a or not b:
+        return None
+    return statistics.median(a) / statistics.median(b)
+
+
+def fmt_ratio(r):
+    return "—" if r is None else (f"{r:.1f}x" if r < 100 else f"{r:.0f}x")
+
+
+GOALS = [
+    # (row prefix, kind, limit, text)
+    ("grep -r, warm", "plain", 2.0, "≤ 2x plain"), ("ls -lR, warm", "plain", 2.0, "≤ 2x plain"),
+    ("cp -r (out), warm", "plain", 2.0, "≤ 2x plain"), ("cp -r (out, to tmpfs), warm", "plain", 2.0, "≤ 2x plain"),
+    ("tar c, warm", "plain", 2.0, "≤ 2x plain"), ("cp -r (out, to tmpfs), cold", "plain", 2.0, "≤ 2x plain"),
+    ("grep -r, cold", "plain", 2.0, "≤ 2x plain"), ("ls -lR, cold", "plain", 2.0, "≤ 2x plain"),
+    ("cp -r (out), cold", "plain", 2.0, "≤ 2x plain"), ("tar c, cold", "plain", 2.0, "≤ 2x plain"),
+    ("3 MB attachment read x20, warm", "plain", 1.5, "≤ 1.5x plain"),
+]
+
+
+def render_table(results):
+    rows = results["rows"]
+    lines = ["| measure | plain | gocryptfs | binder | binder/plain | binder/gocryptfs | goal |",
+             "|---|---|---|---|---|---|---|"]
+    goals = {g[0]: g for g in GOALS}
+    verdicts = []
+    for title, row in rows.items():
+        samples = row["samples"]
+        if "p50" in row:      # the save row: latencies
+            for p in ("p50", "p99"):
+                values = {n: row[p][n] for n in LAYOUTS}
+                goal = ""
+                if p == "p99" and values["binder"] is not None:
+                    met = values["binder"] < 0.020
+                    goal = f"p99 < 20 ms: {'met' if met else 'NOT met'}"
+                    verdicts.append((f"save p99 ({fmt_seconds(values['binder'])})", met))
+                lines.append(f"| {title.replace('per save', p)} ({len(samples['binder'])} saves) | {fmt_seconds(values['plain'])} | "
+                             f"{fmt_seconds(values['gocryptfs'])} | {fmt_seconds(values['binder'])} | "
+                             f"{fmt_ratio(values['binder'] / values['plain'] if values['plain'] and values['binder'] else None)} | "
+                             f"{fmt_ratio(values['binder'] / values['gocryptfs'] if values['gocryptfs'] and values['binder'] else None)} | {goal} |")
+            continue
+        rp, rg = ratio(samples.get("binder"), samples.get("plain")), ratio(samples.get("binder"), samples.get("gocryptfs"))
+        goal = ""
+        if title in goals:
+            _, _, limit, text = goals[title]
+            met = rp is not None and rp <= limit
+            goal = f"{text}: {'met' if met else 'NOT met'}"
+            verdicts.append((f"{title} ({fmt_ratio(rp)} plain)", met))
+        if title.startswith("write") and "fsync" in title:
+            met = rg is not None and rg <= 1.0
+            goal = f"≤ gocryptfs+fsync: {'met' if met else 'NOT met'}"
+            verdicts.append((f"{title} ({fmt_ratio(rg)} gocryptfs)", met))
+        if title.startswith("mount until first ls"):
+            b = statistics.median(samples["binder"]) if samples.get("binder") else None
+            met = b is not None and b < 0.5
+            goal = f"< 0.5 s: {'met' if met else 'NOT met'}"
+            verdicts.append((f"{title} ({fmt_seconds(b)})", met))
+        extra = ""
+        if row.get("capped"):
+            extra = " (capped: " + "; ".join(f"{n} {why}" for n, why in row["capped"].items()) + ")"
+        per_file = ""
+        if "per_file_p50" in row:
+            per_file = " — per file p50: " + ", ".join(f"{n} {fmt_seconds(statistics.median(v))}" for n, v in row["per_file_p50"].items() if v)
+        lines.append(f"| {title}{extra}{per_file} | {cell(samples.get('plain'))} | {cell(samples.get('gocryptfs'))} | "
+                     f"{cell(samples.get('binder'))} | {fmt_ratio(rp)} | {fmt_ratio(rg)} | {goal} |")
+    memory = results.get("memory")
+    if memory:
+        plaintext = memory["plaintext_bytes"]
+        for label in ("default cache (256M)", "--cache-size 32M"):
+            m = memory.get(label)
+            if not m:
+                continue
+            hwm = m["VmHWM_kib"] * 1024
+            met = hwm <= plaintext + (64 << 20) and m["cached_bytes"] <= m["cache_capacity"]
+            verdicts.append((f"daemon memory, {label} (VmHWM {hwm / 2**20:.0f} MiB, plaintext {plaintext / 2**20:.0f} MiB)", met))
+            anon = f", anonymous {m['RssAnon_kib'] / 1024:.0f} MiB, file-backed {m['RssFile_kib'] / 1024:.0f} MiB at the end" if m.get("RssAnon_kib") else ""
+            lines.append(f"| daemon peak memory (VmHWM) after reading everything, {label} | — | "
+                         f"{memory['gocryptfs']['VmHWM_kib'] / 1024:.0f} MiB | {hwm / 2**20:.0f} MiB "
+                         f"(cache {m['cached_bytes'] / 2**20:.0f} of {m['cache_capacity'] / 2**20:.0f} MiB{anon}; "
+                         f"{m.get('maps')} mappings) | | | "
+                         f"≤ plaintext {plaintext / 2**20:.0f} MiB + 64 MiB, cache bound holds: {'met' if met else 'NOT met'} |")
+    prims = results.get("primitives")
+    if prims:
+        met = prims["nip44_decrypt_4k_us"] < 30
+        verdicts.append((f"NIP-44 decrypt 4 KB ({prims['nip44_decrypt_4k_us']:.0f} µs)", met))
+        lines.append(f"| NIP-44 decrypt, 4 KB, key cached | | | {prims['nip44_decrypt_4k_us']:.1f} µs | | | < 30 µs: {'met' if met else 'NOT met'} |")
+        lines.append(f"| NIP-44 encrypt, 4 KB, key cached | | | {prims['nip44_encrypt_4k_us']:.1f} µs | | | |")
+        lines.append(f"| sidecar decrypt, 3 MB | | | {prims['sidecar_decrypt_3m_mb_s']:.0f} MB/s | | | raw ChaCha20: {prims['chacha20_raw_mb_s']:.0f} MB/s |")
+        lines.append(f"| sidecar size (listing, no full decrypt), 3 MB | | | {prims['sidecar_size_us']:.0f} µs | | | |")
+        lines.append(f"| SecureBytes allocation (sodium_malloc+free), 4 KB | | | {prims['securebytes_alloc_4k_us']:.1f} µs | | | |")
+    corpus = results.get("corpus", {})
+    machine = results.get("machine", {})
+    head = [f"binder benchmark — {machine.get('date', '')}, {machine.get('nproc')} × {machine.get('cpu')}, "
+            f"kernel {machine.get('kernel')}, disk {machine.get('disk')}, scripts/bench at {machine.get('binder_commit')}, "
+            f"binary {machine.get('binder_binary')}",
+            f"corpus: {corpus.get('entries')} entries ({corpus.get('entry_bytes', 0) / 1e6:.0f} MB, median "
+            f"{corpus.get('entry_median_bytes', 0) / 1e3:.1f} KB), {corpus.get('attachments')} attachments "
+            f"({corpus.get('attachment_bytes', 0) / 1e6:.0f} MB), seed {corpus.get('seed')}; "
+            f"median (min–max) of the samples; load {machine.get('load_at_start')} → {machine.get('load_at_end')}", ""]
+    tail = ["", "Goals:"] + [f"- {'met' if met else 'NOT met'}: {text}" for text, met in verdicts]
+    if results.get("disk_bytes"):
+        tail.append("")
+        tail.append("Disk: " + ", ".join(f"{n} {v / 1e6:.0f} MB" for n, v in results["disk_bytes"].items()))
+    for note in results.get("notes", []):
+        tail.append(f"Note: {note}")
+    return "\n".join(head + lines + tail)
+
+
+def main():
+    parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="BINDER_BIN_DIR=DIR uses DIR/binder (and DIR/binder-bench if present) "
+                                            "instead of .build/release.")
+    parser.add_argument("--quick", action="store_true", help="2,000 entries, fewer repetitions (a few minutes)")
+    parser.add_argument("--entries", type=int, help="number of markdown entries (default 10,000; 2,000 with --quick)")
+    parser.add_argument("--attachments", type=int, help="number of attachments, 200 KB to 3 MB (default 40; 10 with --quick)")
+    parser.add_argument("--seed", type=int, default=6, help="corpus seed (default 6)")
+    parser.add_argument("--out", default=os.path.join(ROOT, ".bench"), help="working folder and results (default .bench/)")
+    parser.add_argument("--no-build", action="store_true", help="use the binaries already built")
+    parser.add_argument("--reps", type=int, help="warm repetitions per layout (default 5; 3 with --quick)")
+    parser.add_argument("--cold-reps", type=int, help="cold repetitions per layout (default 3; 2 with --quick)")
+    parser.add_argument("--writes", type=int, help="new records written per sample (default 1,000; 200 with --quick)")
+    parser.add_argument("--write-reps", type=int, help="repetitions of the write rows (default 2; 1 with --quick)")
+    parser.add_argument("--saves", type=int, help="editor-style saves (default 200; 100 with --quick)")
+    parser.add_argument("--slow-limit", type=float, default=120.0,
+                        help="a layout whose sample takes longer than this many seconds gets no more repetitions of that row")
+    parser.add_argument("--binder-import", choices=("cp", "bulk"), default="cp",
+                        help="cp: copy the corpus into a fresh mount, timed (default; hours for 10,000 entries); "
+                             "bulk: write it straight into git in the apps' format, as a clone would be, not timed")
+    parser.add_argument("--import-only", action="store_true", help="stop after the import row (and its checks)")
+    parser.add_argument("--keep", action="store_true", help="keep the corpus and layouts (unmounted) under OUT")
+    options = parser.parse_args()
+    if options.entries is None:
+        options.entries = 2000 if options.quick else 10000
+    if options.attachments is None:
+        options.attachments = 10 if options.quick else 40
+    if options.reps is None:
+        options.reps = 3 if options.quick else 5
+    if options.writes is None:
+        options.writes = 200 if options.quick else 1000
+    if options.write_reps is None:
+        options.write_reps = 1 if options.quick else 2
+    if options.saves is None:
+        options.saves = 100 if options.quick else 200
+    if options.cold_reps is None:
+        options.cold_reps = 2 if options.quick else 3
+
+    bench = Bench(options)
+
+    def interrupted(signum, _frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    signal.signal(signal.SIGTERM, interrupted)
+    try:
+        bench.run()
+    except (BenchError, subprocess.CalledProcessError, subprocess.TimeoutExpired) as error:
+        print(f"scripts/bench: {error}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
