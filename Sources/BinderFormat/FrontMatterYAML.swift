@@ -95,7 +95,30 @@ enum FrontMatterYAML {
            !lineBreaks.contains(where: { $0.hasSameUTF8(as: text) }) {
             return .str
         }
+        // The apps' own timestamps (`2026-02-09T14:30:00.000Z`), in every document twice,
+        // match YAML's timestamp rule; say so without running the resolver's expressions.
+        if isAppTimestamp(text) { return .timestamp }
         return resolverTag(text)
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS[.fraction]Z`, ASCII digits only.
+    static func isAppTimestamp(_ text: String) -> Bool {
+        let bytes = text.utf8
+        guard bytes.count >= 20, bytes.count <= 40 else { return false }
+        func digit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
+        for (index, byte) in bytes.enumerated() {
+            switch index {
+            case 4, 7: guard byte == UInt8(ascii: "-") else { return false }
+            case 10: guard byte == UInt8(ascii: "T") else { return false }
+            case 13, 16: guard byte == UInt8(ascii: ":") else { return false }
+            case 0...18: guard digit(byte) else { return false }
+            case 19: guard byte == UInt8(ascii: "Z") ? index == bytes.count - 1 : byte == UInt8(ascii: ".") else { return false }
+            default:
+                if index == bytes.count - 1 { guard byte == UInt8(ascii: "Z") else { return false } }
+                else { guard digit(byte) else { return false } }
+            }
+        }
+        return true
     }
 
     /// Yams' default resolver itself, without the shortcut.

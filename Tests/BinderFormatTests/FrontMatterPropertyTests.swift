@@ -54,6 +54,15 @@ import Testing
         var samples = MetadataGenerator.lookAlikes + MetadataGenerator.pieces
         for _ in 0..<3_000 { samples.append(generator.string()) }
         for _ in 0..<500 { samples.append(generator.number()) }
+        // The apps' timestamps (a shortcut of their own) and near misses.
+        samples += ["2026-02-09T14:30:00.000Z", "2026-02-09T14:30:00Z", "2026-02-09T14:30:00.123456Z", "1999-12-31T23:59:59.9Z",
+                    "2026-02-09T14:30:00.000", "2026-02-09 14:30:00.000Z", "2026-2-09T14:30:00.000Z", "2026-02-09T14:30:00.Z",
+                    "2026-02-09T14:30:00.000ZZ", "2026-02-09T14:30:00.0a0Z", "2026-02-09t14:30:00.000Z", "20260-02-09T14:30:00.000Z"]
+        for _ in 0..<300 {
+            let stamp = Timestamps.string(seconds: Int64.random(in: 0...4_000_000_000), nanoseconds: Int32.random(in: 0..<1_000_000_000))
+            samples.append(stamp)
+            #expect(FrontMatterYAML.isAppTimestamp(stamp), "\(stamp)")
+        }
         for sample in samples {
             #expect(FrontMatterYAML.plainTag(sample) == FrontMatterYAML.resolverTag(sample), "\(sample.debugDescription)")
         }
