@@ -20,7 +20,8 @@ final class FileSystemContext: Sendable {
     /// Invalidations run here, after the callback that caused them has returned: asking the
     /// kernel to invalidate an inode from inside an operation on it can deadlock.
     private let invalidations = DispatchQueue(label: "binder.invalidate")
-    /// Paths written during this mount: the kernel may not keep their pages across opens.
+    /// Paths stored (or changed by sync) since they were last opened: the next open must not
+    /// keep the kernel's pages, which may hold what was written rather than what is stored.
     private let changedPaths = Mutex<Set<String>>([])
 
     init(view: BinderView, logger: Logger, readOnly: Bool) {
@@ -33,7 +34,9 @@ final class FileSystemContext: Sendable {
 
     func attach(_ fuse: OpaquePointer) { fuseHandle.withLock { $0 = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(fuse))) } }
 
-    func wasChanged(_ path: String) -> Bool { changedPaths.withLock { $0.contains(path) } }
+    /// True once after each change of `path`: that open drops the kernel's pages and reads
+    /// afresh; later opens may keep what it read (until the next change).
+    func takeChanged(_ path: String) -> Bool { changedPaths.withLock { $0.remove(path) != nil } }
 
     /// After a store: the kernel's pages and attributes of `path` are stale (the stored form
     /// has a new `updated`, normalised front matter).

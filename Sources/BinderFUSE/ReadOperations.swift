@@ -60,9 +60,8 @@ enum ReadOperations {
                     binder_fi_set_direct_io(info, 1)
                     return 0
                 }
-                // What was not written during this mount cannot have changed: the kernel may
-                // keep its pages across opens.
-                binder_fi_set_keep_cache(info, fs.wasChanged(name) ? 0 : 1)
+                // What has not changed since it was last opened: the kernel may keep its pages.
+                binder_fi_set_keep_cache(info, fs.takeChanged(name) ? 0 : 1)
                 // A read-only handle has nothing to flush: close() needs no round trip.
                 binder_fi_set_noflush(info, 1)
                 return 0
