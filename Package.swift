@@ -40,12 +40,12 @@ let package = Package(
         .target(name: "BinderSystem", dependencies: ["CLinux", "BinderCrypto"]),
         // Accounts and sync: the server's REST calls (login, listing) and fetch-merge-push.
         .target(name: "BinderSync", dependencies: [
-            "BinderCore", "BinderCrypto", "BinderGit",
+            "BinderCore", "BinderCrypto", "BinderGit", "BinderSystem",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // `binder serve`: the same protocol, self-hosted (SwiftNIO; git's own upload/receive-pack).
         .target(name: "BinderServer", dependencies: [
-            "BinderCrypto", "BinderGit",
+            "BinderCrypto", "BinderGit", "BinderSystem",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),

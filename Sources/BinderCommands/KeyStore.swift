@@ -37,17 +37,7 @@ struct KeyStore {
     }
 
     static func writePrivateFile(_ path: String, contents: String) throws {
-        let temporary = path + ".tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw CommandFailure("cannot write \(path): \(String(cString: strerror(errno)))") }
-        let bytes = Array(contents.utf8)
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd)
-        close(fd)
-        guard written == bytes.count, synced == 0, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw CommandFailure("cannot write \(path): \(String(cString: strerror(errno)))")
-        }
+        do { try PrivateFile.write(path, contents: contents) } catch { throw CommandFailure(error.description) }
     }
 
     /// The secret key: from the kernel keyring when unlocked, else by asking for the passphrase.

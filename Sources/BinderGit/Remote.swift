@@ -33,6 +33,14 @@ public enum PushOutcome: Sendable, Equatable {
 }
 
 extension GitRepository {
+    /// Whether `id` can name a repository on an mgit server: it becomes a folder name there
+    /// (`<id>.git`), so 1–100 of ASCII letters, digits, `-`, `_`, `.`, not starting with a dot
+    /// and not ending in `.git`. The client and `binder serve` both hold to this.
+    public static func isValidRepositoryID(_ id: String) -> Bool {
+        !id.isEmpty && id.utf8.count <= 100 && !id.hasPrefix(".") && !id.hasSuffix(".git")
+            && id.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0)) }
+    }
+
     /// The remote-tracking ref a fetch of `branch` updates.
     public static func trackingRef(_ branch: String = "main") -> String { "refs/remotes/origin/" + branch }
 

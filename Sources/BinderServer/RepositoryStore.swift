@@ -15,11 +15,8 @@ struct RepositoryStore: Sendable {
         let lastCommit: String?
     }
 
-    /// Repository ids become folder names: letters, digits, `-`, `_`, `.`; not starting with a dot.
-    static func isValidID(_ id: String) -> Bool {
-        !id.isEmpty && id.utf8.count <= 100 && !id.hasPrefix(".") && !id.hasSuffix(".git")
-            && id.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0)) }
-    }
+    /// Repository ids become folder names (`GitRepository.isValidRepositoryID`).
+    static func isValidID(_ id: String) -> Bool { GitRepository.isValidRepositoryID(id) }
 
     func path(_ id: String) -> String { root + "/" + id + ".git" }
 

@@ -1,4 +1,5 @@
 import BinderCrypto
+import BinderSystem
 import Foundation
 
 /// Issues and checks the server's bearer tokens: HS256 JWTs (`{"alg":"HS256","typ":"JWT"}`)
@@ -43,13 +44,9 @@ final class TokenAuthority: Sendable {
         let fresh = randomSecret(32)
         try fm.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
                                attributes: [.posixPermissions: 0o700])
-        let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw ServerError.setup("cannot write \(path): \(String(cString: strerror(errno)))") }
-        let written = fresh.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        fsync(fd)
-        close(fd)
-        guard written == 32, rename(temporary, path) == 0 else { throw ServerError.setup("cannot write \(path)") }
+        do {
+            try fresh.withUnsafeBytes { (bytes) throws(PrivateFile.WriteError) in try PrivateFile.write(path, bytes: bytes) }
+        } catch { throw ServerError.setup(error.description) }
         return fresh
     }
 

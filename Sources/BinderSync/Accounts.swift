@@ -1,4 +1,5 @@
 import BinderCrypto
+import BinderSystem
 import Foundation
 import Synchronization
 
@@ -32,16 +33,7 @@ public struct Accounts: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         guard let data = try? encoder.encode(file) else { throw .configuration("cannot encode \(path)") }
-        let temporary = path + ".tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .configuration("cannot write \(path): \(String(cString: strerror(errno)))") }
-        let written = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd)
-        close(fd)
-        guard written == data.count, synced == 0, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw .configuration("cannot write \(path): \(String(cString: strerror(errno)))")
-        }
+        do { try PrivateFile.write(path, bytes: [UInt8](data)) } catch { throw .configuration(error.description) }
     }
 
     /// The server `binder login` used last; limbo.health before any login.

@@ -27,10 +27,7 @@ public struct SyncTarget: Sendable, Equatable {
     }
 
     /// Repository ids the server accepts (they become folder names there).
-    public static func isValidRepoID(_ id: String) -> Bool {
-        !id.isEmpty && id.utf8.count <= 100 && !id.hasPrefix(".") && !id.hasSuffix(".git")
-            && id.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0)) }
-    }
+    public static func isValidRepoID(_ id: String) -> Bool { GitRepository.isValidRepositoryID(id) }
 }
 
 /// What the last syncs did, kept beside git's own files (`<git dir>/binder-sync.json`) for

@@ -28,7 +28,9 @@ public final class SyncScheduler: @unchecked Sendable {
 
     private let engine: SyncEngine
     private let view: BinderView
-    /// For reading the branch tip (another process, `binder sync`, may move it).
+    /// For reading the branch tip (another process, `binder sync`, may move it) and counting
+    /// pending commits for `.binder/status`: not the engine's instance, whose lock is held for
+    /// whole network transfers, which a `cat` of the status file must not wait for.
     private let repository: GitRepository
     private let options: Options
     private let logger: Logger
