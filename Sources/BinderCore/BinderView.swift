@@ -240,7 +240,7 @@ public final class BinderView: Sendable {
             var builder = ListingBuilder(repository: repository, key: key, logger: logger, commitTime: snapshot.commitTime)
             builder.previousParts = parts ?? [:]
             builder.build(viewPath: path, gitDirectory: path, entries: entries)
-            objectReads.add(builder.decrypted, ordering: .relaxed)
+            objectReads.add(builder.objectReads, ordering: .relaxed)
             return state.withLock { state in
                 for (source, bytes) in builder.rendered { state.cache.put(source, bytes) }
                 // A commit may have replaced the snapshot meanwhile: then this listing is only

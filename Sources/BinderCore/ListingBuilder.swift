@@ -23,8 +23,9 @@ struct ListingBuilder {
     var previousParts: [String: DocumentPart] = [:]
     /// This build's parts, to keep for the next build of the folder.
     var parts: [String: DocumentPart] = [:]
-    /// Documents decrypted by this build (the others were reused).
-    var decrypted = 0
+    /// Git objects this build read: documents decrypted (the others' parts were reused) and
+    /// sidecars sized.
+    var objectReads = 0
 
     // Per document being computed: what it looked up, and whether it took the commit time.
     private var lookups: [String: ObjectID?] = [:]
@@ -56,7 +57,6 @@ struct ListingBuilder {
                 part = previous
             } else {
                 part = documentPart(entry, name: name, gitPath: join(gitDirectory, name), gitDirectory: gitDirectory, files: files)
-                decrypted += 1
             }
             parts[name] = part
             consumedSidecars.formUnion(part.consumedSidecars)
@@ -181,7 +181,8 @@ struct ListingBuilder {
     }
 
     /// Decrypts and parses a document; nil (and a log line) if it cannot be.
-    private func readDocument(_ entry: TreeEntry, gitPath: String) -> MedicalDocument? {
+    private mutating func readDocument(_ entry: TreeEntry, gitPath: String) -> MedicalDocument? {
+        objectReads += 1
         do {
             return try BinderReader.readDocument(repository.readBlob(entry.id), key: key, gitPath: gitPath)
         } catch {
@@ -214,7 +215,8 @@ struct ListingBuilder {
     /// (`Sidecar.plaintextSize`): the attachment itself is not decrypted. The apps'
     /// `originalSizeBytes` cannot stand in for this: a sidecar's length pins the size only to
     /// within two bytes, and `stat` must be exact.
-    private func sidecarSize(_ entry: TreeEntry) -> Int? {
+    private mutating func sidecarSize(_ entry: TreeEntry) -> Int? {
+        objectReads += 1
         guard let bytes = try? repository.readBlob(entry.id) else { return nil }
         return Sidecar.plaintextSize(bytes, key: key)
     }
