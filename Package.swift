@@ -18,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.0"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
     ],
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
@@ -32,10 +33,12 @@ let package = Package(
         .target(name: "BinderCore", dependencies: [
             "BinderCrypto", "BinderFormat", "BinderGit",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .target(name: "BinderFUSE", dependencies: [
             "CFuse3", "BinderCore",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .target(name: "BinderSystem", dependencies: ["CLinux", "BinderCrypto"]),
         // Accounts and sync: the server's REST calls (login, listing) and fetch-merge-push.
@@ -67,7 +70,8 @@ let package = Package(
         .testTarget(name: "BinderCryptoTests", dependencies: ["BinderCrypto"], resources: [.copy("Fixtures")]),
         .testTarget(name: "BinderFormatTests", dependencies: ["BinderFormat"], resources: [.copy("Fixtures")]),
         .testTarget(name: "BinderCoreTests", dependencies: ["BinderCore", "BinderCrypto", "BinderFormat", "BinderGit",
-                                                         .product(name: "Logging", package: "swift-log")]),
+                                                         .product(name: "Logging", package: "swift-log"),
+                                                         .product(name: "SystemPackage", package: "swift-system")]),
         .testTarget(name: "BinderGitTests", dependencies: ["BinderGit"], resources: [.copy("Fixtures")]),
         .testTarget(name: "BinderCLITests", dependencies: ["BinderCrypto", "BinderFormat", "BinderSystem"]),
     ],

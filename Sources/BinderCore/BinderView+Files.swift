@@ -1,101 +1,126 @@
 import BinderCrypto
 import BinderFormat
-import Foundation
+import BinderGit
 
-/// Files as the kernel sees them: open, write, flush, close, and the scratch files editors make.
-/// A file's bytes are stored (one commit) when it is flushed or synced with changes; scratch
-/// files never are. See docs/DESIGN.md, "Writes".
+/// Changes through the view, as the kernel asks for them: files opened, written, flushed and
+/// closed; names made, moved and removed. Each change that reaches git is one commit, planned
+/// by `WritePlanner` and made by `Committer`; scratch files never reach git. See
+/// docs/DESIGN.md, "Writes".
 extension BinderView {
-    // MARK: - Overlay: scratch and provisional files
+    // MARK: - Whole-file changes (one commit each)
 
-    func overlayAttributes(_ path: String) -> NodeAttributes? {
-        state.withLock { state -> NodeAttributes? in
-            if let scratch = state.scratch[path] {
-                return NodeAttributes(kind: scratch.linkTarget == nil ? .file : .symlink,
-                                      size: scratch.linkTarget?.utf8.count ?? scratch.content.count,
-                                      modified: scratch.modified, readOnly: false)
+    /// Creates or replaces the file at `path` with `content` (what the user saved). `modified`
+    /// is a time the writer set on it, which becomes the record's `updated`.
+    public func store(_ path: String, content: [UInt8], modified: Timestamp? = nil) throws(WriteError) {
+        let path = ViewPath.normalize(path)
+        try commit { (planner) throws(WriteError) in try planner.store(path, content: content, modified: modified) }
+        scratch.stored(path)
+    }
+
+    /// Deletes a file (a record, an attachment, a child, or a raw file).
+    public func remove(_ path: String) throws(WriteError) {
+        let path = ViewPath.normalize(path)
+        try commit { (planner) throws(WriteError) in try planner.remove(path) }
+    }
+
+    /// Creates a folder: a real one gets an encrypted `.meta.json` (one commit); `X.children`
+    /// only makes room in memory for a first child (nothing is committed).
+    public func makeDirectory(_ path: String) throws(WriteError) {
+        let path = ViewPath.normalize(path)
+        var pending: Parent?
+        try commit { (planner) throws(WriteError) in
+            switch try planner.makeDirectory(path) {
+            case .commit(let plan): return plan
+            case .inMemory(let parent):
+                pending = parent
+                return .none()
             }
-            if let file = state.provisional[path] {
-                return NodeAttributes(kind: .file, size: file.edit.withLock { $0.buffer.count }, modified: Self.now(), readOnly: false)
+        }
+        if let pending { scratch.addPendingFolder(path, pending) }
+    }
+
+    /// Removes an empty folder.
+    public func removeDirectory(_ path: String) throws(WriteError) {
+        let path = ViewPath.normalize(path)
+        if scratch.removePendingFolder(path) { return }
+        try commit { (planner) throws(WriteError) in try planner.removeDirectory(path) }
+    }
+
+    /// Renames or moves a stored file or folder. With `noReplace`, an existing target is an
+    /// error; otherwise it is replaced in the same commit.
+    public func rename(_ from: String, to: String, noReplace: Bool = false) throws(WriteError) {
+        let from = ViewPath.normalize(from), to = ViewPath.normalize(to)
+        guard from != to else { return }
+        if noReplace, (try? listings.node(to)) != nil { throw .exists(to) }
+        try commit { (planner) throws(WriteError) in try planner.rename(from, to: to) }
+        scratch.stored(to)
+    }
+
+    /// Plans against the snapshot shown (again if `main` moved) and commits; a refusal that a
+    /// person needs to hear of is noted for `.binder/status`.
+    func commit(_ plan: (WritePlanner) throws(WriteError) -> WritePlan) throws(WriteError) {
+        do {
+            try committer.commit { () throws(WriteError) in
+                try plan(WritePlanner(binder: LiveBinder(view: self, snapshot: listings.snapshot), limits: limits))
             }
-            return nil
+        } catch {
+            if error.needsReason {
+                logger.error("refused: \(error)")
+                refusals.note(error)
+            }
+            throw error
         }
     }
-
-    func overlayEntries(in directory: String) -> [(name: String, attributes: NodeAttributes)] {
-        let paths = state.withLock { Array($0.scratch.keys) + Array($0.provisional.keys) }
-        return paths.filter { Self.parent($0).parent == directory }.compactMap { path in
-            overlayAttributes(path).map { (Self.parent(path).name, $0) }
-        }
-    }
-
-    /// The sizes of files that writers have changed and not yet stored, by path.
-    func dirtySizes() -> [String: Int] {
-        var sizes: [String: Int] = [:]
-        for file in state.withLock({ Array($0.openFiles.values) }) {
-            file.edit.withLock { edit in if edit.dirty && !edit.detached { sizes[edit.path] = edit.buffer.count } }
-        }
-        return sizes
-    }
-
-    static func now() -> Timestamp {
-        let t = Date().timeIntervalSince1970
-        return Timestamp(seconds: Int64(t), nanoseconds: Int32((t - t.rounded(.down)) * 1e9))
-    }
-
-    func isScratch(_ path: String) -> Bool { ScratchNames.isScratch(Self.parent(path).name) }
 
     // MARK: - Opening
 
     /// Creates a new, empty file and opens it for writing. A scratch name lives in memory; any
     /// other name is stored at its first flush.
     public func create(_ path: String) throws(WriteError) -> UInt64 {
-        let path = Self.normalize(path)
-        let (parentPath, name) = Self.parent(path)
-        guard NameMapping.isSafeName(name) else { throw .invalid(path: path, reason: "not a usable file name") }
-        if path.hasPrefix(Self.controlDirectory) { throw .readOnly(path) }
-        _ = try resolveParent(parentPath)
-        if isScratch(path) {
-            state.withLock { $0.scratch[path] = ScratchFile(content: SecureBytes(count: 0), modified: Self.now()) }
-            return register(OpenFile(path: path, buffer: EditBuffer(), writable: true))
+        let path = ViewPath.normalize(path)
+        let (parentPath, name) = ViewPath.split(path)
+        try NameRules.check(name, in: parentPath, path: path)
+        _ = try WritePlanner(binder: LiveBinder(view: self, snapshot: listings.snapshot), limits: limits).parent(of: parentPath)
+        if ScratchNames.isScratch(name) {
+            scratch.put(path, ScratchFile(content: SecureBytes(count: 0), modified: Self.now()))
+            return openFiles.register(OpenFile(path: path, buffer: EditBuffer(), writable: true))
         }
-        if let current = try? node(path), !state.withLock({ $0.hidden.contains(path) }) {
+        if let current = try? listings.node(path), !scratch.isHidden(path) {
             if current.isDirectory { throw .isDirectory(path) }
             if current.isRaw { throw .readOnly(path) }
             return try openForWriting(path, truncate: true)
         }
-        let file = OpenFile(path: path, buffer: EditBuffer(), writable: true, dirty: true)
-        state.withLock { $0.provisional[path] = file }
-        return register(file)
+        return openFiles.register(OpenFile(path: path, buffer: EditBuffer(), writable: true, dirty: true), provisionalAt: path)
     }
 
     /// Opens an existing file for writing (`truncate`: O_TRUNC).
     public func openForWriting(_ path: String, truncate: Bool) throws(WriteError) -> UInt64 {
-        let path = Self.normalize(path)
-        if path.hasPrefix(Self.controlDirectory) { throw .readOnly(path) }
-        if !isScratch(path), let current = try? node(path) {
+        let path = ViewPath.normalize(path)
+        if Self.isControlPath(path) { throw .readOnly(path) }
+        if !ScratchNames.isScratch(ViewPath.split(path).name), let current = try? listings.node(path) {
             if current.isRaw { throw .readOnly(path) }
             if current.isDirectory { throw .isDirectory(path) }
         }
-        var buffer: EditBuffer
-        if truncate {
-            buffer = EditBuffer()
-        } else {
+        var buffer = EditBuffer()
+        if !truncate {
             do { buffer = EditBuffer(content: try currentContent(path)) } catch {
                 if case .notFound = error { throw .notFound(path) }
                 throw .corrupt(path: path, reason: "\(error)")
             }
         }
-        if truncate { buffer.truncate(0) }
-        return register(OpenFile(path: path, buffer: buffer, writable: true, dirty: truncate))
+        return openFiles.register(OpenFile(path: path, buffer: buffer, writable: true, dirty: truncate))
     }
 
     // MARK: - Changing bytes
 
+    /// Writes at `offset`. A write that would take the file past its limit (a record's 65,535
+    /// bytes, the attachment limit) is refused here, and the file then stores nothing: a save
+    /// is never cut short.
     public func write(handle: UInt64, offset: Int, _ bytes: UnsafeRawBufferPointer) throws(WriteError) -> Int {
-        guard let file = state.withLock({ $0.openFiles[handle] }) else { throw .notFound("handle \(handle)") }
+        guard let file = openFiles.file(handle) else { throw .notFound("handle \(handle)") }
         return try file.edit.withLock { (edit) throws(WriteError) -> Int in
             guard edit.writable else { throw .readOnly(edit.path) }
+            try checkSize(&edit, offset: offset, count: bytes.count)
             edit.buffer.write(offset: offset, bytes)
             edit.dirty = true
             edit.written = true
@@ -104,9 +129,10 @@ extension BinderView {
     }
 
     public func truncate(handle: UInt64, size: Int) throws(WriteError) {
-        guard let file = state.withLock({ $0.openFiles[handle] }) else { throw .notFound("handle \(handle)") }
+        guard let file = openFiles.file(handle) else { throw .notFound("handle \(handle)") }
         try file.edit.withLock { (edit) throws(WriteError) in
             guard edit.writable else { throw .readOnly(edit.path) }
+            try checkSize(&edit, offset: size, count: 0)
             edit.buffer.truncate(size)
             edit.dirty = true
             edit.written = true
@@ -116,9 +142,25 @@ extension BinderView {
     /// `truncate(2)` by path: open, cut, store, close.
     public func truncate(_ path: String, size: Int) throws(WriteError) {
         let handle = try openForWriting(path, truncate: size == 0)
-        defer { _ = state.withLock { $0.openFiles.removeValue(forKey: handle) } }
+        defer { openFiles.remove(handle) }
         try truncate(handle: handle, size: size)
         try flush(handle: handle, closing: true)
+    }
+
+    /// Refuses (and marks refused) a change that would end past the file's limit.
+    private func checkSize(_ edit: inout OpenFile.Edit, offset: Int, count: Int) throws(WriteError) {
+        let limit = limits.maximum(for: edit.path)
+        let (end, overflow) = offset.addingReportingOverflow(count)
+        guard offset >= 0 else { throw .invalid(path: edit.path, reason: "negative offset") }
+        if overflow || end > limit {
+            let refusal = WriteError.tooLarge(path: edit.path, bytes: overflow ? Int.max : end, limit: limit)
+            if edit.refusal == nil {
+                logger.error("refused: \(refusal)")
+                refusals.note(refusal)
+            }
+            edit.refusal = refusal
+            throw refusal
+        }
     }
 
     // MARK: - Storing
@@ -128,161 +170,143 @@ extension BinderView {
     /// cannot be stored.
     @discardableResult
     public func flush(handle: UInt64, closing: Bool = false) throws(WriteError) -> Bool {
-        guard let file = state.withLock({ $0.openFiles[handle] }) else { return false }
-        let pending: (path: String, bytes: [UInt8]?, scratch: SecureBytes?)? = file.edit.withLock { edit in
+        guard let file = openFiles.file(handle) else { return false }
+        let pending = try file.edit.withLock { (edit) throws(WriteError) -> (path: String, bytes: SecureBytes, modified: Timestamp?)? in
+            if let refusal = edit.refusal { throw refusal }
             guard edit.dirty, !edit.detached, edit.written || closing else { return nil }
-            if isScratch(edit.path) { return (edit.path, nil, edit.buffer.snapshot()) }
-            return (edit.path, edit.buffer.bytes(), nil)
+            return (edit.path, edit.buffer.snapshot(), edit.modified)
         }
         guard let pending else { return false }
-        if let content = pending.scratch {
-            state.withLock { state in
-                let timesSet = state.scratch[pending.path]?.timesSet ?? false
-                let modified = timesSet ? state.scratch[pending.path]!.modified : Self.now()
-                state.scratch[pending.path] = ScratchFile(content: content, modified: modified, timesSet: timesSet)
+        if ScratchNames.isScratch(ViewPath.split(pending.path).name) {
+            _ = scratch.update(pending.path) { scratchFile in
+                scratchFile.content = pending.bytes
+                if !scratchFile.timesSet { scratchFile.modified = Self.now() }
             }
             file.edit.withLock { $0.dirty = false }
             return false
         }
-        var bytes = pending.bytes ?? []
+        var bytes = pending.bytes.copyBytes()
         defer { secureZero(&bytes) }
-        try store(pending.path, content: bytes)
+        try store(pending.path, content: bytes, modified: pending.modified)
         file.edit.withLock { $0.dirty = false }
-        state.withLock { state in
-            if state.provisional[pending.path] === file { state.provisional.removeValue(forKey: pending.path) }
-            state.hidden.remove(pending.path)
-        }
+        openFiles.dropProvisional(pending.path, onlyIf: file)
         return true
     }
 
     /// Closes a handle; unsaved changes are stored first (an error here is logged: the
     /// caller's `close` already had its answer from `flush`).
     public func release(handle: UInt64) {
-        do { try flush(handle: handle, closing: true) } catch { logger.error("not stored at close: \(error)") }
-        state.withLock { state in
-            guard let file = state.openFiles.removeValue(forKey: handle) else { return }
-            let path = file.edit.withLock { $0.path }
-            if state.provisional[path] === file { state.provisional.removeValue(forKey: path) }
+        do { try flush(handle: handle, closing: true) } catch {
+            logger.debug("not stored at close: \(error)")
         }
+        openFiles.remove(handle)
     }
 
     // MARK: - Names
 
     /// `unlink`: scratch files vanish from memory; records are deleted (one commit).
     public func unlink(_ path: String) throws(WriteError) {
-        let path = Self.normalize(path)
-        let wasOverlay = state.withLock { state -> Bool in
-            if state.scratch.removeValue(forKey: path) != nil { return true }
-            if state.provisional.removeValue(forKey: path) != nil { return true }
-            return false
-        }
+        let path = ViewPath.normalize(path)
+        let wasOverlay = scratch.remove(path) != nil || openFiles.dropProvisional(path)
         if !wasOverlay {
-            if state.withLock({ $0.hidden.contains(path) }) { throw .notFound(path) }
+            if scratch.isHidden(path) { throw .notFound(path) }
             try remove(path)
         }
-        forEachOpenFile(at: path) { $0.detached = true }
-    }
-
-    /// Applies `body` to every open file currently at `path` (unlink detaches them, rename
-    /// moves them, so that a later close stores nothing or stores under the new name).
-    func forEachOpenFile(at path: String, _ body: (inout OpenFile.Edit) -> Void) {
-        for file in state.withLock({ Array($0.openFiles.values) }) {
-            file.edit.withLock { edit in if edit.path == path && !edit.detached { body(&edit) } }
-        }
+        openFiles.forEach(at: path) { $0.detached = true }
     }
 
     /// `rename`: between scratch and real names too. A scratch file renamed onto a record is the
     /// editor's atomic save (one commit); a record renamed to a scratch name (a backup) is hidden
     /// but stays stored until something replaces it.
     public func renameFile(_ from: String, to: String, noReplace: Bool) throws(WriteError) {
-        let from = Self.normalize(from), to = Self.normalize(to)
+        let from = ViewPath.normalize(from), to = ViewPath.normalize(to)
         guard from != to else { return }
+        let toName = ViewPath.split(to).name
+        try NameRules.check(toName, in: ViewPath.split(to).parent, path: to)
         if noReplace, (try? attributes(to)) != nil { throw .exists(to) }
-        let scratchSource = state.withLock { $0.scratch[from] }
-        switch (scratchSource != nil, isScratch(to)) {
-        case (true, true):
-            state.withLock { state in
-                state.scratch[to] = state.scratch.removeValue(forKey: from)
-                state.hidden.remove(to)
-            }
-        case (true, false):
-            guard scratchSource?.linkTarget == nil else { throw .invalid(path: to, reason: "links are not stored") }
-            let scratch = scratchSource!
-            var bytes = scratch.content.copyBytes()
+        switch (scratch.file(from), ScratchNames.isScratch(toName)) {
+        case (_?, true):
+            scratch.move(from, to: to)
+        case (let source?, false):
+            guard source.linkTarget == nil else { throw .invalid(path: to, reason: "links are not stored") }
+            var bytes = source.content.copyBytes()
             defer { secureZero(&bytes) }
-            try store(to, content: bytes,
-                      updated: scratch.timesSet ? Timestamps.string(seconds: scratch.modified.seconds, nanoseconds: scratch.modified.nanoseconds) : nil)
-            state.withLock { state in
-                state.scratch.removeValue(forKey: from)
-                state.hidden.remove(to)
-            }
-        case (false, true):
+            try store(to, content: bytes, modified: source.timesSet ? source.modified : nil)
+            scratch.remove(from)
+        case (nil, true):
             let content: SecureBytes
             do { content = try currentContent(from) } catch {
                 if case .notFound = error { throw .notFound(from) }
                 if case .isDirectory = error { throw .isDirectory(from) }
                 throw .corrupt(path: from, reason: "\(error)")
             }
-            if Self.parent(to).name.hasPrefix(".fuse_hidden") {
+            if toName.hasPrefix(".fuse_hidden") {
                 // libfuse's way of unlinking a file that is still open: the record is deleted
                 // now; its readers keep the bytes under the hidden name until they close.
                 try remove(from)
-                state.withLock { $0.scratch[to] = ScratchFile(content: content, modified: Self.now()) }
             } else {
-                state.withLock { state in
-                    state.scratch[to] = ScratchFile(content: content, modified: Self.now())
-                    state.hidden.insert(from)
-                }
+                scratch.hide(from)
             }
-        case (false, false):
-            if state.withLock({ $0.hidden.contains(from) }) { throw .notFound(from) }
+            scratch.put(to, ScratchFile(content: content, modified: Self.now()))
+        case (nil, false):
+            if scratch.isHidden(from) { throw .notFound(from) }
             try rename(from, to: to, noReplace: noReplace)
-            state.withLock { _ = $0.hidden.remove(to) }
         }
-        forEachOpenFile(at: to) { $0.detached = true }  // a replaced target's writers
-        forEachOpenFile(at: from) { $0.path = to }
+        openFiles.forEach(at: to) { $0.detached = true }  // a replaced target's writers
+        openFiles.forEach(at: from) { $0.path = to }
     }
 
     /// `symlink`: only editors' lock files (emacs `.#name`), kept in memory.
     public func symlink(_ target: String, at path: String) throws(WriteError) {
-        let path = Self.normalize(path)
-        guard isScratch(path) else { throw .invalid(path: path, reason: "symbolic links are not stored in a binder") }
+        let path = ViewPath.normalize(path)
+        let (parentPath, name) = ViewPath.split(path)
+        try NameRules.check(name, in: parentPath, path: path)
+        guard ScratchNames.isScratch(name) else { throw .invalid(path: path, reason: "symbolic links are not stored in a binder") }
         if (try? attributes(path)) != nil { throw .exists(path) }
-        state.withLock { $0.scratch[path] = ScratchFile(content: SecureBytes(count: 0), modified: Self.now(), linkTarget: target) }
+        scratch.put(path, ScratchFile(content: SecureBytes(count: 0), modified: Self.now(), linkTarget: target))
     }
 
     public func readLink(_ path: String) throws(ViewError) -> String {
-        let path = Self.normalize(path)
-        guard let target = state.withLock({ $0.scratch[path]?.linkTarget }) else { throw .notFound(path) }
+        let path = ViewPath.normalize(path)
+        guard let target = scratch.file(path)?.linkTarget else { throw .notFound(path) }
         return target
     }
 
-    /// `utimensat`: a record's `updated` becomes the time given (one commit), so that tools like
-    /// rsync see the times they set; scratch files keep it in memory; folders ignore it.
+    /// `utimensat`: a record's `updated` becomes the time given, so that tools like rsync, tar
+    /// and `cp -p` see the times they set. A file still open with unsaved bytes takes it with
+    /// them (one commit); a closed one gets a commit of its own; scratch files keep it in
+    /// memory; folders ignore it.
     public func setModified(_ path: String, to time: Timestamp) throws(WriteError) {
-        let path = Self.normalize(path)
-        let scratchChanged = state.withLock { state -> Bool in
-            guard state.scratch[path] != nil else { return false }
-            state.scratch[path]!.modified = time
-            state.scratch[path]!.timesSet = true
-            return true
+        let path = ViewPath.normalize(path)
+        if scratch.update(path, { $0.modified = time; $0.timesSet = true }) { return }
+        var dated = false
+        openFiles.forEach(at: path) { edit in
+            guard edit.dirty else { return }
+            edit.modified = time
+            dated = true
         }
-        if scratchChanged { return }
-        if state.withLock({ $0.provisional[path] != nil }) { return }
-        guard let current = try? node(path) else { throw .notFound(path) }
-        if current.modified == time { return }
-        let iso = Timestamps.string(seconds: time.seconds, nanoseconds: time.nanoseconds)
-        // The time lives in a document's metadata: the record's own, or an attachment's reference.
-        let documentPath: String
-        switch (current.source, current.owner) {
-        case (.document, _): documentPath = current.gitPath
-        case (.sidecar, .document(let reference)?): documentPath = reference
-        default: return  // folders, raw files and children keep the times they have
-        }
-        try perform { () throws(WriteError) in
-            var document = try self.loadDocument(documentPath)
-            document.metadata["updated"] = .string(iso)
-            return Plan(changes: [try self.write(document, at: documentPath, path: path)], message: "Update entry")
-        }
+        if dated || openFiles.provisional(path) != nil { return }
+        try commit { (planner) throws(WriteError) in try planner.setModified(path, to: time) }
     }
+}
+
+/// The binder as the planner sees it: the snapshot a plan is made against, the listings built
+/// from it, and the pending folders.
+struct LiveBinder: StoredBinder {
+    let view: BinderView
+    let snapshot: Snapshot
+
+    var gitFolders: [String: [TreeEntry]] { snapshot.gitFolders }
+
+    func node(_ viewPath: String) -> Node? { try? view.listings.node(viewPath) }
+
+    func document(_ gitPath: String) throws(WriteError) -> MedicalDocument { try view.document(gitPath, in: snapshot) }
+
+    func content(_ node: Node, viewPath: String) throws(WriteError) -> [UInt8] {
+        do { return try view.content(of: node, path: viewPath).copyBytes() } catch { throw .corrupt(path: viewPath, reason: "\(error)") }
+    }
+
+    func pendingFolder(_ viewPath: String) -> Parent? { view.scratch.pendingFolder(viewPath) }
+
+    func names(in viewPath: String) -> [String] { ((try? view.list(viewPath)) ?? []).map(\.name) }
 }

@@ -1,116 +1,90 @@
 import BinderCrypto
 import BinderFormat
 import BinderGit
+import Foundation
 import Logging
 import Synchronization
 
-/// The decrypted view of a binder at one commit of `main`: what the mount shows.
+/// The decrypted view of a binder at one commit of `main`: what the mount shows, and the one
+/// place the FUSE bridge calls. A façade over named parts, each with its own lock:
 ///
-/// Synchronous and kernel-free: the FUSE bridge calls it from libfuse's threads, tests call it
-/// directly. Folder listings are built lazily, one git folder at a time, on first use; file
-/// contents are decrypted on first open and kept in a bounded plaintext cache. See
-/// docs/DESIGN.md.
+/// - `ListingCache`: the snapshot shown and the folder listings worked out of it;
+/// - `PlaintextCache`: decrypted contents, bounded;
+/// - `OpenFileTable`: open files and new files not stored yet;
+/// - `ScratchFiles`: what lives in memory only (editors' scratch files, pending folders);
+/// - `WritePlanner` (pure rules) and `Committer` (one commit per change).
+///
+/// Synchronous and kernel-free: tests call it directly. See docs/DESIGN.md.
 public final class BinderView: Sendable {
     public struct Options: Sendable {
         /// Upper bound of cached plaintext, in bytes. Open files hold their content on top.
         public var cacheCapacity: Int
         public var branch: String
+        /// Name and e-mail of the commits this view makes (each takes the time of its save).
         public var author: Signature
+        public var limits: WriteLimits
 
         public init(cacheCapacity: Int = 256 << 20, branch: String = "main",
-                    author: Signature = Signature(name: BinderCreator.defaultAuthor.name, email: BinderCreator.defaultAuthor.email)) {
+                    author: Signature = Signature(name: BinderCreator.defaultAuthor.name, email: BinderCreator.defaultAuthor.email),
+                    limits: WriteLimits = WriteLimits()) {
             self.cacheCapacity = cacheCapacity
             self.branch = branch
             self.author = author
+            self.limits = limits
         }
     }
 
     /// The hidden, read-only folder of binder's own status files (not listed by `readdir`).
     public static let controlDirectory = ".binder"
+    static let statusPath = controlDirectory + "/status"
 
     /// True for `.binder/status` (any leading slashes), whose content changes by itself.
-    public static func isStatusFile(_ path: String) -> Bool { normalize(path) == controlDirectory + "/status" }
+    public static func isStatusFile(_ path: String) -> Bool { ViewPath.normalize(path) == statusPath }
 
     /// True for `.binder` and what is in it.
     public static func isControlPath(_ path: String) -> Bool {
-        let normalized = normalize(path)
+        let normalized = ViewPath.normalize(path)
         return normalized == controlDirectory || normalized.hasPrefix(controlDirectory + "/")
     }
 
     let repository: GitRepository
     let key: NIP44.ConversationKey
     let logger: Logger
-    let branch: String
-    /// Git objects read since the mount began (documents, sidecars, raw files).
-    private let objectReads = Atomic<Int>(0)
-
-    struct State: ~Copyable {
-        var snapshot: Snapshot
-        var listings: [String: Listing] = [:]
-        /// What each document contributed to its folder's listing, by git folder and file name:
-        /// kept when a listing is dropped, so that rebuilding it decrypts only what changed.
-        var documentParts: [String: [String: DocumentPart]] = [:]
-        var cache: PlaintextCache
-        var openFiles: [UInt64: OpenFile] = [:]
-        var nextHandle: UInt64 = 1
-        /// Editors' temporary, swap, backup and lock files: in memory only, never committed.
-        var scratch: [String: ScratchFile] = [:]
-        /// Records renamed to a scratch name (an editor's backup): hidden, still stored.
-        var hidden: Set<String> = []
-        /// Files created but not yet stored (before their first flush), by path.
-        var provisional: [String: OpenFile] = [:]
-        /// `X.children` folders made with mkdir, not yet holding a child (nothing in git).
-        var pendingFolders: [String: Parent] = [:]
-    }
-
-    /// Serialises writes: one plan-and-commit at a time. Taken before `state`, never inside it.
-    let writeLock = Mutex(())
-    /// The author of the commits this view makes.
-    let author: Signature
-
-    /// Guards the snapshot, listings, the plaintext cache and the open-file table.
-    let state: Mutex<State>
-
-    /// What the mount's sync engine hangs on the view (see `setSyncHooks`).
-    struct Hooks: Sendable {
-        var onCommit: (@Sendable (ObjectID) -> Void)?
-        var status: (@Sendable () -> String)?
-        /// Told the view paths a commit from elsewhere changed (the FUSE bridge drops what the
-        /// kernel cached of them).
-        var onStale: (@Sendable ([String]) -> Void)?
-    }
-    /// Guards the hooks; read (copied out) before calling them, never held across a call.
-    let hooks = Mutex(Hooks())
+    let limits: WriteLimits
+    let plaintext: PlaintextCache
+    let listings: ListingCache
+    let openFiles = OpenFileTable()
+    let scratch = ScratchFiles()
+    let committer: Committer
+    let refusals = RefusalLog()
 
     public init(repository: GitRepository, key: NIP44.ConversationKey, logger: Logger, options: Options = Options()) throws {
         self.repository = repository
         self.key = key
         self.logger = logger
-        branch = options.branch
-        author = options.author
+        limits = options.limits
+        plaintext = PlaintextCache(capacity: options.cacheCapacity)
         let snapshot = try Snapshot.load(repository, commit: try repository.branchTip(options.branch))
-        state = Mutex(State(snapshot: snapshot, cache: PlaintextCache(capacity: options.cacheCapacity)))
+        listings = ListingCache(repository: repository, key: key, logger: logger, plaintext: plaintext, snapshot: snapshot)
+        committer = Committer(repository: repository, key: key, logger: logger, branch: options.branch, author: options.author,
+                              listings: listings)
     }
 
     /// The commit shown.
-    public var commit: ObjectID? { state.withLock { $0.snapshot.commit } }
-
-    var snapshot: Snapshot { state.withLock { $0.snapshot } }
+    public var commit: ObjectID? { listings.snapshot.commit }
 
     // MARK: - Queries
 
     public func attributes(_ path: String) throws(ViewError) -> NodeAttributes {
-        let path = Self.normalize(path)
-        if path.isEmpty { return NodeAttributes(kind: .directory, size: 0, modified: snapshot.commitTime, readOnly: false) }
+        let path = ViewPath.normalize(path)
+        if path.isEmpty { return folderAttributes(readOnly: false) }
         if let control = controlAttributes(path) { return control }
         if let overlay = overlayAttributes(path) { return overlay }
-        if state.withLock({ $0.hidden.contains(path) }) { throw .notFound(path) }
-        if state.withLock({ $0.pendingFolders[path] != nil }) {
-            return NodeAttributes(kind: .directory, size: 0, modified: snapshot.commitTime, readOnly: false)
-        }
-        let attributes = try node(path).attributes
+        if scratch.isHidden(path) { throw .notFound(path) }
+        if scratch.pendingFolder(path) != nil { return folderAttributes(readOnly: false) }
+        let attributes = try listings.node(path).attributes
         // A file being written shows the size it has now.
-        if let editing = dirtySizes()[path] {
+        if let editing = openFiles.dirtySizes()[path] {
             return NodeAttributes(kind: .file, size: editing, modified: attributes.modified, readOnly: false)
         }
         return attributes
@@ -118,31 +92,33 @@ public final class BinderView: Sendable {
 
     /// The folder's entries, sorted bytewise by name.
     public func list(_ path: String) throws(ViewError) -> [(name: String, attributes: NodeAttributes)] {
-        let path = Self.normalize(path)
-        if path == Self.controlDirectory { return [("status", controlAttributes(Self.controlDirectory + "/status")!)] }
+        let path = ViewPath.normalize(path)
+        if path == Self.controlDirectory { return [("status", statusAttributes())] }
+        var entries: [(name: String, attributes: NodeAttributes)] = []
         // A `.children` folder made with mkdir holds only what is being written into it.
-        if state.withLock({ $0.pendingFolders[path] != nil }), (try? self.listing(path)) == nil {
-            return overlayEntries(in: path)
-        }
-        let listing = try self.listing(path)
-        let hidden = state.withLock { $0.hidden }
-        let writing = dirtySizes()
-        let names = hidden.isEmpty ? listing.sortedNames : listing.sortedNames.filter { !hidden.contains(join(path, $0)) }
-        var entries = names.map { name in
-            let node = listing.nodes[name]!
-            guard !writing.isEmpty, let size = writing[join(path, name)] else { return (name: name, attributes: node.attributes) }
-            // A file being written shows the size it has now.
-            return (name: name, attributes: NodeAttributes(kind: .file, size: size, modified: node.modified, readOnly: false))
+        if scratch.pendingFolder(path) == nil || (try? listings.listing(path)) != nil {
+            let listing = try listings.listing(path)
+            let hidden = scratch.hidden
+            let writing = openFiles.dirtySizes()
+            for name in listing.sortedNames where !hidden.contains(join(path, name)) {
+                guard let node = listing.nodes[name] else { continue }
+                if let size = writing[join(path, name)] {
+                    // A file being written shows the size it has now.
+                    entries.append((name, NodeAttributes(kind: .file, size: size, modified: node.modified, readOnly: false)))
+                } else {
+                    entries.append((name, node.attributes))
+                }
+            }
         }
         let listed = entries.count
-        let shown = Set(entries.map(\.name))
-        entries += overlayEntries(in: path).filter { !shown.contains($0.name) }
-        // Pending `.children` folders made with mkdir.
-        for (pendingPath, _) in state.withLock({ $0.pendingFolders }) where Self.parent(pendingPath).parent == path {
-            let name = Self.parent(pendingPath).name
-            if !shown.contains(name) {
-                entries.append((name, NodeAttributes(kind: .directory, size: 0, modified: snapshot.commitTime, readOnly: false)))
-            }
+        var shown = Set(entries.map(\.name))
+        for (name, attributes) in overlayEntries(in: path) where !shown.contains(name) {
+            entries.append((name, attributes))
+            shown.insert(name)
+        }
+        for pending in scratch.pendingFolders where ViewPath.split(pending).parent == path {
+            let name = ViewPath.split(pending).name
+            if shown.insert(name).inserted { entries.append((name, folderAttributes(readOnly: false))) }
         }
         // The listing's names come sorted; only scratch files and pending folders need placing.
         guard entries.count > listed else { return entries }
@@ -152,49 +128,22 @@ public final class BinderView: Sendable {
     /// Opens a file for reading: its plaintext is decrypted now (or taken from the cache) and
     /// held until `release`, so reads of any size at any offset are served from memory.
     public func open(_ path: String) throws(ViewError) -> UInt64 {
-        let path = Self.normalize(path)
-        return register(OpenFile(path: path, buffer: EditBuffer(content: try currentContent(path)), writable: false))
-    }
-
-    /// The bytes a new reader of `path` sees now.
-    func currentContent(_ path: String) throws(ViewError) -> SecureBytes {
-        if path.hasPrefix(Self.controlDirectory + "/") {
-            guard path == Self.controlDirectory + "/status" else { throw .notFound(path) }
-            return SecureBytes(utf8: statusText())
-        }
-        if let scratch = state.withLock({ $0.scratch[path] }) { return scratch.content }
-        if let provisional = state.withLock({ $0.provisional[path] }) { return provisional.edit.withLock { $0.buffer.snapshot() } }
-        if state.withLock({ $0.hidden.contains(path) }) { throw .notFound(path) }
-        let node = try node(path)
-        guard !node.isDirectory else { throw .isDirectory(path) }
-        return try self.content(of: node, path: path)
-    }
-
-    func register(_ file: OpenFile) -> UInt64 {
-        state.withLock { state in
-            let handle = state.nextHandle
-            state.nextHandle += 1
-            state.openFiles[handle] = file
-            return handle
-        }
+        let path = ViewPath.normalize(path)
+        return openFiles.register(OpenFile(path: path, buffer: EditBuffer(content: try currentContent(path)), writable: false))
     }
 
     /// Copies up to `buffer.count` bytes from `offset`; returns how many (0 at the end).
     public func read(handle: UInt64, offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(ViewError) -> Int {
-        guard let file = state.withLock({ $0.openFiles[handle] }) else { throw .badHandle }
+        guard let file = openFiles.file(handle) else { throw .badHandle }
         return file.edit.withLock { $0.buffer.read(offset: offset, into: buffer) }
     }
 
-    /// Drops all plaintext (the cache and any open files): at unmount.
+    /// Drops all plaintext (the cache, listings, open and scratch files): at unmount.
     public func close() {
-        state.withLock { state in
-            state.cache.removeAll()
-            state.openFiles.removeAll()
-            state.listings.removeAll()
-            state.documentParts.removeAll()
-            state.scratch.removeAll()
-            state.provisional.removeAll()
-        }
+        plaintext.removeAll()
+        openFiles.removeAll()
+        listings.removeAll()
+        scratch.removeAll()
     }
 
     public struct Statistics: Sendable {
@@ -205,153 +154,120 @@ public final class BinderView: Sendable {
     }
 
     public var statistics: Statistics {
-        let reads = objectReads.load(ordering: .relaxed)
-        return state.withLock { Statistics(cachedBytes: $0.cache.size, cachedEntries: $0.cache.count,
-                                           objectReads: reads, listedFolders: $0.listings.count) }
-    }
-
-    // MARK: - Listings
-
-    static func normalize(_ path: String) -> String {
-        var p = Substring(path)
-        while p.hasPrefix("/") { p = p.dropFirst() }
-        while p.hasSuffix("/") { p = p.dropLast() }
-        return String(p)
-    }
-
-    static func parent(_ path: String) -> (parent: String, name: String) {
-        guard let slash = path.lastIndex(of: "/") else { return ("", path) }
-        return (String(path[..<slash]), String(path[path.index(after: slash)...]))
-    }
-
-    func node(_ path: String) throws(ViewError) -> Node {
-        let (parent, name) = Self.parent(path)
-        let listing = try self.listing(parent)
-        guard let node = listing.nodes[name] else { throw .notFound(path) }
-        return node
-    }
-
-    /// The listing of folder `path`, built on first use. A git folder is built from its tree
-    /// entries; a `.children` folder is built along with the git folder that holds its document.
-    func listing(_ path: String) throws(ViewError) -> Listing {
-        let (built, snapshot, parts) = state.withLock { ($0.listings[path], $0.snapshot, $0.documentParts[path]) }
-        if let built { return built }
-        if let entries = snapshot.gitFolders[path] {
-            var builder = ListingBuilder(repository: repository, key: key, logger: logger, commitTime: snapshot.commitTime)
-            builder.previousParts = parts ?? [:]
-            builder.build(viewPath: path, gitDirectory: path, entries: entries)
-            objectReads.add(builder.objectReads, ordering: .relaxed)
-            return state.withLock { state in
-                for (source, bytes) in builder.rendered { state.cache.put(source, bytes) }
-                // A commit may have replaced the snapshot meanwhile: then this listing is only
-                // good for this answer, not for keeping.
-                guard state.snapshot.commit == snapshot.commit else { return builder.listings[path]! }
-                state.documentParts[path] = builder.parts
-                // Another thread may have built it meanwhile; the first one stays.
-                for (viewPath, listing) in builder.listings where state.listings[viewPath] == nil {
-                    state.listings[viewPath] = listing
-                }
-                return state.listings[path]!
-            }
-        }
-        // Not a git folder: perhaps a `.children` folder, made when its parent is listed.
-        guard !path.isEmpty else { throw .notFound(path) }
-        let (parent, _) = Self.parent(path)
-        _ = try listing(parent)
-        if let built = state.withLock({ $0.listings[path] }) { return built }
-        let node = try node(path)
-        throw node.isDirectory ? .notFound(path) : .notDirectory(path)
+        let usage = plaintext.usage
+        return Statistics(cachedBytes: usage.bytes, cachedEntries: usage.entries,
+                          objectReads: listings.objectReads.load(ordering: .relaxed), listedFolders: listings.listedFolders)
     }
 
     // MARK: - Contents
 
+    /// The bytes a new reader of `path` sees now.
+    func currentContent(_ path: String) throws(ViewError) -> SecureBytes {
+        if Self.isControlPath(path) {
+            guard path == Self.statusPath else { throw path == Self.controlDirectory ? .isDirectory(path) : .notFound(path) }
+            return SecureBytes(utf8: statusText())
+        }
+        if let file = scratch.file(path) { return file.content }
+        if let provisional = openFiles.provisional(path) { return provisional.edit.withLock { $0.buffer.snapshot() } }
+        if scratch.isHidden(path) { throw .notFound(path) }
+        let node = try listings.node(path)
+        guard !node.isDirectory else { throw .isDirectory(path) }
+        return try content(of: node, path: path)
+    }
+
     func content(of node: Node, path: String) throws(ViewError) -> SecureBytes {
-        if let cached = state.withLock({ $0.cache.get(node.source) }) { return cached }
-        let bytes = try produce(node, path: path)
+        if let cached = plaintext.get(node.source) { return cached }
+        let bytes: SecureBytes
+        do { bytes = try ContentReader(repository: repository, key: key, listings: listings).produce(node, path: path) } catch {
+            logger.error("read failed: \(error)")
+            throw error
+        }
         if bytes.count != node.size {
             logger.error("content size differs from listed size", metadata: ["path": "\(node.gitPath)"])
         }
-        state.withLock { $0.cache.put(node.source, bytes) }
+        plaintext.put(node.source, bytes)
         return bytes
     }
 
-    private func readObject(_ id: ObjectID) throws(ViewError) -> [UInt8] {
-        objectReads.add(1, ordering: .relaxed)
-        do { return try repository.readBlob(id) } catch { throw .storage(error.description) }
-    }
-
-    /// Decrypts (and renders) a node's content. Runs outside the state lock.
-    private func produce(_ node: Node, path: String) throws(ViewError) -> SecureBytes {
+    /// A stored document, decrypted and parsed (for writes).
+    func document(_ gitPath: String, in snapshot: Snapshot) throws(WriteError) -> MedicalDocument {
+        guard let entry = snapshot.entry(at: gitPath) else { throw .notFound(gitPath) }
         do {
-            switch node.source {
-            case .directory:
-                throw ViewError.isDirectory(path)
-            case .raw(let blob):
-                return SecureBytes(try readObject(blob))
-            case .sidecar(let blob):
-                return try Sidecar.decrypt(try readObject(blob), key: key)
-            case .document(let blob):
-                let document = try decodeDocument(blob, gitPath: node.gitPath)
-                return SecureBytes(utf8: FrontMatter.render(metadata: document.metadata, value: document.value))
-            case .child(let blob, let indexPath):
-                let child = try descend(try decodeDocument(blob, gitPath: node.gitPath), indexPath, path: path)
-                return SecureBytes(utf8: FrontMatter.render(metadata: child.metadata, value: child.value))
-            case .inlineAttachment(let blob, let indexPath):
-                let child = try descend(try decodeDocument(blob, gitPath: node.gitPath), indexPath, path: path)
-                guard let bytes = Sidecar.decodeInline(child.value) else {
-                    throw ViewError.corrupt(path: node.gitPath, reason: "inline attachment is not base64")
-                }
-                return bytes
-            }
-        } catch let error as ViewError {
-            logError(error)
-            throw error
-        } catch {
-            let failure = ViewError.corrupt(path: node.gitPath, reason: "\(error)")
-            logError(failure)
-            throw failure
+            return try ContentReader(repository: repository, key: key, listings: listings).document(entry.id, gitPath: gitPath)
+        } catch { throw .corrupt(path: gitPath, reason: "\(error)") }
+    }
+
+    // MARK: - Overlay: scratch and provisional files
+
+    func overlayAttributes(_ path: String) -> NodeAttributes? {
+        if let file = scratch.file(path) {
+            return NodeAttributes(kind: file.linkTarget == nil ? .file : .symlink, size: file.linkTarget?.utf8.count ?? file.content.count,
+                                  modified: file.modified, readOnly: false)
+        }
+        if let file = openFiles.provisional(path) {
+            return NodeAttributes(kind: .file, size: file.edit.withLock { $0.buffer.count }, modified: Self.now(), readOnly: false)
+        }
+        return nil
+    }
+
+    func overlayEntries(in directory: String) -> [(name: String, attributes: NodeAttributes)] {
+        (scratch.paths + openFiles.provisionalPaths).filter { ViewPath.split($0).parent == directory }.compactMap { path in
+            overlayAttributes(path).map { (ViewPath.split(path).name, $0) }
         }
     }
 
-    private func logError(_ error: ViewError) {
-        logger.error("read failed: \(error)")
+    func folderAttributes(readOnly: Bool) -> NodeAttributes {
+        NodeAttributes(kind: .directory, size: 0, modified: listings.snapshot.commitTime, readOnly: readOnly)
     }
 
-    func decodeDocument(_ blob: ObjectID, gitPath: String) throws -> MedicalDocument {
-        try BinderReader.readDocument(try readObject(blob), key: key, gitPath: gitPath)
-    }
-
-    private func descend(_ document: MedicalDocument, _ indexPath: [Int], path: String) throws(ViewError) -> MedicalDocument {
-        var current = document
-        for index in indexPath {
-            guard index < current.children.count else { throw .corrupt(path: path, reason: "child \(indexPath) no longer exists") }
-            current = current.children[index]
-        }
-        return current
+    static func now() -> Timestamp {
+        let t = Date().timeIntervalSince1970
+        return Timestamp(seconds: Int64(t.rounded(.down)), nanoseconds: Int32((t - t.rounded(.down)) * 1e9))
     }
 
     // MARK: - Status
 
     private func controlAttributes(_ path: String) -> NodeAttributes? {
-        if path == Self.controlDirectory {
-            return NodeAttributes(kind: .directory, size: 0, modified: snapshot.commitTime, readOnly: true)
-        }
-        if path == Self.controlDirectory + "/status" {
-            return NodeAttributes(kind: .file, size: statusText().utf8.count, modified: snapshot.commitTime, readOnly: true)
-        }
+        if path == Self.controlDirectory { return folderAttributes(readOnly: true) }
+        if path == Self.statusPath { return statusAttributes() }
         return nil
     }
 
-    /// Status of the mount, no plaintext in it.
-    private func statusText() -> String {
+    private func statusAttributes() -> NodeAttributes {
+        NodeAttributes(kind: .file, size: statusText().utf8.count, modified: listings.snapshot.commitTime, readOnly: true)
+    }
+
+    /// Status of the mount as `key: value` lines; paths and reasons, no plaintext.
+    func statusText() -> String {
         let stats = statistics
-        return """
+        var text = """
         commit: \(commit?.hex ?? "none")
         cached_bytes: \(stats.cachedBytes)
         cached_entries: \(stats.cachedEntries)
         listed_folders: \(stats.listedFolders)
         git_object_reads: \(stats.objectReads)
 
-        """ + (hooks.withLock { $0 }.status?() ?? "sync: off\n")
+        """
+        if let refusal = refusals.last {
+            text += "last_refused_save: \(Timestamps.string(from: refusal.time)) \(refusal.reason)\n"
+        }
+        return text + (committer.hooks.withLock { $0 }.status?() ?? "sync: off\n")
     }
+}
+
+/// The last save the mount refused, for `.binder/status` (the log has them all). Its own lock:
+/// refusals are noted from any FUSE thread.
+final class RefusalLog: Sendable {
+    struct Refusal: Sendable {
+        let time: Date
+        /// The path and the plain reason ("visits/x.md: 70,112 bytes; the limit is 65,535").
+        let reason: String
+    }
+
+    private let latest = Mutex<Refusal?>(nil)
+
+    init() {}
+
+    func note(_ error: WriteError) { latest.withLock { $0 = Refusal(time: Date(), reason: error.description) } }
+    var last: Refusal? { latest.withLock { $0 } }
 }

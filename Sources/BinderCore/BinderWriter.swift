@@ -44,32 +44,17 @@ public final class BinderWriter {
     /// Stages a standalone attachment shown as `folder/fileName` (e.g. `2026-02-10-photo.jpg`):
     /// `folder/<stem>.json` (type `attachment_ref`) and its sidecar `folder/<fileName>.enc`.
     public func putAttachment(_ content: [UInt8], fileName: String, folder: String, created: String = Timestamps.now()) throws {
-        let (stem, ext) = NameMapping.splitExtension(fileName)
-        let sidecarName = fileName + NameMapping.sidecarExtension
-        try putSidecar(content, at: join(folder, sidecarName))
-        let document = MedicalDocument(value: sidecarName, metadata: Self.attachmentMetadata(ext: ext, size: content.count, created: created))
-        try putDocument(document, at: join(folder, stem + NameMapping.documentExtension))
+        let record = AttachmentRecord.standalone(fileName: fileName, folder: folder, size: content.count, created: created)
+        try putSidecar(content, at: record.sidecarPath)
+        try putDocument(record.document, at: record.documentPath)
     }
 
     /// An `attachment_ref` child for a note at `documentPath`, its sidecar staged beside it.
     public func attachmentChild(_ content: [UInt8], fileName: String, documentPath: String,
                                 created: String = Timestamps.now()) throws -> MedicalDocument {
-        let folder = BinderView.parent(documentPath).parent
-        let (_, ext) = NameMapping.splitExtension(fileName)
-        let documentStem = String(BinderView.parent(documentPath).name.dropLast(NameMapping.documentExtension.count))
-        let sidecarName = documentStem + "-" + fileName + NameMapping.sidecarExtension
-        try putSidecar(content, at: join(folder, sidecarName))
-        var metadata = Self.attachmentMetadata(ext: ext, size: content.count, created: created)
-        // The name it is shown under in `X.children/` (see NameMapping.childName).
-        metadata["fileName"] = .string(fileName)
-        return MedicalDocument(value: sidecarName, metadata: metadata)
-    }
-
-    static func attachmentMetadata(ext: String, size: Int, created: String) -> JSONObject {
-        let format = AttachmentFormats.format(forExtension: String(ext.dropFirst())) ?? String(ext.dropFirst())
-        return ["type": "attachment_ref", "format": .string(format),
-                "encoding": .string(AttachmentFormats.defaultEncoding(format: format)),
-                "originalSizeBytes": JSONValue(size), "created": .string(created)]
+        let record = AttachmentRecord.child(fileName: fileName, documentPath: documentPath, size: content.count, created: created)
+        try putSidecar(content, at: record.sidecarPath)
+        return record.child
     }
 
     /// Stages a folder's encrypted `.meta.json` (display data, as the app writes it).
@@ -81,9 +66,6 @@ public final class BinderWriter {
         let payload = try NIP44.encrypt(JSONValue.object(meta).serializedBytes(), key: key)
         changes.append(.write(path: join(path, NameMapping.folderMetadataName), blob: try repository.writeBlob(Array(payload.utf8))))
     }
-
-    /// What is staged so far (for callers that commit it with more changes of their own).
-    var stagedChanges: [TreeChange] { changes }
 
     /// Commits everything staged onto the tip of `main` (a structural message, never content).
     @discardableResult

@@ -6,7 +6,7 @@ import Logging
 /// Turns one git folder into the view's listings: its own, and those of the virtual
 /// `X.children/` folders of its documents. Decrypts the folder's documents (their rendered
 /// size is needed for `stat`), never its attachments: a sidecar's size comes from its length
-/// (see `sidecarSize`). Runs under `BinderView`'s state lock.
+/// (see `sidecarSize`). Runs outside every lock; `ListingCache` keeps what it builds.
 struct ListingBuilder {
     let repository: GitRepository
     let key: NIP44.ConversationKey
@@ -258,8 +258,4 @@ struct DocumentPart: Sendable {
         guard blob == self.blob, !usesCommitTime || commitTime == self.commitTime else { return false }
         return sidecarLookups.allSatisfy { name, id in files[name]?.id == id }
     }
-}
-
-func join(_ directory: String, _ name: String) -> String {
-    directory.isEmpty ? name : directory + "/" + name
 }

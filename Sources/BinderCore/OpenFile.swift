@@ -15,6 +15,12 @@ final class OpenFile: Sendable {
         var written = false
         /// The file was unlinked while open: its bytes stay readable, nothing is stored.
         var detached = false
+        /// A time set on the file while it was open (`cp -p` and `tar` set it before closing):
+        /// stored as the record's `updated` with the bytes.
+        var modified: Timestamp?
+        /// A write or truncate past the file's limit was refused: the handle stores nothing
+        /// and every later flush reports the refusal again.
+        var refusal: WriteError?
         let writable: Bool
     }
 
@@ -25,26 +31,79 @@ final class OpenFile: Sendable {
     }
 }
 
-/// An editor's temporary, swap, backup or lock file: kept in memory, never committed.
-struct ScratchFile: Sendable {
-    var content: SecureBytes
-    var modified: Timestamp
-    /// Emacs makes its lock (`.#name`) as a symbolic link.
-    var linkTarget: String?
-    /// Times set explicitly (rsync sets them on its temporary file before renaming it): they
-    /// become the record's `updated` when the file is renamed onto a record.
-    var timesSet = false
-}
+/// The files open through the mount, by handle, and the new files not stored yet (by path, so
+/// that they are listed while being written). One lock, one reason: handing out and finding
+/// handles.
+final class OpenFileTable: Sendable {
+    private struct Table: ~Copyable {
+        var files: [UInt64: OpenFile] = [:]
+        var nextHandle: UInt64 = 1
+        /// Files created but not yet stored (before their first flush), by path.
+        var provisional: [String: OpenFile] = [:]
+    }
 
-/// Which names are editors' and tools' scratch files (PRODUCT.md, "Writing through the mount").
-enum ScratchNames {
-    static func isScratch(_ name: String) -> Bool {
-        if name.hasPrefix(".") || name.hasPrefix("#") || name.hasSuffix("~") { return true }   // .x.swp .#x #x# x~ .goutputstream-* rsync .x.XXXXXX
-        if name == "4913" || name.hasSuffix(".swp") || name.hasSuffix(".swx") || name.hasSuffix(".tmp") { return true }
-        // sed -i writes sedXXXXXX beside the file, then renames it over the file.
-        if name.count == 9, name.hasPrefix("sed"), name.dropFirst(3).allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) {
+    /// Guards the handles, the next handle number and the provisional files.
+    private let table = Mutex(Table())
+
+    init() {}
+
+    func register(_ file: OpenFile, provisionalAt path: String? = nil) -> UInt64 {
+        table.withLock { table in
+            let handle = table.nextHandle
+            table.nextHandle += 1
+            table.files[handle] = file
+            if let path { table.provisional[path] = file }
+            return handle
+        }
+    }
+
+    func file(_ handle: UInt64) -> OpenFile? { table.withLock { $0.files[handle] } }
+
+    /// Forgets a handle (and its provisional entry, if the file was never stored).
+    func remove(_ handle: UInt64) {
+        table.withLock { table in
+            guard let file = table.files.removeValue(forKey: handle) else { return }
+            let path = file.edit.withLock { $0.path }
+            if table.provisional[path] === file { table.provisional.removeValue(forKey: path) }
+        }
+    }
+
+    func provisional(_ path: String) -> OpenFile? { table.withLock { $0.provisional[path] } }
+
+    /// The file at `path` is stored (or gone): it is no longer provisional.
+    @discardableResult
+    func dropProvisional(_ path: String, onlyIf file: OpenFile? = nil) -> Bool {
+        table.withLock { table in
+            guard let current = table.provisional[path], file == nil || current === file else { return false }
+            table.provisional.removeValue(forKey: path)
             return true
         }
-        return false
+    }
+
+    var provisionalPaths: [String] { table.withLock { Array($0.provisional.keys) } }
+
+    /// Applies `body` to every open file currently at `path` (unlink detaches them, rename
+    /// moves them, utimens dates them), outside the table's lock.
+    func forEach(at path: String, _ body: (inout OpenFile.Edit) -> Void) {
+        for file in table.withLock({ Array($0.files.values) }) {
+            file.edit.withLock { edit in if edit.path == path && !edit.detached { body(&edit) } }
+        }
+    }
+
+    /// The sizes of files that writers have changed and not yet stored, by path.
+    func dirtySizes() -> [String: Int] {
+        var sizes: [String: Int] = [:]
+        for file in table.withLock({ Array($0.files.values) }) {
+            file.edit.withLock { edit in if edit.dirty && !edit.detached { sizes[edit.path] = edit.buffer.count } }
+        }
+        return sizes
+    }
+
+    /// Drops every handle (at unmount: their plaintext is zeroed as it goes).
+    func removeAll() {
+        table.withLock { table in
+            table.files.removeAll()
+            table.provisional.removeAll()
+        }
     }
 }

@@ -1,43 +1,56 @@
 import BinderCrypto
+import Synchronization
 
-/// A bounded least-recently-used cache of plaintext, keyed by where it came from.
+/// A bounded least-recently-used cache of plaintext, keyed by where it came from: why it
+/// exists is that decrypting is the cost of a read, and memory for it must have a bound.
 ///
 /// Entries are `SecureBytes`: memory is zeroed when an entry is evicted and the last reader lets
 /// go of it (open files keep their own reference), and at unmount when the cache is cleared.
-/// Not thread-safe: `BinderView` guards it with its state lock.
-struct PlaintextCache {
+final class PlaintextCache: Sendable {
+    private struct Entries: ~Copyable {
+        var size = 0
+        var entries: [Node.Source: (bytes: SecureBytes, lastUse: UInt64)] = [:]
+        var clock: UInt64 = 0
+    }
+
     let capacity: Int
-    private(set) var size = 0
-    private var entries: [Node.Source: (bytes: SecureBytes, lastUse: UInt64)] = [:]
-    private var clock: UInt64 = 0
+    /// Guards the entries, their total size and the use clock.
+    private let state = Mutex(Entries())
 
     init(capacity: Int) { self.capacity = capacity }
 
-    mutating func get(_ key: Node.Source) -> SecureBytes? {
-        guard let entry = entries[key] else { return nil }
-        clock += 1
-        entries[key] = (entry.bytes, clock)
-        return entry.bytes
+    func get(_ key: Node.Source) -> SecureBytes? {
+        state.withLock { state in
+            guard let entry = state.entries[key] else { return nil }
+            state.clock += 1
+            state.entries[key] = (entry.bytes, state.clock)
+            return entry.bytes
+        }
     }
 
     /// Stores `bytes` unless it alone is larger than the whole cache; evicts the least recently
     /// used entries to make room.
-    mutating func put(_ key: Node.Source, _ bytes: SecureBytes) {
+    func put(_ key: Node.Source, _ bytes: SecureBytes) {
         guard bytes.count <= capacity else { return }
-        if let old = entries.removeValue(forKey: key) { size -= old.bytes.count }
-        while size + bytes.count > capacity, let victim = entries.min(by: { $0.value.lastUse < $1.value.lastUse }) {
-            entries.removeValue(forKey: victim.key)
-            size -= victim.value.bytes.count
+        state.withLock { state in
+            if let old = state.entries.removeValue(forKey: key) { state.size -= old.bytes.count }
+            while state.size + bytes.count > capacity, let victim = state.entries.min(by: { $0.value.lastUse < $1.value.lastUse }) {
+                state.entries.removeValue(forKey: victim.key)
+                state.size -= victim.value.bytes.count
+            }
+            state.clock += 1
+            state.entries[key] = (bytes, state.clock)
+            state.size += bytes.count
         }
-        clock += 1
-        entries[key] = (bytes, clock)
-        size += bytes.count
     }
 
-    mutating func removeAll() {
-        entries.removeAll()
-        size = 0
+    func removeAll() {
+        state.withLock { state in
+            state.entries.removeAll()
+            state.size = 0
+        }
     }
 
-    var count: Int { entries.count }
+    /// Bytes and entries held.
+    var usage: (bytes: Int, entries: Int) { state.withLock { ($0.size, $0.entries.count) } }
 }

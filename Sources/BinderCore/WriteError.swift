@@ -1,5 +1,9 @@
-/// Why a change through the view was refused; the FUSE bridge maps each case to an errno and
-/// logs the reason. Nothing stored is changed when one is thrown.
+import SystemPackage
+
+/// Why a change through the view was refused. Each case carries its errno (`errno`), which the
+/// FUSE bridge returns as it is; `description` is the plain reason for the log and
+/// `binder status` (paths and reasons, never content). Nothing stored is changed when one is
+/// thrown.
 public enum WriteError: Error, Sendable, Equatable, CustomStringConvertible {
     case notFound(String)
     case exists(String)
@@ -8,15 +12,48 @@ public enum WriteError: Error, Sendable, Equatable, CustomStringConvertible {
     case notDirectory(String)
     /// Raw files (undecryptable, unparsable, not binder's) and binder's own status files.
     case readOnly(String)
+    /// A change the binder format does not allow (deleting `patient-info`, a folder named
+    /// `.git`, …).
+    case notPermitted(path: String, reason: String)
+    /// A name component over 255 bytes.
+    case nameTooLong(String)
     /// The content cannot be stored: front matter that does not parse, a name that cannot be
     /// a file name, text that is not UTF-8.
     case invalid(path: String, reason: String)
-    /// A document over NIP-44's 65,535-byte limit.
-    case tooLarge(path: String, bytes: Int)
+    /// Over a limit: a document's 65,535 bytes (NIP-44), or the attachment size limit.
+    case tooLarge(path: String, bytes: Int, limit: Int)
     /// Reading what is stored failed (corrupt data under a record being changed).
     case corrupt(path: String, reason: String)
-    /// git could not store the change.
-    case storage(String)
+    /// git could not store the change; `code` is the system's reason (ENOSPC, EDQUOT, EROFS,
+    /// EIO…), taken from the failing call.
+    case storage(path: String, reason: String, code: Errno)
+
+    /// What `errno` the caller of the file operation gets.
+    public var errno: Errno {
+        switch self {
+        case .notFound: return .noSuchFileOrDirectory
+        case .exists: return .fileExists
+        case .notEmpty: return .directoryNotEmpty
+        case .isDirectory: return .isDirectory
+        case .notDirectory: return .notDirectory
+        case .readOnly: return .permissionDenied
+        case .notPermitted: return .notPermitted
+        case .nameTooLong: return .fileNameTooLong
+        case .invalid: return .invalidArgument
+        case .tooLarge: return .fileTooLarge
+        case .corrupt: return .ioError
+        case .storage(_, _, let code): return code
+        }
+    }
+
+    /// Whether the log must say it (refusals of content and failures), beyond the errno the
+    /// caller sees: the ones a person needs the reason for.
+    public var needsReason: Bool {
+        switch self {
+        case .notPermitted, .invalid, .tooLarge, .corrupt, .storage: return true
+        default: return false
+        }
+    }
 
     public var description: String {
         switch self {
@@ -26,10 +63,23 @@ public enum WriteError: Error, Sendable, Equatable, CustomStringConvertible {
         case .isDirectory(let p): return "\(p): is a folder"
         case .notDirectory(let p): return "\(p): not a folder"
         case .readOnly(let p): return "\(p): read-only (shown as stored; see binder verify)"
+        case .notPermitted(let p, let why): return "\(p): \(why)"
+        case .nameTooLong(let p): return "\(p): a name is over 255 bytes"
         case .invalid(let p, let why): return "\(p): \(why)"
-        case .tooLarge(let p, let n): return "\(p): \(n) bytes of JSON is over NIP-44's 65,535-byte limit"
+        case .tooLarge(let p, let n, let limit): return "\(p): \(Self.grouped(n)) bytes; the limit is \(Self.grouped(limit))"
         case .corrupt(let p, let why): return "\(p): stored record cannot be read: \(why)"
-        case .storage(let why): return "git: \(why)"
+        case .storage(let p, let why, _): return "\(p): not stored: \(why)"
         }
+    }
+
+    /// 70112 -> "70,112".
+    static func grouped(_ n: Int) -> String {
+        let digits = String(n.magnitude)
+        var out = ""
+        for (i, c) in digits.enumerated() {
+            if i > 0 && (digits.count - i) % 3 == 0 { out.append(",") }
+            out.append(c)
+        }
+        return (n < 0 ? "-" : "") + out
     }
 }

@@ -4,6 +4,7 @@ import Dispatch
 import Glibc
 import Logging
 import Synchronization
+import SystemPackage
 
 /// What every FUSE callback reaches through `fuse_get_context()->private_data`: the view and
 /// the logger. Retained once by `FUSEMount` (`Unmanaged.passRetained`), borrowed per call.
@@ -55,19 +56,16 @@ final class FileSystemContext: Sendable {
         Unmanaged<FileSystemContext>.fromOpaque(fuse_get_context()!.pointee.private_data!).takeUnretainedValue()
     }
 
-    /// Maps a view error to a negative errno; corrupt data is logged (once, by the view) as EIO.
+    /// The one mapping of errors to a negative errno: typed errors carry theirs from where they
+    /// arose. The view has already logged what a person needs to know (refusals with their
+    /// reason, corrupt data, storage failures); anything untyped is a bug, logged here as EIO.
     func errno(_ error: any Error) -> Int32 {
-        if let error = error as? WriteError { return writeErrno(error) }
-        guard let error = error as? ViewError else {
+        switch error {
+        case let error as WriteError: return -error.errno.rawValue
+        case let error as ViewError: return -error.errno.rawValue
+        default:
             logger.error("unexpected error: \(error)")
             return -EIO
-        }
-        switch error {
-        case .notFound: return -ENOENT
-        case .notDirectory: return -ENOTDIR
-        case .isDirectory: return -EISDIR
-        case .corrupt, .storage: return -EIO
-        case .badHandle: return -EBADF
         }
     }
 
@@ -93,40 +91,5 @@ final class FileSystemContext: Sendable {
         stat.pointee.st_mtim = time
         stat.pointee.st_ctim = time
         stat.pointee.st_atim = time
-    }
-}
-
-extension FileSystemContext {
-    /// Maps a refused change to an errno; the reason goes to the log (paths and reasons only).
-    func writeErrno(_ error: WriteError) -> Int32 {
-        switch error {
-        case .notFound: return -ENOENT
-        case .exists: return -EEXIST
-        case .notEmpty: return -ENOTEMPTY
-        case .isDirectory: return -EISDIR
-        case .notDirectory: return -ENOTDIR
-        case .readOnly: return -EACCES
-        case .invalid:
-            logger.error("refused: \(error)")
-            return -EINVAL
-        case .tooLarge:
-            logger.error("refused: \(error)")
-            return -EFBIG
-        case .corrupt, .storage:
-            logger.error("not stored: \(error)")
-            return error.description.contains("No space") ? -ENOSPC : -EIO
-        }
-    }
-
-    /// At flush/fsync/close, content that cannot be stored is an I/O error for the caller.
-    func storeErrno(_ error: any Error) -> Int32 {
-        guard let error = error as? WriteError else { return self.errno(error) }
-        switch error {
-        case .invalid:
-            logger.error("not stored: \(error)")
-            return -EIO
-        default:
-            return writeErrno(error)
-        }
     }
 }

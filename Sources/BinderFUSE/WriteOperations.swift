@@ -38,7 +38,7 @@ enum WriteOperations {
                     fs.changed(name)
                 }
                 return 0
-            } catch { return fs.storeErrno(error) }
+            } catch { return fs.errno(error) }
         }
 
         // flush runs at every close(2) of a descriptor: the caller's close reports its result.
@@ -62,7 +62,7 @@ enum WriteOperations {
         } catch {
             // What the kernel cached of the refused bytes must not be shown: the stored version is.
             if let path { fs.changed(String(cString: path)) }
-            return fs.storeErrno(error)
+            return fs.errno(error)
         }
     }
 }

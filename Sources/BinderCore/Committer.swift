@@ -1,0 +1,185 @@
+import BinderCrypto
+import BinderFormat
+import BinderGit
+import Foundation
+import Logging
+import Synchronization
+import SystemPackage
+
+/// The commit path: one plan at a time is encrypted, committed compare-and-swap onto the
+/// snapshot it was planned against, made durable, and shown. It exists so that every change
+/// through the view is exactly one commit, in order; when `main` moved underneath (a sync),
+/// the snapshot is reloaded and the change planned again.
+final class Committer: Sendable {
+    /// What the mount's sync engine hangs on the view (see `BinderView.setSyncHooks`).
+    struct Hooks: Sendable {
+        var onCommit: (@Sendable (ObjectID) -> Void)?
+        var status: (@Sendable () -> String)?
+        /// Told the view paths a commit from elsewhere changed (the FUSE bridge drops what the
+        /// kernel cached of them).
+        var onStale: (@Sendable ([String]) -> Void)?
+    }
+
+    let repository: GitRepository
+    let key: NIP44.ConversationKey
+    let logger: Logger
+    let branch: String
+    /// Name and e-mail of the commits; each commit takes the time of its own save.
+    let authorName: String
+    let authorEmail: String
+    let listings: ListingCache
+    /// Serialises plan-and-commit, and the adoption of commits from elsewhere. Taken before any
+    /// other lock of the view, never inside one.
+    let writeLock = Mutex(())
+    /// Guards the hooks; read (copied out) before calling them, never held across a call.
+    let hooks = Mutex(Hooks())
+
+    /// How often a plan is made again when `main` moved under it before giving up.
+    static let attempts = 3
+
+    init(repository: GitRepository, key: NIP44.ConversationKey, logger: Logger, branch: String, author: Signature,
+         listings: ListingCache) {
+        self.repository = repository
+        self.key = key
+        self.logger = logger
+        self.branch = branch
+        authorName = author.name
+        authorEmail = author.email
+        self.listings = listings
+    }
+
+    /// Plans against the current snapshot and commits; on a concurrent update, reloads and
+    /// plans again. Returns the commit made, or nil when the plan changed nothing.
+    @discardableResult
+    func commit(_ plan: () throws(WriteError) -> WritePlan) throws(WriteError) -> ObjectID? {
+        try writeLock.withLock { _ throws(WriteError) -> ObjectID? in
+            for attempt in 1...Self.attempts {
+                let planned = try plan()
+                if planned.changes.isEmpty { return nil }
+                let parent = listings.snapshot.commit
+                let changes = try encrypt(planned.changes)
+                do {
+                    let author = Signature(name: authorName, email: authorEmail, time: Date())
+                    let id = try repository.commitChanges(onto: parent, changes: changes, message: planned.message, author: author,
+                                                          branch: branch)
+                    try adopt(commitOnTop: id, changes: changes)
+                    hooks.withLock { $0 }.onCommit?(id)
+                    followInWorkTree(changes)
+                    logger.debug("committed", metadata: ["message": "\(planned.message)", "paths": "\(changes.map(\.path))"])
+                    return id
+                } catch let error as GitError where error.isConcurrentUpdate && attempt < Self.attempts {
+                    logger.info("main moved under a write; planning again")
+                    do { try adoptArrivedLocked(commit: try repository.branchTip(branch)) } catch {
+                        throw WriteError.storage(path: planned.changes.first?.gitPath ?? "", reason: "\(error)", code: Self.code(of: error))
+                    }
+                } catch let error as WriteError {
+                    throw error
+                } catch {
+                    throw WriteError.storage(path: planned.changes.first?.gitPath ?? "", reason: "\(error)", code: Self.code(of: error))
+                }
+            }
+            return nil
+        }
+    }
+
+    /// Encrypts what the plan holds in plaintext and writes the blobs (not yet a commit: until
+    /// the ref moves they are unreferenced objects that `git gc` may drop).
+    private func encrypt(_ planned: [PlannedChange]) throws(WriteError) -> [TreeChange] {
+        var changes: [TreeChange] = []
+        for change in planned {
+            do {
+                switch change {
+                case .document(let gitPath, let json), .folderMetadata(let gitPath, let json):
+                    let payload = try NIP44.encrypt(json, key: key)
+                    changes.append(.write(path: gitPath, blob: try repository.writeBlob(Array(payload.utf8))))
+                case .sidecar(let gitPath, let content):
+                    changes.append(.write(path: gitPath, blob: try repository.writeBlob(try Sidecar.encrypt(content, key: key))))
+                case .blob(let gitPath, let id):
+                    changes.append(.write(path: gitPath, blob: id))
+                case .delete(let gitPath):
+                    changes.append(.delete(path: gitPath))
+                }
+            } catch {
+                if case NIP44.Error.plaintextSize(let n) = error {
+                    throw .tooLarge(path: change.gitPath, bytes: n, limit: WriteLimits.documentMaximum)
+                }
+                throw .storage(path: change.gitPath, reason: "\(error)", code: Self.code(of: error))
+            }
+        }
+        return changes
+    }
+
+    /// The system's reason for a storage failure: the errno of the failing call where the git
+    /// store kept it (a full disk is ENOSPC, not EIO), else EIO.
+    static func code(of error: any Error) -> Errno {
+        _ = error  // MERGE: GitError.posixErrno
+        return .ioError
+    }
+
+    /// On a non-bare repository the work tree (ciphertext) and index follow each commit, so
+    /// that `git status` stays clean. A failure here loses nothing: the commit is made.
+    private func followInWorkTree(_ changes: [TreeChange]) {
+        guard !repository.isBare else { return }
+        do { try repository.syncWorkTreeToHead(paths: changes.map(\.path)) } catch {
+            logger.warning("work tree not updated: \(error)")
+        }
+    }
+
+    // MARK: - Showing commits
+
+    /// Shows this view's own commit `id`, made of `changes` on top of the snapshot shown
+    /// (`writeLock` held): only the folders it touched are read again.
+    private func adopt(commitOnTop id: ObjectID, changes: [TreeChange]) throws {
+        let base = listings.snapshot
+        guard base.commit != nil else { return listings.adopt(try Snapshot.load(repository, commit: id), changes: changes) }
+        let next = try base.advanced(to: id, changes: changes, repository: repository)
+        #if DEBUG
+        // The incremental snapshot must equal a full read (tests run debug builds).
+        let full = try Snapshot.load(repository, commit: id)
+        precondition(full.gitFolders == next.gitFolders, "incremental snapshot differs from a full read after \(changes)")
+        #endif
+        listings.adopt(next, changes: changes)
+    }
+
+    /// Shows `commit`, which moved the branch from elsewhere (`writeLock` held), and returns
+    /// the view paths whose names, attributes or contents changed, their folders included.
+    /// Only listings of the git folders that changed are rebuilt; paths the kernel never saw
+    /// (folders not listed yet) are not returned.
+    @discardableResult
+    func adoptArrivedLocked(commit: ObjectID?) throws -> [String] {
+        let old = listings.snapshot
+        guard old.commit != commit else { return [] }
+        let new = try Snapshot.load(repository, commit: commit)
+        var changed: [TreeChange] = []
+        for folder in Set(old.gitFolders.keys).union(new.gitFolders.keys) {
+            let before = old.gitFolders[folder] ?? [], after = new.gitFolders[folder] ?? []
+            if before == after { continue }
+            let beforeByPath = Dictionary(before.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
+            let afterByPath = Dictionary(after.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
+            for path in Set(beforeByPath.keys).union(afterByPath.keys) where beforeByPath[path] != afterByPath[path] {
+                changed.append(.delete(path: path))
+            }
+            if old.gitFolders[folder] == nil || new.gitFolders[folder] == nil { changed.append(.delete(path: folder)) }
+        }
+        let oldListings = listings.builtListings
+        listings.adopt(new, changes: changed)
+        let kept = Set(listings.builtListings.keys)
+
+        var stale: [String] = []
+        for (folder, oldListing) in oldListings where !kept.contains(folder) {
+            let newNodes = (try? listings.listing(folder))?.nodes
+            var folderChanged = newNodes == nil
+            for name in Set(oldListing.nodes.keys).union(newNodes?.keys ?? [:].keys) {
+                let a = oldListing.nodes[name], b = newNodes?[name]
+                if a?.source != b?.source || a?.size != b?.size || a?.modified != b?.modified {
+                    stale.append(join(folder, name))
+                    folderChanged = true
+                }
+            }
+            if folderChanged { stale.append(folder) }
+        }
+        logger.info("showing a commit from elsewhere", metadata: ["commit": "\(commit?.hex ?? "none")", "stale_paths": "\(stale.count)"])
+        if !stale.isEmpty { hooks.withLock { $0 }.onStale?(stale) }
+        return stale
+    }
+}

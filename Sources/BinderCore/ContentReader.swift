@@ -1,0 +1,65 @@
+import BinderCrypto
+import BinderFormat
+import BinderGit
+
+/// Produces a node's plaintext from git: decrypts (and renders) documents, children, inline
+/// attachments and sidecars; raw files as stored. Runs outside every lock; the view caches
+/// what it returns.
+struct ContentReader {
+    let repository: GitRepository
+    let key: NIP44.ConversationKey
+    /// Counts the git objects read (for `.binder/status`).
+    let listings: ListingCache
+
+    func produce(_ node: Node, path: String) throws(ViewError) -> SecureBytes {
+        switch node.source {
+        case .directory:
+            throw .isDirectory(path)
+        case .raw(let blob):
+            return SecureBytes(try readObject(blob, gitPath: node.gitPath))
+        case .sidecar(let blob):
+            do { return try Sidecar.decrypt(try readObject(blob, gitPath: node.gitPath), key: key) } catch let error as ViewError {
+                throw error
+            } catch { throw .corrupt(path: node.gitPath, reason: "\(error)") }
+        case .document(let blob):
+            let document = try decoded(blob, gitPath: node.gitPath)
+            return SecureBytes(utf8: FrontMatter.render(metadata: document.metadata, value: document.value))
+        case .child(let blob, let indexPath):
+            let child = try descend(try decoded(blob, gitPath: node.gitPath), indexPath, gitPath: node.gitPath)
+            return SecureBytes(utf8: FrontMatter.render(metadata: child.metadata, value: child.value))
+        case .inlineAttachment(let blob, let indexPath):
+            let child = try descend(try decoded(blob, gitPath: node.gitPath), indexPath, gitPath: node.gitPath)
+            guard let bytes = Sidecar.decodeInline(child.value) else {
+                throw .corrupt(path: node.gitPath, reason: "inline attachment is not base64")
+            }
+            return bytes
+        }
+    }
+
+    /// A document, decrypted and parsed.
+    func document(_ blob: ObjectID, gitPath: String) throws -> MedicalDocument {
+        try BinderReader.readDocument(try readObject(blob, gitPath: gitPath), key: key, gitPath: gitPath)
+    }
+
+    private func decoded(_ blob: ObjectID, gitPath: String) throws(ViewError) -> MedicalDocument {
+        do { return try document(blob, gitPath: gitPath) } catch let error as ViewError { throw error } catch {
+            throw .corrupt(path: gitPath, reason: "\(error)")
+        }
+    }
+
+    private func readObject(_ id: ObjectID, gitPath: String) throws(ViewError) -> [UInt8] {
+        listings.objectReads.add(1, ordering: .relaxed)
+        do { return try repository.readBlob(id) } catch {
+            throw .storage(path: gitPath, reason: "\(error)", code: Committer.code(of: error))
+        }
+    }
+
+    private func descend(_ document: MedicalDocument, _ indexPath: [Int], gitPath: String) throws(ViewError) -> MedicalDocument {
+        var current = document
+        for index in indexPath {
+            guard index < current.children.count else { throw .corrupt(path: gitPath, reason: "child \(indexPath) no longer exists") }
+            current = current.children[index]
+        }
+        return current
+    }
+}

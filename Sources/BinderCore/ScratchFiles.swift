@@ -1,0 +1,100 @@
+import BinderCrypto
+import Synchronization
+
+/// What exists only in memory, never committed: editors' temporary, swap, backup and lock
+/// files; records hidden behind an editor's backup rename; and `.children` folders made before
+/// anything was written into them.
+final class ScratchFiles: Sendable {
+    private struct Contents: ~Copyable {
+        var files: [String: ScratchFile] = [:]
+        /// Records renamed to a scratch name (an editor's backup): hidden, still stored.
+        var hidden: Set<String> = []
+        /// `X.children` folders made with mkdir, not yet holding a child (nothing in git).
+        var pendingFolders: [String: Parent] = [:]
+    }
+
+    /// Guards the scratch files, the hidden records and the pending folders.
+    private let contents = Mutex(Contents())
+
+    init() {}
+
+    func file(_ path: String) -> ScratchFile? { contents.withLock { $0.files[path] } }
+
+    func put(_ path: String, _ file: ScratchFile) { contents.withLock { $0.files[path] = file } }
+
+    @discardableResult
+    func remove(_ path: String) -> ScratchFile? { contents.withLock { $0.files.removeValue(forKey: path) } }
+
+    /// Renames a scratch file; the target is no longer a hidden record.
+    func move(_ from: String, to: String) {
+        contents.withLock { contents in
+            contents.files[to] = contents.files.removeValue(forKey: from)
+            contents.hidden.remove(to)
+        }
+    }
+
+    /// Changes a scratch file in place; false when there is none at `path`.
+    func update(_ path: String, _ body: (inout ScratchFile) -> Void) -> Bool {
+        contents.withLock { contents in
+            guard var file = contents.files[path] else { return false }
+            body(&file)
+            contents.files[path] = file
+            return true
+        }
+    }
+
+    var paths: [String] { contents.withLock { Array($0.files.keys) } }
+
+    func isHidden(_ path: String) -> Bool { contents.withLock { $0.hidden.contains(path) } }
+    func hide(_ path: String) { contents.withLock { _ = $0.hidden.insert(path) } }
+    func unhide(_ path: String) { contents.withLock { _ = $0.hidden.remove(path) } }
+    var hidden: Set<String> { contents.withLock { $0.hidden } }
+
+    func pendingFolder(_ path: String) -> Parent? { contents.withLock { $0.pendingFolders[path] } }
+    func addPendingFolder(_ path: String, _ parent: Parent) { contents.withLock { $0.pendingFolders[path] = parent } }
+    @discardableResult
+    func removePendingFolder(_ path: String) -> Bool { contents.withLock { $0.pendingFolders.removeValue(forKey: path) != nil } }
+    var pendingFolders: [String] { contents.withLock { Array($0.pendingFolders.keys) } }
+
+    /// A file was stored under `path`: the pending folders it was written into (at any depth)
+    /// now exist in git.
+    func stored(_ path: String) {
+        contents.withLock { contents in
+            for folder in ViewPath.ancestors(of: path) { contents.pendingFolders.removeValue(forKey: folder) }
+            contents.hidden.remove(path)
+        }
+    }
+
+    func removeAll() {
+        contents.withLock { contents in
+            contents.files.removeAll()
+            contents.hidden.removeAll()
+            contents.pendingFolders.removeAll()
+        }
+    }
+}
+
+/// An editor's temporary, swap, backup or lock file: kept in memory, never committed.
+struct ScratchFile: Sendable {
+    var content: SecureBytes
+    var modified: Timestamp
+    /// Emacs makes its lock (`.#name`) as a symbolic link.
+    var linkTarget: String?
+    /// Times set explicitly (rsync sets them on its temporary file before renaming it): they
+    /// become the record's `updated` when the file is renamed onto a record.
+    var timesSet = false
+}
+
+/// Which names are editors' and tools' scratch files (docs/PRODUCT.md, "Writing through the
+/// mount"). Rows of Tests/BinderCoreTests/ScratchNamesTests.swift.
+enum ScratchNames {
+    static func isScratch(_ name: String) -> Bool {
+        if name.hasPrefix(".") || name.hasPrefix("#") || name.hasSuffix("~") { return true }   // .x.swp .#x #x# x~ .goutputstream-* rsync .x.XXXXXX
+        if name == "4913" || name.hasSuffix(".swp") || name.hasSuffix(".swx") || name.hasSuffix(".tmp") { return true }
+        // sed -i writes sedXXXXXX beside the file, then renames it over the file.
+        if name.count == 9, name.hasPrefix("sed"), name.dropFirst(3).allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) {
+            return true
+        }
+        return false
+    }
+}

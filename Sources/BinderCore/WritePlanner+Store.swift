@@ -1,0 +1,232 @@
+import BinderFormat
+import BinderGit
+
+/// What a save becomes (docs/DESIGN.md, "Writes"): `*.md` in a folder is a document, any other
+/// file an attachment (`attachment_ref` + DEK sidecar); in `X.children/` both become children
+/// of `X`. Front matter is the metadata as written; `updated` is the time the writer set, an
+/// `updated:` the writer changed, or now.
+extension WritePlanner {
+    struct Edit {
+        let planner: WritePlanner
+        let path: String
+        let name: String
+        let content: [UInt8]
+        /// The time the writer set on the file (ISO 8601), if any.
+        let modified: String?
+
+        var isMarkdown: Bool { name.hasSuffix(NameMapping.markdownExtension) }
+        var binder: any StoredBinder { planner.binder }
+        var now: String { planner.now }
+
+        // MARK: Saving over what is shown
+
+        func replace(_ current: Node) throws(WriteError) -> WritePlan {
+            switch (current.source, current.owner) {
+            case (.document, _):
+                var document = try binder.document(current.gitPath)
+                guard try apply(to: &document, isNew: false, isChild: false) else { return .none() }
+                return WritePlan(changes: [try planner.documentChange(document, at: current.gitPath, path: path)], message: "Update entry")
+            case (.sidecar, .document(let reference)?):
+                var document = try binder.document(reference)
+                document.metadata["originalSizeBytes"] = JSONValue(content.count)
+                document.metadata["updated"] = .string(modified ?? now)
+                return WritePlan(changes: [.sidecar(gitPath: current.gitPath, content: content),
+                                           try planner.documentChange(document, at: reference, path: path)],
+                                 message: "Update attachment")
+            case (.sidecar, nil):
+                return WritePlan(changes: [.sidecar(gitPath: current.gitPath, content: content)], message: "Update attachment")
+            case (.child(_, let indexPath), _), (.inlineAttachment(_, let indexPath), _), (.sidecar, .child(_, let indexPath)?):
+                var documentPath = current.gitPath
+                if case .child(let owner, _)? = current.owner { documentPath = owner }
+                return try replaceChild(current, documentPath: documentPath, indexPath: indexPath)
+            default:
+                throw .readOnly(path)
+            }
+        }
+
+        private func replaceChild(_ current: Node, documentPath: String, indexPath: [Int]) throws(WriteError) -> WritePlan {
+            guard let index = indexPath.last else { throw .corrupt(path: path, reason: "not a child") }
+            var document = try binder.document(documentPath)
+            var extra: [PlannedChange] = []
+            var changed = true
+            try WritePlanner.modifyChild(&document, at: Array(indexPath.dropLast()), path: path) { (parent) throws(WriteError) in
+                guard index < parent.children.count else { throw .corrupt(path: documentPath, reason: "child \(index) is gone") }
+                if case .sidecar = current.source {
+                    extra.append(.sidecar(gitPath: current.gitPath, content: content))
+                    parent.children[index].metadata["originalSizeBytes"] = JSONValue(content.count)
+                    parent.children[index].metadata["updated"] = .string(modified ?? now)
+                } else if isMarkdown {
+                    changed = try apply(to: &parent.children[index], isNew: false, isChild: true)
+                } else {
+                    // An inline attachment replaced: it becomes a sidecar, as new writes are.
+                    let record = AttachmentRecord.child(fileName: name, documentPath: documentPath, size: content.count,
+                                                        created: modified ?? now, taken: { binder.entry($0) != nil })
+                    parent.children[index] = record.child
+                    extra.append(.sidecar(gitPath: record.sidecarPath, content: content))
+                }
+                WritePlanner.settleName(of: &parent.children, at: index, shownAs: name)
+            }
+            guard changed || !extra.isEmpty else { return .none() }
+            return WritePlan(changes: extra + [try planner.documentChange(document, at: documentPath, path: path)], message: "Update entry")
+        }
+
+        // MARK: New files
+
+        func create(inFolder folder: String) throws(WriteError) -> WritePlan {
+            let category = folder.split(separator: "/").first.map(String.init) ?? "binder"
+            if isMarkdown {
+                let gitPath = join(folder, NameMapping.splitExtension(name).stem + NameMapping.documentExtension)
+                guard binder.entry(gitPath) == nil else { throw .exists(path) }
+                var document = MedicalDocument(value: "", metadata: [:])
+                _ = try apply(to: &document, isNew: true, isChild: false, defaultType: Categories.documentType(forFolder: folder))
+                return WritePlan(changes: [try planner.documentChange(document, at: gitPath, path: path)], message: "Add \(category) entry")
+            }
+            let record = AttachmentRecord.standalone(fileName: name, folder: folder, size: content.count, created: modified ?? now)
+            guard binder.entry(record.documentPath) == nil, binder.entry(record.sidecarPath) == nil else { throw .exists(path) }
+            return WritePlan(changes: [.sidecar(gitPath: record.sidecarPath, content: content),
+                                       try planner.documentChange(record.document, at: record.documentPath, path: path)],
+                             message: "Add attachment")
+        }
+
+        func create(childOf parent: Parent) throws(WriteError) -> WritePlan {
+            var target = try planner.parentDocument(parent, path: path)
+            var extra: [PlannedChange] = []
+            let documentPath = target.documentPath
+            try WritePlanner.modifyChild(&target.document, at: target.indexPath, path: path) { (owner) throws(WriteError) in
+                if isMarkdown {
+                    var child = MedicalDocument(value: "", metadata: [:])
+                    _ = try apply(to: &child, isNew: true, isChild: true, defaultType: "addendum")
+                    owner.children.append(child)
+                } else {
+                    let record = AttachmentRecord.child(fileName: name, documentPath: documentPath, size: content.count,
+                                                        created: modified ?? now, taken: { binder.entry($0) != nil })
+                    owner.children.append(record.child)
+                    extra.append(.sidecar(gitPath: record.sidecarPath, content: content))
+                }
+                WritePlanner.settleName(of: &owner.children, at: owner.children.count - 1, shownAs: name)
+            }
+            return WritePlan(changes: extra + [try planner.documentChange(target.document, at: documentPath, path: path)],
+                             message: target.isNew ? "Add entry" : "Update entry")
+        }
+
+        // MARK: Front matter
+
+        /// Front matter -> metadata (kept from the previous version when the file has none),
+        /// body -> value; `type` and `created` kept or made; `updated` as `updated(…)` says.
+        /// False when the save changes nothing (the same bytes saved again).
+        func apply(to document: inout MedicalDocument, isNew: Bool, isChild: Bool, defaultType: String? = nil) throws(WriteError) -> Bool {
+            let parsed: (metadata: JSONObject?, value: String)
+            do { parsed = try FrontMatter.parse(content) } catch { throw .invalid(path: path, reason: "\(error)") }
+            let previous = document.metadata
+            if !isNew, modified == nil, parsed.value == document.value, (parsed.metadata ?? previous) == previous { return false }
+            var metadata = parsed.metadata ?? previous
+            if metadata["type"]?.stringValue == nil {
+                metadata["type"] = previous["type"] ?? .string(defaultType ?? Categories.defaultType)
+            }
+            if metadata["created"] == nil { metadata["created"] = previous["created"] ?? .string(now) }
+            metadata["updated"] = updated(written: parsed.metadata?["updated"], previous: previous["updated"], keepAbsent: isChild && previous["updated"] == nil)
+            document.metadata = metadata
+            document.value = parsed.value
+            return true
+        }
+
+        /// The time the writer set; else an `updated:` the writer changed (and that reads as a
+        /// time); else now. A child that has none and is written without one stays without (the
+        /// apps' children carry only `created`; their time is their parent's).
+        private func updated(written: JSONValue?, previous: JSONValue?, keepAbsent: Bool) -> JSONValue? {
+            if let modified { return .string(modified) }
+            if let written, written != previous, let text = written.stringValue, Timestamps.parse(text) != nil { return written }
+            if keepAbsent && written == nil { return nil }
+            return .string(now)
+        }
+    }
+
+    /// The document a new child goes into, made (empty) when its `.children` folder was made
+    /// before it: `X.children/` written before `X.md` (rsync, tar and cp restore in that order).
+    struct ParentDocument {
+        var documentPath: String
+        var document: MedicalDocument
+        /// Where in `document` the new child goes.
+        var indexPath: [Int]
+        var isNew: Bool
+    }
+
+    func parentDocument(_ parent: Parent, path: String) throws(WriteError) -> ParentDocument {
+        switch parent {
+        case .folder:
+            throw .invalid(path: path, reason: "not a children folder")
+        case .children(let documentPath, let indexPath):
+            return ParentDocument(documentPath: documentPath, document: try binder.document(documentPath), indexPath: indexPath, isNew: false)
+        case .childrenOfMissing(.folder(let folder), let stem):
+            let gitPath = join(folder, stem + NameMapping.documentExtension)
+            if binder.entry(gitPath) != nil {  // written meanwhile
+                return ParentDocument(documentPath: gitPath, document: try binder.document(gitPath), indexPath: [], isNew: false)
+            }
+            let document = MedicalDocument(type: Categories.documentType(forFolder: folder), value: "", now: now)
+            return ParentDocument(documentPath: gitPath, document: document, indexPath: [], isNew: true)
+        case .childrenOfMissing(let outer, let stem):
+            var target = try parentDocument(outer, path: path)
+            let shown = stem + NameMapping.markdownExtension
+            var index = 0
+            let now = self.now
+            try Self.modifyChild(&target.document, at: target.indexPath, path: path) { (owner) throws(WriteError) in
+                if let existing = owner.children.indices.first(where: { Self.shownName(owner.children, $0) == shown }) {
+                    index = existing
+                    return
+                }
+                owner.children.append(MedicalDocument(value: "", metadata: ["type": "addendum", "created": .string(now)]))
+                index = owner.children.count - 1
+                Self.settleName(of: &owner.children, at: index, shownAs: shown)
+            }
+            target.indexPath.append(index)
+            return target
+        }
+    }
+
+    /// The name child `index` is shown under (before names taken twice get `-2`).
+    static func shownName(_ children: [MedicalDocument], _ index: Int) -> String {
+        let child = children[index]
+        let sidecar = child.type == "attachment_ref" && child.value.hasSuffix(NameMapping.sidecarExtension) ? child.value : nil
+        return NameMapping.childName(child, index: index, count: children.count, sidecar: sidecar)
+    }
+}
+
+/// The apps' form of an attachment (docs/FORMAT.md): an `attachment_ref` document naming a DEK
+/// sidecar. Pure: the one place that knows the names and metadata, for the planner and
+/// `BinderWriter` alike.
+enum AttachmentRecord {
+    /// A standalone attachment shown as `folder/fileName`: `folder/<stem>.json` and its sidecar
+    /// `folder/<fileName>.enc`.
+    static func standalone(fileName: String, folder: String, size: Int, created: String)
+        -> (documentPath: String, sidecarPath: String, document: MedicalDocument) {
+        let (stem, ext) = NameMapping.splitExtension(fileName)
+        let sidecarName = fileName + NameMapping.sidecarExtension
+        let document = MedicalDocument(value: sidecarName, metadata: metadata(ext: ext, size: size, created: created))
+        return (join(folder, stem + NameMapping.documentExtension), join(folder, sidecarName), document)
+    }
+
+    /// An `attachment_ref` child of the document at `documentPath`, its sidecar beside that
+    /// document (`<document stem>-<fileName>.enc`, or `-2`, `-3`… when `taken` says so).
+    static func child(fileName: String, documentPath: String, size: Int, created: String,
+                      taken: (String) -> Bool = { _ in false }) -> (sidecarPath: String, child: MedicalDocument) {
+        let (folder, documentName) = ViewPath.split(documentPath)
+        let documentStem = String(documentName.dropLast(NameMapping.documentExtension.count))
+        var sidecarName = documentStem + "-" + fileName + NameMapping.sidecarExtension
+        var n = 2
+        while taken(join(folder, sidecarName)) {
+            sidecarName = documentStem + "-" + NameMapping.suffixed(fileName, n) + NameMapping.sidecarExtension
+            n += 1
+        }
+        var metadata = metadata(ext: NameMapping.splitExtension(fileName).ext, size: size, created: created)
+        // The name it is shown under in `X.children/` (see NameMapping.childName).
+        metadata["fileName"] = .string(fileName)
+        return (join(folder, sidecarName), MedicalDocument(value: sidecarName, metadata: metadata))
+    }
+
+    static func metadata(ext: String, size: Int, created: String) -> JSONObject {
+        let format = AttachmentFormats.format(forExtension: String(ext.dropFirst())) ?? String(ext.dropFirst())
+        return ["type": "attachment_ref", "format": .string(format),
+                "encoding": .string(AttachmentFormats.defaultEncoding(format: format)),
+                "originalSizeBytes": JSONValue(size), "created": .string(created)]
+    }
+}

@@ -1,0 +1,372 @@
+import BinderCrypto
+import BinderFormat
+import BinderGit
+
+/// The write rules of the mount (docs/PRODUCT.md, "Writing through the mount"): what one
+/// filesystem operation becomes in git, or why it is refused. Pure: it reads the binder through
+/// `StoredBinder`, encrypts nothing, writes nothing and takes no lock, so every rule is a row
+/// of a test table (Tests/BinderCoreTests/WriteRuleTests.swift).
+struct WritePlanner {
+    let binder: any StoredBinder
+    let limits: WriteLimits
+    /// The time of this save, as the apps write it (ISO 8601, milliseconds, UTC).
+    let now: String
+
+    init(binder: any StoredBinder, limits: WriteLimits = WriteLimits(), now: String = Timestamps.now()) {
+        self.binder = binder
+        self.limits = limits
+        self.now = now
+    }
+
+    /// The patient's own record: every binder has one, so it cannot be deleted or moved away.
+    static let patientInfo = "patient-info.md"
+
+    // MARK: - Store (write + close)
+
+    /// A file saved with `content`; `modified` is the time the writer set on it (cp -p, rsync,
+    /// tar), which becomes the record's `updated`.
+    func store(_ path: String, content: [UInt8], modified: Timestamp? = nil) throws(WriteError) -> WritePlan {
+        let (parentPath, name) = ViewPath.split(path)
+        try NameRules.check(name, in: parentPath, path: path)
+        let limit = limits.maximum(for: path)
+        guard content.count <= limit else { throw .tooLarge(path: path, bytes: content.count, limit: limit) }
+        let edit = Edit(planner: self, path: path, name: name, content: content, modified: modified.map(Self.iso))
+        if let current = binder.node(path) {
+            if current.isDirectory { throw .isDirectory(path) }
+            if current.isRaw { throw .readOnly(path) }
+            return try edit.replace(current)
+        }
+        switch try parent(of: parentPath) {
+        case .folder(let folder):
+            return try edit.create(inFolder: folder)
+        case let parent:
+            return try edit.create(childOf: parent)
+        }
+    }
+
+    /// Where the files of folder `viewPath` are stored.
+    func parent(of viewPath: String) throws(WriteError) -> Parent {
+        if viewPath.isEmpty || binder.gitFolders[viewPath] != nil { return .folder(viewPath) }
+        if let pending = binder.pendingFolder(viewPath) { return pending }
+        if BinderView.isControlPath(viewPath) { throw .readOnly(viewPath) }
+        guard let node = binder.node(viewPath) else { throw .notFound(viewPath) }
+        guard node.isDirectory, case .child(let documentPath, let indexPath)? = node.owner else { throw .notDirectory(viewPath) }
+        return .children(documentPath: documentPath, indexPath: indexPath)
+    }
+
+    // MARK: - Remove
+
+    /// `unlink` of a record, an attachment, a child or a raw file.
+    func remove(_ path: String) throws(WriteError) -> WritePlan {
+        guard let current = binder.node(path) else { throw .notFound(path) }
+        if path == Self.patientInfo {
+            throw .notPermitted(path: path, reason: "every binder keeps its patient-info record (edit it instead)")
+        }
+        return try removal(of: current, path: path)
+    }
+
+    private func removal(of current: Node, path: String) throws(WriteError) -> WritePlan {
+        switch current.source {
+        case .directory:
+            throw .isDirectory(path)
+        case .raw:
+            return WritePlan(changes: [.delete(gitPath: current.gitPath)], message: "Delete entry")
+        case .document:
+            let document = try binder.document(current.gitPath)
+            let folder = ViewPath.split(current.gitPath).parent
+            let sidecars = BinderVerifier.sidecarReferences(document).map { PlannedChange.delete(gitPath: join(folder, $0)) }
+            return WritePlan(changes: [.delete(gitPath: current.gitPath)] + sidecars, message: "Delete entry")
+        case .sidecar:
+            switch current.owner {
+            case .document(let reference)?:
+                return WritePlan(changes: [.delete(gitPath: reference), .delete(gitPath: current.gitPath)], message: "Delete entry")
+            case .child(let documentPath, let indexPath)?:
+                return try removeChild(documentPath: documentPath, indexPath: indexPath, path: path)
+            case nil:
+                return WritePlan(changes: [.delete(gitPath: current.gitPath)], message: "Delete entry")
+            }
+        case .child(_, let indexPath), .inlineAttachment(_, let indexPath):
+            return try removeChild(documentPath: current.gitPath, indexPath: indexPath, path: path)
+        }
+    }
+
+    private func removeChild(documentPath: String, indexPath: [Int], path: String) throws(WriteError) -> WritePlan {
+        var document = try binder.document(documentPath)
+        let folder = ViewPath.split(documentPath).parent
+        var removed: [MedicalDocument] = []
+        try Self.modifyChild(&document, at: Array(indexPath.dropLast()), path: path) { (parent) throws(WriteError) in
+            guard let index = indexPath.last, index < parent.children.count else { throw .notFound(path) }
+            removed.append(parent.children.remove(at: index))
+        }
+        let sidecars = removed.flatMap(BinderVerifier.sidecarReferences).map { PlannedChange.delete(gitPath: join(folder, $0)) }
+        return WritePlan(changes: sidecars + [try documentChange(document, at: documentPath, path: path)], message: "Update entry")
+    }
+
+    // MARK: - Folders
+
+    /// What `mkdir` does: a real folder gets an encrypted `.meta.json` (a plan); `X.children`
+    /// only makes room in memory for a first child (the `Parent` to remember).
+    enum FolderPlan {
+        case commit(WritePlan)
+        case inMemory(Parent)
+    }
+
+    func makeDirectory(_ path: String) throws(WriteError) -> FolderPlan {
+        let (parentPath, name) = ViewPath.split(path)
+        try NameRules.check(name, in: parentPath, path: path)
+        if binder.node(path) != nil || binder.pendingFolder(path) != nil { throw .exists(path) }
+        let parent = try parent(of: parentPath)
+        if name.hasSuffix(NameMapping.childrenSuffix) {
+            let stem = String(name.dropLast(NameMapping.childrenSuffix.count))
+            let owner = stem + NameMapping.markdownExtension
+            if let node = binder.node(join(parentPath, owner)) {
+                switch (node.source, parent) {
+                case (.document, _):
+                    return .inMemory(.children(documentPath: node.gitPath, indexPath: []))
+                case (.child(_, let indexPath), _):
+                    return .inMemory(.children(documentPath: node.gitPath, indexPath: indexPath))
+                default:
+                    throw .notPermitted(path: path, reason: "\(owner) is not a record that can have children")
+                }
+            }
+            // The record comes later (restores write folders first): make room in memory.
+            return .inMemory(.childrenOfMissing(parent: parent, stem: stem))
+        }
+        guard case .folder(let gitParent) = parent else {
+            throw .notPermitted(path: path, reason: "a record's children folder holds records and attachments, not folders")
+        }
+        let meta = JSONValue.object(["displayName": .string(name)]).serializedBytes()
+        return .commit(WritePlan(changes: [.folderMetadata(gitPath: join(join(gitParent, name), NameMapping.folderMetadataName), json: meta)],
+                                 message: "Add folder"))
+    }
+
+    /// `rmdir` of an empty folder; an empty `.children` folder has nothing stored.
+    func removeDirectory(_ path: String) throws(WriteError) -> WritePlan {
+        guard let node = binder.node(path) else { throw .notFound(path) }
+        guard node.isDirectory else { throw .notDirectory(path) }
+        guard binder.names(in: path).isEmpty else { throw .notEmpty(path) }
+        guard binder.gitFolders[path] != nil else { return .none() }
+        return WritePlan(changes: [.delete(gitPath: path)], message: "Delete folder")
+    }
+
+    // MARK: - Times
+
+    /// `utimensat` on a closed file: the record's `updated` becomes `time` (children and
+    /// attachments likewise, in the document that holds them); folders and raw files keep theirs.
+    func setModified(_ path: String, to time: Timestamp) throws(WriteError) -> WritePlan {
+        guard let current = binder.node(path) else {
+            if path.isEmpty || binder.pendingFolder(path) != nil { return .none() }
+            throw .notFound(path)
+        }
+        if current.modified == time { return .none() }
+        let iso = Self.iso(time)
+        switch (current.source, current.owner) {
+        case (.document, _), (.sidecar, .document?):
+            let documentPath: String
+            if case .document(let reference)? = current.owner { documentPath = reference } else { documentPath = current.gitPath }
+            var document = try binder.document(documentPath)
+            document.metadata["updated"] = .string(iso)
+            return WritePlan(changes: [try documentChange(document, at: documentPath, path: path)], message: "Update entry")
+        case (.child(_, let indexPath), _), (.inlineAttachment(_, let indexPath), _), (.sidecar, .child(_, let indexPath)?):
+            var documentPath = current.gitPath
+            if case .child(let owner, _)? = current.owner { documentPath = owner }
+            var document = try binder.document(documentPath)
+            try Self.modifyChild(&document, at: indexPath, path: path) { (child) throws(WriteError) in
+                child.metadata["updated"] = .string(iso)
+            }
+            return WritePlan(changes: [try documentChange(document, at: documentPath, path: path)], message: "Update entry")
+        default:
+            return .none()  // folders and raw files keep the times they have
+        }
+    }
+
+    // MARK: - Rename
+
+    /// `rename`: records keep their ciphertext where they can (folders, records, attachments
+    /// move as they are); anything else is stored anew at the target and removed at the source,
+    /// in one commit. A replaced target is removed in the same commit.
+    func rename(_ from: String, to: String) throws(WriteError) -> WritePlan {
+        guard let source = binder.node(from) else { throw .notFound(from) }
+        let (toParentPath, toName) = ViewPath.split(to)
+        try NameRules.check(toName, in: toParentPath, path: to)
+        if from == Self.patientInfo {
+            throw .notPermitted(path: from, reason: "every binder keeps its patient-info record under this name")
+        }
+        if to.hasPrefix(from + "/") { throw .invalid(path: to, reason: "a folder cannot move into itself") }
+        let target = try parent(of: toParentPath)
+        var plan = WritePlan(message: "Rename entry")
+        if let replaced = binder.node(to) {
+            if replaced.isDirectory != source.isDirectory { throw replaced.isDirectory ? .isDirectory(to) : .notDirectory(to) }
+            if replaced.isDirectory {
+                guard binder.names(in: to).isEmpty else { throw .notEmpty(to) }
+                if binder.gitFolders[to] != nil { plan.changes.append(.delete(gitPath: to)) }
+            } else {
+                plan.changes += try removal(of: replaced, path: to).changes
+            }
+        }
+        if let moved = try moveAsStored(source, from: from, to: to, target: target) {
+            plan.changes += moved
+            return plan
+        }
+        guard !source.isDirectory else { throw .invalid(path: from, reason: "this folder cannot be moved there") }
+        if case .document = source.source, !(try binder.document(source.gitPath)).children.isEmpty {
+            throw .invalid(path: to, reason: "a record with children can only be renamed to another .md name in a folder")
+        }
+        // Anything else moves by content: stored anew at the target, removed at the source.
+        var content = try binder.content(source, viewPath: from)
+        defer { secureZero(&content) }
+        let removal = try removal(of: source, path: from)
+        let removed = PlannedBinder(base: binder, removing: removal.changes, replacedView: [from, to])
+        let store = try WritePlanner(binder: removed, limits: limits, now: now).store(to, content: content)
+        // Both halves were planned on the same snapshot: if they rewrite the same record (a child
+        // moved between two `.children` folders of one record), the second would undo the first.
+        let rewritten = Set(removal.changes.filter { !$0.isDeletion }.map(\.gitPath))
+        if store.changes.contains(where: { !$0.isDeletion && rewritten.contains($0.gitPath) }) {
+            throw .invalid(path: to, reason: "moving a child between the children folders of one record is not supported")
+        }
+        plan.changes += removal.changes.filter { change in
+            // A path the store writes again is not deleted first (one change per path).
+            !(change.isDeletion && store.changes.contains { $0.gitPath == change.gitPath })
+        } + store.changes
+        return plan
+    }
+
+    /// The changes that move `source` without re-encrypting it, or nil when it must be stored
+    /// anew (between a folder and a `.children` folder, document <-> attachment, …).
+    private func moveAsStored(_ source: Node, from: String, to: String, target: Parent) throws(WriteError) -> [PlannedChange]? {
+        let toName = ViewPath.split(to).name
+        let sourceParent = try parent(of: ViewPath.split(from).parent)
+        switch (source.source, sourceParent, target) {
+        case (.directory, .folder, .folder(let folder)) where binder.gitFolders[from] != nil:
+            // A real folder: every object moves as it is.
+            let destination = join(folder, toName)
+            var changes: [PlannedChange] = []
+            for (path, entries) in binder.gitFolders where path == from || path.hasPrefix(from + "/") {
+                for entry in entries where entry.kind == .blob {
+                    changes.append(.blob(gitPath: destination + entry.path.dropFirst(from.count), id: entry.id))
+                }
+            }
+            return changes + [.delete(gitPath: from)]
+        case (.document(let blob), .folder, .folder(let folder)) where toName.hasSuffix(NameMapping.markdownExtension):
+            // A record keeps its ciphertext; its children's sidecars move with it.
+            let stem = String(toName.dropLast(NameMapping.markdownExtension.count))
+            var changes: [PlannedChange] = [.delete(gitPath: source.gitPath),
+                                            .blob(gitPath: join(folder, stem + NameMapping.documentExtension), id: blob)]
+            let fromFolder = ViewPath.split(source.gitPath).parent
+            if fromFolder != folder {
+                for sidecar in BinderVerifier.sidecarReferences(try binder.document(source.gitPath)) {
+                    guard let entry = binder.entry(join(fromFolder, sidecar)) else { continue }
+                    changes += [.delete(gitPath: entry.path), .blob(gitPath: join(folder, sidecar), id: entry.id)]
+                }
+            }
+            return changes
+        case (.sidecar(let blob), .folder, .folder(let folder)) where !toName.hasSuffix(NameMapping.markdownExtension):
+            guard case .document(let reference)? = source.owner else { return nil }
+            // An attachment: its sidecar moves as it is; its reference names the new sidecar.
+            let sidecarName = toName + NameMapping.sidecarExtension
+            var document = try binder.document(reference)
+            document.value = sidecarName
+            let stem = NameMapping.splitExtension(toName).stem
+            return [.delete(gitPath: reference), .delete(gitPath: source.gitPath),
+                    .blob(gitPath: join(folder, sidecarName), id: blob),
+                    try documentChange(document, at: join(folder, stem + NameMapping.documentExtension), path: to)]
+        case (_, .children(let fromDocument, let fromIndex), .children(let toDocument, let toIndex))
+            where fromDocument == toDocument && fromIndex == toIndex && !source.isDirectory:
+            // Within one `.children` folder: the child keeps its place and takes the new name.
+            guard let index = Self.childIndex(source, under: fromIndex) else { return nil }
+            var document = try binder.document(fromDocument)
+            try Self.modifyChild(&document, at: fromIndex, path: to) { (parent) throws(WriteError) in
+                Self.settleName(of: &parent.children, at: index, shownAs: toName)
+            }
+            return [try documentChange(document, at: fromDocument, path: to)]
+        default:
+            return nil
+        }
+    }
+
+    // MARK: - Pieces shared by the rules
+
+    /// The change storing `document` at `gitPath`, refused if its JSON is over NIP-44's limit.
+    func documentChange(_ document: MedicalDocument, at gitPath: String, path: String) throws(WriteError) -> PlannedChange {
+        let json = document.serializedBytes()
+        guard json.count <= limits.documentBytes else { throw .tooLarge(path: path, bytes: json.count, limit: limits.documentBytes) }
+        return .document(gitPath: gitPath, json: json)
+    }
+
+    static func iso(_ time: Timestamp) -> String { Timestamps.string(seconds: time.seconds, nanoseconds: time.nanoseconds) }
+
+    /// The index of `node` among the children at `indexPath`, if it is one of them.
+    static func childIndex(_ node: Node, under indexPath: [Int]) -> Int? {
+        switch node.source {
+        case .child(_, let path), .inlineAttachment(_, let path):
+            return path.count == indexPath.count + 1 ? path.last : nil
+        case .sidecar:
+            if case .child(_, let path)? = node.owner, path.count == indexPath.count + 1 { return path.last }
+            return nil
+        default:
+            return nil
+        }
+    }
+
+    static func modifyChild(_ document: inout MedicalDocument, at indexPath: [Int], path: String,
+                            _ body: (inout MedicalDocument) throws(WriteError) -> Void) throws(WriteError) {
+        guard let first = indexPath.first else { return try body(&document) }
+        guard first < document.children.count else { throw .corrupt(path: path, reason: "child \(indexPath) is gone") }
+        try modifyChild(&document.children[first], at: Array(indexPath.dropFirst()), path: path, body)
+    }
+
+    /// A child shown as `name`: `metadata.fileName` holds the name only when it differs from
+    /// the one the child would get anyway (`NN-<type>.md`), so that a child restored under its
+    /// own name is stored exactly as it was.
+    static func settleName(of children: inout [MedicalDocument], at index: Int, shownAs name: String) {
+        var child = children[index]
+        child.metadata.removeValue(forKey: "fileName")
+        let sidecar = child.type == "attachment_ref" && child.value.hasSuffix(NameMapping.sidecarExtension) ? child.value : nil
+        if NameMapping.childName(child, index: index, count: children.count, sidecar: sidecar) != name {
+            child.metadata["fileName"] = .string(name)
+        }
+        children[index] = child
+    }
+}
+
+/// The binder as a plan that removes some files would leave it: what a move by content checks
+/// its target against (so that `mv X.md X.txt` may reuse the `X.json` it frees).
+private struct PlannedBinder: StoredBinder {
+    let base: any StoredBinder
+    let removing: [PlannedChange]
+    /// View paths that the move empties (its source and the target it replaces).
+    let replacedView: Set<String>
+
+    init(base: any StoredBinder, removing: [PlannedChange], replacedView: Set<String>) {
+        self.base = base
+        self.removing = removing
+        self.replacedView = replacedView
+    }
+
+    var gitFolders: [String: [TreeEntry]] {
+        let deleted = Set(removing.filter(\.isDeletion).map(\.gitPath))
+        return base.gitFolders.mapValues { entries in entries.filter { !deleted.contains($0.path) } }
+    }
+
+    func node(_ viewPath: String) -> Node? { replacedView.contains(viewPath) ? nil : base.node(viewPath) }
+    func document(_ gitPath: String) throws(WriteError) -> MedicalDocument { try base.document(gitPath) }
+    func content(_ node: Node, viewPath: String) throws(WriteError) -> [UInt8] { try base.content(node, viewPath: viewPath) }
+    func pendingFolder(_ viewPath: String) -> Parent? { base.pendingFolder(viewPath) }
+    func names(in viewPath: String) -> [String] { base.names(in: viewPath) }
+}
+
+/// Names a file or folder of the mount may have.
+enum NameRules {
+    static let maximumBytes = 255
+
+    static func check(_ name: String, in parentPath: String, path: String) throws(WriteError) {
+        guard NameMapping.isSafeName(name) else { throw .invalid(path: path, reason: "not a usable file name") }
+        guard name.utf8.count <= maximumBytes else { throw .nameTooLong(path) }
+        if name.lowercased() == ".git" {
+            throw .notPermitted(path: path, reason: "'.git' is git's own name and cannot be stored in a binder")
+        }
+        if parentPath.isEmpty && name == BinderView.controlDirectory || BinderView.isControlPath(parentPath) {
+            throw .notPermitted(path: path, reason: "\(BinderView.controlDirectory) is binder's own folder")
+        }
+    }
+}
