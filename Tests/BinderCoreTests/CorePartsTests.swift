@@ -1,0 +1,175 @@
+@testable import BinderCore
+import BinderCrypto
+import BinderFormat
+import BinderGit
+import Foundation
+import SystemPackage
+import XCTest
+
+/// The parts of the core one by one, without a kernel: the edit buffer, scratch names, name
+/// mapping, the listing builder and the view's limits.
+final class CorePartsTests: XCTestCase {
+    // MARK: EditBuffer
+
+    func bytes(_ buffer: EditBuffer, _ offset: Int = 0, _ count: Int? = nil) -> [UInt8] {
+        var out = [UInt8](repeating: 0xAA, count: count ?? buffer.count)
+        let n = out.withUnsafeMutableBytes { buffer.read(offset: offset, into: $0) }
+        return Array(out.prefix(n))
+    }
+
+    func testEditBufferWritesAcrossPagesAndLeavesZeroHoles() {
+        var buffer = EditBuffer(content: SecureBytes(Array("hello".utf8)))
+        let page = EditBuffer.pageSize
+        let tail = [UInt8](repeating: 7, count: 10)
+        tail.withUnsafeBytes { buffer.write(offset: 2 * page - 5, $0) }  // straddles pages 1 and 2
+        XCTAssertEqual(buffer.count, 2 * page + 5)
+        XCTAssertEqual(bytes(buffer, 0, 5), Array("hello".utf8))
+        XCTAssertEqual(bytes(buffer, 5, 100), [UInt8](repeating: 0, count: 100), "a hole reads as zeros")
+        XCTAssertEqual(bytes(buffer, 2 * page - 5, 10), tail)
+        XCTAssertEqual(buffer.allocatedBytes, 2 * page, "only the pages written are allocated (page 0 stays shared)")
+        XCTAssertEqual(Array(bytes(buffer).prefix(5)), Array("hello".utf8))
+        XCTAssertEqual(buffer.snapshot().count, buffer.count)
+    }
+
+    func testEditBufferFarWriteCostsOnePage() {
+        var buffer = EditBuffer()
+        [UInt8(1)].withUnsafeBytes { buffer.write(offset: 200 << 20, $0) }
+        XCTAssertEqual(buffer.count, (200 << 20) + 1)
+        XCTAssertEqual(buffer.allocatedBytes, EditBuffer.pageSize, "memory follows what was written, not the size")
+        XCTAssertEqual(bytes(buffer, (200 << 20) - 2, 3), [0, 0, 1])
+    }
+
+    func testEditBufferTruncateThenGrowReadsZeros() {
+        var buffer = EditBuffer(content: SecureBytes(Array("abcdefgh".utf8)))
+        [UInt8(ascii: "X")].withUnsafeBytes { buffer.write(offset: 1, $0) }
+        buffer.truncate(3)
+        XCTAssertEqual(bytes(buffer), Array("aXc".utf8))
+        buffer.truncate(6)
+        XCTAssertEqual(bytes(buffer), Array("aXc".utf8) + [0, 0, 0], "what was cut does not come back")
+        let shared = EditBuffer(content: SecureBytes(Array("abcdefgh".utf8)))
+        var cut = shared
+        cut.truncate(2)
+        cut.truncate(4)
+        XCTAssertEqual(bytes(cut), Array("ab".utf8) + [0, 0])
+        XCTAssertEqual(bytes(shared), Array("abcdefgh".utf8), "the shared content is never changed")
+    }
+
+    // MARK: ScratchNames
+
+    func testScratchNames() {
+        let rows: [(String, Bool)] = [
+            (".x.md.swp", true), (".x.md.swx", true), ("4913", true), ("x.md~", true), ("#x.md#", true), (".#x.md", true),
+            (".goutputstream-AB12CD", true), (".x.md.a1B2c3", true), ("sedAb12Cd", true), ("x.tmp", true),
+            ("x.md", false), ("2026-02-09-follow-up.md", false), ("photo.jpg", false), ("sed.md", false), ("sedimentary", false),
+            ("4914", false),
+        ]
+        for (name, scratch) in rows { XCTAssertEqual(ScratchNames.isScratch(name), scratch, name) }
+    }
+
+    // MARK: NameMapping
+
+    func testNameMapping() {
+        XCTAssertEqual(NameMapping.splitExtension("photo.jpg").stem, "photo")
+        XCTAssertEqual(NameMapping.splitExtension(".env").stem, ".env")
+        XCTAssertEqual(NameMapping.suffixed("photo.jpg", 2), "photo-2.jpg")
+        XCTAssertEqual(NameMapping.slug("doctor_note"), "doctor-note")
+        XCTAssertEqual(NameMapping.slug("!!"), "entry")
+        XCTAssertEqual(NameMapping.attachmentName(sidecar: "scan.enc", format: "pdf"), "scan.pdf")
+        let addendum = MedicalDocument(value: "x", metadata: ["type": "addendum", "created": "2025-01-01T00:00:00.000Z"])
+        XCTAssertEqual(NameMapping.childName(addendum, index: 0, count: 3, sidecar: nil), "01-addendum.md")
+        XCTAssertEqual(NameMapping.childName(addendum, index: 99, count: 100, sidecar: nil), "100-addendum.md")
+        let inline = MedicalDocument(value: "AAAA", metadata: ["type": "attachment", "format": "png", "encoding": "base64"])
+        XCTAssertEqual(NameMapping.childName(inline, index: 1, count: 2, sidecar: nil), "02-attachment.png")
+        var named = addendum
+        named.metadata["fileName"] = "my note.md"
+        XCTAssertEqual(NameMapping.childName(named, index: 0, count: 1, sidecar: nil), "my note.md")
+        named.metadata["fileName"] = "../escape.md"
+        XCTAssertEqual(NameMapping.childName(named, index: 0, count: 1, sidecar: nil), "01-addendum.md", "an unsafe stored name is not used")
+        for bad in ["", ".", "..", "a/b", "a\u{0}b"] { XCTAssertFalse(NameMapping.isSafeName(bad), bad) }
+    }
+
+    func testSettledChildNamesKeepFileNameOnlyWhenNeeded() {
+        var children = [MedicalDocument(value: "x", metadata: ["type": "addendum", "created": "2025-01-01T00:00:00.000Z"])]
+        WritePlanner.settleName(of: &children, at: 0, shownAs: "01-addendum.md")
+        XCTAssertNil(children[0].metadata["fileName"])
+        WritePlanner.settleName(of: &children, at: 0, shownAs: "notes.md")
+        XCTAssertEqual(children[0].metadata["fileName"]?.stringValue, "notes.md")
+        WritePlanner.settleName(of: &children, at: 0, shownAs: "01-addendum.md")
+        XCTAssertNil(children[0].metadata["fileName"])
+    }
+
+    // MARK: ListingBuilder and the view
+
+    func testListingShowsDocumentsChildrenAttachmentsAndRawFiles() throws {
+        let binder = try TestBinder()
+        defer { binder.remove() }
+        let writer = BinderWriter(repository: binder.repository, key: binder.key, author: Signature(name: "t", email: "t@t"))
+        var visit = MedicalDocument(type: "visit", value: "# V\n")
+        visit.children = [MedicalDocument(value: "A", metadata: ["type": "addendum", "created": "2025-01-01T00:00:00.000Z"])]
+        try writer.putDocument(visit, at: "visits/v.json")
+        try writer.putDocument(visit, at: "visits/w.json")  // a second record whose name is free
+        try writer.putAttachment([1, 2, 3, 4, 5], fileName: "scan.pdf", folder: "visits")
+        try writer.commit(message: "Add")
+        _ = try binder.repository.commitChanges(onto: try binder.repository.branchTip(),
+                                                changes: [.write(path: "visits/notes.txt", blob: try binder.repository.writeBlob(Array("plain".utf8)))],
+                                                message: "Add raw", author: Signature(name: "t", email: "t@t"))
+        let view = try BinderView(repository: binder.repository, key: binder.key, logger: binder.logger)
+        let entries = try view.list("visits")
+        XCTAssertEqual(entries.map(\.name), ["notes.txt", "scan.pdf", "v.children", "v.md", "w.children", "w.md"])
+        let byName = Dictionary(uniqueKeysWithValues: entries.map { ($0.name, $0.attributes) })
+        XCTAssertEqual(byName["scan.pdf"]?.size, 5, "a sidecar's size is exact without decrypting it")
+        XCTAssertEqual(byName["notes.txt"]?.readOnly, true, "what is not binder's is shown as stored, read-only")
+        XCTAssertEqual(byName["v.md"]?.size, try TestBinder.read(view, "visits/v.md").count)
+        XCTAssertEqual(try view.list("visits/v.children").map(\.name), ["01-addendum.md"])
+        XCTAssertEqual(try TestBinder.read(view, "visits/scan.pdf"), [1, 2, 3, 4, 5])
+        XCTAssertThrowsError(try view.list("visits/v.md")) { XCTAssertEqual($0 as? ViewError, .notDirectory("visits/v.md")) }
+        XCTAssertThrowsError(try view.attributes("visits/none.md")) { XCTAssertEqual($0 as? ViewError, .notFound("visits/none.md")) }
+        XCTAssertEqual(try view.list(".binder").map(\.name), ["status"])
+        XCTAssertFalse(try view.list("").map(\.name).contains(".binder"), "the control folder is not listed")
+    }
+
+    func testWritesPastTheLimitAreRefusedAtWriteAndStoreNothing() throws {
+        let binder = try TestBinder(options: BinderView.Options(limits: WriteLimits(attachmentBytes: 1 << 20)))
+        defer { binder.remove() }
+        let view = binder.view
+        try view.makeDirectory("labs")
+        let before = try binder.repository.branchTip()
+        // A record: EFBIG at the write that crosses 65,535 bytes, whatever the offset.
+        let record = try view.create("labs/big.md")
+        let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 40_000)
+        XCTAssertEqual(try chunk.withUnsafeBytes { try view.write(handle: record, offset: 0, $0) }, 40_000)
+        XCTAssertThrowsError(try chunk.withUnsafeBytes { try view.write(handle: record, offset: 40_000, $0) }) {
+            XCTAssertEqual(($0 as? WriteError)?.errno, .fileTooLarge)
+        }
+        XCTAssertThrowsError(try view.flush(handle: record, closing: true)) { XCTAssertEqual(($0 as? WriteError)?.errno, .fileTooLarge) }
+        view.release(handle: record)
+        // An attachment: at 2^40 and 2^62, and a truncate past its limit.
+        let attachment = try view.create("labs/scan.bin")
+        for offset in [1 << 40, 1 << 62, Int.max - 1] {
+            XCTAssertThrowsError(try [UInt8(1), 2].withUnsafeBytes { try view.write(handle: attachment, offset: offset, $0) }) {
+                XCTAssertEqual(($0 as? WriteError)?.errno, .fileTooLarge)
+            }
+        }
+        XCTAssertThrowsError(try view.truncate(handle: attachment, size: 1 << 30)) { XCTAssertEqual(($0 as? WriteError)?.errno, .fileTooLarge) }
+        view.release(handle: attachment)
+        XCTAssertEqual(try binder.repository.branchTip(), before, "a refused save stores nothing")
+        XCTAssertEqual(try TestBinder.files(view), [], "and nothing is listed")
+        XCTAssertTrue(view.statusText().contains("last_refused_save:"), view.statusText())
+        XCTAssertTrue(view.statusText().contains("the limit is 1,048,576"), view.statusText())
+        // truncate(2) by path on a record past 65,535 bytes.
+        try binder.write("labs/small.md", Array("# S\n".utf8))
+        XCTAssertThrowsError(try view.truncate("labs/small.md", size: 1 << 30)) { XCTAssertEqual(($0 as? WriteError)?.errno, .fileTooLarge) }
+        XCTAssertEqual(String(decoding: try TestBinder.read(view, "labs/small.md"), as: UTF8.self).hasSuffix("# S\n"), true)
+    }
+
+    func testEachCommitTakesTheTimeOfItsSave() throws {
+        let binder = try TestBinder()
+        defer { binder.remove() }
+        try binder.view.makeDirectory("visits")
+        Thread.sleep(forTimeInterval: 1.1)
+        try binder.write("visits/a.md", Array("# A\n".utf8))
+        let log = try binder.repository.log(limit: 2)
+        XCTAssertEqual(log.count, 2)
+        XCTAssertGreaterThan(log[0].author.seconds, log[1].author.seconds, "a view's commits are not all stamped with one time")
+    }
+}
