@@ -19,6 +19,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.0"),
     ],
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
@@ -71,7 +72,8 @@ let package = Package(
         .testTarget(name: "BinderFormatTests", dependencies: ["BinderFormat"], resources: [.copy("Fixtures")]),
         .testTarget(name: "BinderCoreTests", dependencies: ["BinderCore", "BinderCrypto", "BinderFormat", "BinderGit",
                                                          .product(name: "Logging", package: "swift-log"),
-                                                         .product(name: "SystemPackage", package: "swift-system")]),
+                                                         .product(name: "SystemPackage", package: "swift-system"),
+                                                         .product(name: "PropertyBased", package: "swift-property-based")]),
         .testTarget(name: "BinderGitTests", dependencies: ["BinderGit"], resources: [.copy("Fixtures")]),
         .testTarget(name: "BinderCLITests", dependencies: ["BinderCrypto", "BinderFormat", "BinderSystem"]),
     ],

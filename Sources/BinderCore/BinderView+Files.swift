@@ -13,8 +13,17 @@ extension BinderView {
     /// is a time the writer set on it, which becomes the record's `updated`.
     public func store(_ path: String, content: [UInt8], modified: Timestamp? = nil) throws(WriteError) {
         let path = ViewPath.normalize(path)
+        // Records about to be made empty to hold this child (its `.children` folder came first).
+        let placeholders = ViewPath.ancestors(of: path).compactMap { folder -> String? in
+            guard case .childrenOfMissing(_, let stem)? = scratch.pendingFolder(folder) else { return nil }
+            let owner = join(ViewPath.split(folder).parent, stem + NameMapping.markdownExtension)
+            return (try? listings.node(owner)) == nil ? owner : nil
+        }
         try commit { (planner) throws(WriteError) in try planner.store(path, content: content, modified: modified) }
         scratch.stored(path)
+        // They stay out of sight until the record itself is written (restores write `X.md`
+        // after `X.children/`, and `cp -a` creates it with O_EXCL): that write replaces them.
+        for owner in placeholders { scratch.hide(owner) }
     }
 
     /// Deletes a file (a record, an attachment, a child, or a raw file).
@@ -104,12 +113,23 @@ extension BinderView {
         var buffer = EditBuffer()
         if !truncate {
             do { buffer = EditBuffer(content: try currentContent(path)) } catch {
-                if case .notFound = error { throw .notFound(path) }
+                if case .notFound = error { return try createInPlaceOfVanished(path) }
                 throw .corrupt(path: path, reason: "\(error)")
             }
         }
         return openFiles.register(OpenFile(path: path, buffer: buffer, writable: true, dirty: truncate))
     }
+
+    /// An open for writing of a name the view no longer has: the kernel still believed in it
+    /// (a new file whose save was refused vanishes at close, and the kernel forgets the name a
+    /// moment later). Writing it starts a new file, as creating it would.
+    private func createInPlaceOfVanished(_ path: String) throws(WriteError) -> UInt64 {
+        do { _ = try attributes(ViewPath.split(path).parent) } catch { throw .notFound(path) }
+        return try create(path)
+    }
+
+    /// Whether `path` is a new file not stored yet.
+    public func isNew(_ path: String) -> Bool { openFiles.provisional(ViewPath.normalize(path)) != nil }
 
     // MARK: - Changing bytes
 
@@ -194,12 +214,14 @@ extension BinderView {
     }
 
     /// Closes a handle; unsaved changes are stored first (an error here is logged: the
-    /// caller's `close` already had its answer from `flush`).
-    public func release(handle: UInt64) {
+    /// caller's `close` already had its answer from `flush`). True when a new file that was
+    /// never stored vanished with it (the kernel must forget the name it was told of).
+    @discardableResult
+    public func release(handle: UInt64) -> Bool {
         do { try flush(handle: handle, closing: true) } catch {
             logger.debug("not stored at close: \(error)")
         }
-        openFiles.remove(handle)
+        return openFiles.remove(handle)
     }
 
     // MARK: - Names

@@ -51,6 +51,16 @@ public struct Timestamp: Sendable, Hashable, Comparable {
     public static func < (a: Timestamp, b: Timestamp) -> Bool {
         (a.seconds, a.nanoseconds) < (b.seconds, b.nanoseconds)
     }
+
+    /// Whether a tool that set `time` meant this one: the same, or the same second from a tool
+    /// that keeps whole seconds (tar's archives, `touch -d` without fractions).
+    func matches(set time: Timestamp) -> Bool {
+        self == time || (time.nanoseconds == 0 && time.seconds == seconds)
+    }
+}
+
+extension Optional where Wrapped == Bool {
+    var orFalse: Bool { self ?? false }
 }
 
 /// What `stat` tells about a node.

@@ -59,12 +59,16 @@ final class OpenFileTable: Sendable {
 
     func file(_ handle: UInt64) -> OpenFile? { table.withLock { $0.files[handle] } }
 
-    /// Forgets a handle (and its provisional entry, if the file was never stored).
-    func remove(_ handle: UInt64) {
+    /// Forgets a handle (and its provisional entry, if the file was never stored). True when
+    /// that made a listed file vanish.
+    @discardableResult
+    func remove(_ handle: UInt64) -> Bool {
         table.withLock { table in
-            guard let file = table.files.removeValue(forKey: handle) else { return }
+            guard let file = table.files.removeValue(forKey: handle) else { return false }
             let path = file.edit.withLock { $0.path }
-            if table.provisional[path] === file { table.provisional.removeValue(forKey: path) }
+            guard table.provisional[path] === file else { return false }
+            table.provisional.removeValue(forKey: path)
+            return true
         }
     }
 

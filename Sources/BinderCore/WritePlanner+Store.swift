@@ -11,8 +11,10 @@ extension WritePlanner {
         let path: String
         let name: String
         let content: [UInt8]
-        /// The time the writer set on the file (ISO 8601), if any.
-        let modified: String?
+        /// The time the writer set on the file, if any.
+        let modifiedTime: Timestamp?
+        /// The same, as the apps write times (ISO 8601).
+        var modified: String? { modifiedTime.map(WritePlanner.iso) }
 
         var isMarkdown: Bool { name.hasSuffix(NameMapping.markdownExtension) }
         var binder: any StoredBinder { planner.binder }
@@ -124,21 +126,38 @@ extension WritePlanner {
                 metadata["type"] = previous["type"] ?? .string(defaultType ?? Categories.defaultType)
             }
             if metadata["created"] == nil { metadata["created"] = previous["created"] ?? .string(now) }
-            metadata["updated"] = updated(written: parsed.metadata?["updated"], previous: previous["updated"], keepAbsent: isChild && previous["updated"] == nil)
+            if let modifiedTime {
+                // A time set on the file is the record's `updated`, unless what was written shows
+                // it already (a restore sets each file's time to the one its front matter holds).
+                if !(parsed.metadata != nil && WritePlanner.shownTime(metadata).map { $0.matches(set: modifiedTime) }.orFalse) {
+                    metadata["updated"] = .string(WritePlanner.iso(modifiedTime))
+                }
+            } else {
+                metadata["updated"] = updated(written: parsed.metadata?["updated"], previous: previous["updated"],
+                                              keepAbsent: isChild && previous["updated"] == nil)
+            }
             document.metadata = metadata
             document.value = parsed.value
             return true
         }
 
-        /// The time the writer set; else an `updated:` the writer changed (and that reads as a
-        /// time); else now. A child that has none and is written without one stays without (the
+        /// An `updated:` the writer changed (and that reads as a time); else now. A child that has none and is written without one stays without (the
         /// apps' children carry only `created`; their time is their parent's).
         private func updated(written: JSONValue?, previous: JSONValue?, keepAbsent: Bool) -> JSONValue? {
-            if let modified { return .string(modified) }
             if let written, written != previous, let text = written.stringValue, Timestamps.parse(text) != nil { return written }
             if keepAbsent && written == nil { return nil }
             return .string(now)
         }
+    }
+
+    /// The time a record with this metadata shows (`updated`, else `created`).
+    static func shownTime(_ metadata: JSONObject) -> Timestamp? {
+        for field in ["updated", "created"] {
+            if let text = metadata[field]?.stringValue, let t = Timestamps.parse(text) {
+                return Timestamp(seconds: t.seconds, nanoseconds: t.nanoseconds)
+            }
+        }
+        return nil
     }
 
     /// The document a new child goes into, made (empty) when its `.children` folder was made
@@ -159,8 +178,12 @@ extension WritePlanner {
             return ParentDocument(documentPath: documentPath, document: try binder.document(documentPath), indexPath: indexPath, isNew: false)
         case .childrenOfMissing(.folder(let folder), let stem):
             let gitPath = join(folder, stem + NameMapping.documentExtension)
-            if binder.entry(gitPath) != nil {  // written meanwhile
-                return ParentDocument(documentPath: gitPath, document: try binder.document(gitPath), indexPath: [], isNew: false)
+            if binder.entry(gitPath) != nil {  // written meanwhile, or an attachment's record
+                let document = try binder.document(gitPath)
+                guard document.type != "attachment_ref" else {
+                    throw .notPermitted(path: path, reason: "\(stem) is an attachment; attachments have no children")
+                }
+                return ParentDocument(documentPath: gitPath, document: document, indexPath: [], isNew: false)
             }
             let document = MedicalDocument(type: Categories.documentType(forFolder: folder), value: "", now: now)
             return ParentDocument(documentPath: gitPath, document: document, indexPath: [], isNew: true)

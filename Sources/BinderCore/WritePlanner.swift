@@ -30,7 +30,7 @@ struct WritePlanner {
         try NameRules.check(name, in: parentPath, path: path)
         let limit = limits.maximum(for: path)
         guard content.count <= limit else { throw .tooLarge(path: path, bytes: content.count, limit: limit) }
-        let edit = Edit(planner: self, path: path, name: name, content: content, modified: modified.map(Self.iso))
+        let edit = Edit(planner: self, path: path, name: name, content: content, modifiedTime: modified)
         if let current = binder.node(path) {
             if current.isDirectory { throw .isDirectory(path) }
             if current.isRaw { throw .readOnly(path) }
@@ -158,7 +158,7 @@ struct WritePlanner {
             if path.isEmpty || binder.pendingFolder(path) != nil { return .none() }
             throw .notFound(path)
         }
-        if current.modified == time { return .none() }
+        if current.modified.matches(set: time) { return .none() }
         let iso = Self.iso(time)
         switch (current.source, current.owner) {
         case (.document, _), (.sidecar, .document?):

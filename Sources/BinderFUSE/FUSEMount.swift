@@ -59,7 +59,7 @@ public final class FUSEMount {
         self.handle = handle
         self.context = context
         let fileSystem = context.takeUnretainedValue()
-        fileSystem.attach(handle)
+        fileSystem.attach(handle, mountpoint: mountpoint)
         // Commits from elsewhere (sync): the kernel forgets what it cached of what they changed.
         view.setStaleHandler { paths in
             for path in paths { fileSystem.changed("/" + path) }

@@ -33,7 +33,32 @@ final class FileSystemContext: Sendable {
         gid = getgid()
     }
 
-    func attach(_ fuse: OpaquePointer) { fuseHandle.withLock { $0 = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(fuse))) } }
+    /// The mount point, set once with the handle: where `forget` finds a folder's node id.
+    private let mountpoint = Mutex<String>("")
+
+    func attach(_ fuse: OpaquePointer, mountpoint: String) {
+        fuseHandle.withLock { $0 = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(fuse))) }
+        self.mountpoint.withLock { $0 = mountpoint }
+    }
+
+    /// A name the kernel was told of that no longer exists (a new file whose save was refused):
+    /// it must forget the name, not the file's attributes: with attributes dropped and the name
+    /// kept, the next create of that name would fail its permission check ("No such file").
+    /// Runs after the callback.
+    func forget(_ path: String) {
+        changedPaths.withLock { _ = $0.insert(path) }
+        let handle = fuseHandle.withLock { $0 }
+        let root = mountpoint.withLock { $0 }
+        guard handle != 0, !root.isEmpty else { return }
+        let (folder, name) = (String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)]), String(path.split(separator: "/").last ?? ""))
+        invalidations.async {
+            guard let fuse = OpaquePointer(bitPattern: handle), !name.isEmpty else { return }
+            var info = stat()
+            // A stat of our own folder is an ordinary request, served by another worker thread.
+            guard lstat(root + folder, &info) == 0 else { return }
+            _ = binder_fuse_forget_entry(fuse, UInt(info.st_ino), name)
+        }
+    }
 
     /// True once after each change of `path`: that open drops the kernel's pages and reads
     /// afresh; later opens may keep what it read (until the next change).

@@ -81,7 +81,9 @@ enum ReadOperations {
         ops.release = { path, info in
             guard let info else { return 0 }
             let fs = FileSystemContext.current
-            fs.view.release(handle: info.pointee.fh)
+            // A new file that was never stored (its save refused) is gone: the kernel was told
+            // of its name at create and must forget it.
+            if fs.view.release(handle: info.pointee.fh), let path { fs.forget(String(cString: path)) }
             return 0
         }
 

@@ -60,8 +60,9 @@ enum WriteOperations {
             }
             return 0
         } catch {
-            // What the kernel cached of the refused bytes must not be shown: the stored version is.
-            if let path { fs.changed(String(cString: path)) }
+            // What the kernel cached of the refused bytes must not be shown: the stored version is
+            // (a new file refused has none: its name goes at release).
+            if let path, !fs.view.isNew(String(cString: path)) { fs.changed(String(cString: path)) }
             return fs.errno(error)
         }
     }

@@ -4,6 +4,7 @@
    version-dispatching macros in fuse.h, so Swift calls them through these shims. */
 #define FUSE_USE_VERSION 31
 #include <fuse.h>
+#include <fuse_lowlevel.h>
 #include <errno.h>
 #include <sys/stat.h>
 #include <string.h>
@@ -16,6 +17,12 @@ static inline struct fuse *binder_fuse_new(struct fuse_args *args, const struct 
 /* Multi-threaded loop; each worker thread reads /dev/fuse through the one session fd. */
 static inline int binder_fuse_loop_mt(struct fuse *f) {
     return fuse_loop_mt(f, 0);
+}
+
+/* Tells the kernel to forget the name `name` in the folder whose node id is `parent` (the high-level
+   API only invalidates inodes). With use_ino off, a folder's st_ino is its node id. */
+static inline int binder_fuse_forget_entry(struct fuse *f, unsigned long parent, const char *name) {
+    return fuse_lowlevel_notify_inval_entry(fuse_get_session(f), parent, name, strlen(name));
 }
 
 static inline struct fuse_args binder_fuse_args_empty(void) {
