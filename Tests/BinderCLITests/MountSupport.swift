@@ -1,4 +1,5 @@
 import BinderCrypto
+import BinderFormat
 import Foundation
 import XCTest
 
@@ -90,3 +91,37 @@ func unmountQuietly(_ sandbox: BinderSandbox, _ mountpoint: String) {
 }
 
 func sha256Hex(_ bytes: [UInt8]) -> String { Hex.encode(sha256(bytes)) }
+
+/// A test case with the fixture binder cloned and mounted read-write for each test, and ways
+/// to look at its repository without the mount.
+class MountedFixtureTestCase: XCTestCase {
+    var binder: MountedBinder!
+    var key: NIP44.ConversationKey!
+
+    override func setUpWithError() throws {
+        binder = try MountedBinder()
+        key = NIP44.ConversationKey(selfOf: try SecretKey(nsec: Fixtures.nsec))
+        try binder.mount()
+    }
+
+    override func tearDown() {
+        binder?.unmount()
+        binder = nil
+    }
+
+    var mnt: String { binder.mountpoint }
+
+    /// `git -C REPOSITORY arguments` (the mounted binder's unless another is given); its output.
+    func git(_ arguments: String, in repository: String? = nil) throws -> String {
+        try shell("git -C '\(repository ?? binder.repository)' \(arguments)").stdout
+    }
+
+    func commits() throws -> Int { Int(try git("rev-list --count main").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1 }
+
+    /// The document stored at `gitPath` on main, read by git and the crypto core alone.
+    func stored(_ gitPath: String) throws -> MedicalDocument {
+        let payload = try shell("git -C '\(binder.repository)' show 'main:\(gitPath)'")
+        XCTAssertEqual(payload.status, 0, "\(gitPath) not in git: \(payload.stderr)")
+        return try MedicalDocument(plaintext: try NIP44.decrypt(payload: payload.stdout, key: key).copyBytes())
+    }
+}

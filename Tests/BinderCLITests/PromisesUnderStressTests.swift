@@ -6,27 +6,7 @@ import XCTest
 /// docs/PRODUCT.md, "Promises under stress", through a real mount: hostile write patterns,
 /// refusals that are loud and lose nothing, times that survive copies, the format's own
 /// files, and backups that restore to the same binder.
-final class PromisesUnderStressTests: XCTestCase {
-    var binder: MountedBinder!
-    var key: NIP44.ConversationKey!
-
-    override func setUpWithError() throws {
-        binder = try MountedBinder()
-        key = NIP44.ConversationKey(selfOf: try SecretKey(nsec: Fixtures.nsec))
-        try binder.mount()
-    }
-
-    override func tearDown() {
-        binder?.unmount()
-        binder = nil
-    }
-
-    var mnt: String { binder.mountpoint }
-
-    func git(_ arguments: String, in repository: String? = nil) throws -> String {
-        try shell("git -C '\(repository ?? binder.repository)' \(arguments)").stdout
-    }
-
+final class PromisesUnderStressTests: MountedFixtureTestCase {
     func log() throws -> String {
         try String(contentsOfFile: binder.sandbox.home.appendingPathComponent("logs/sample-binder.log").path, encoding: .utf8)
     }

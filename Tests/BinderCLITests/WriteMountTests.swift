@@ -5,36 +5,7 @@ import XCTest
 
 /// Writing through a real mount: every save becomes one encrypted commit in the apps' format,
 /// proven by reading the repository without the mount.
-final class WriteMountTests: XCTestCase {
-    var binder: MountedBinder!
-    var key: NIP44.ConversationKey!
-
-    override func setUpWithError() throws {
-        binder = try MountedBinder()
-        key = NIP44.ConversationKey(selfOf: try SecretKey(nsec: Fixtures.nsec))
-        try binder.mount()
-    }
-
-    override func tearDown() {
-        binder?.unmount()
-        binder = nil
-    }
-
-    var mnt: String { binder.mountpoint }
-
-    func git(_ arguments: String) throws -> String {
-        try shell("git -C '\(binder.repository)' \(arguments)").stdout
-    }
-
-    func commits() throws -> Int { Int(try git("rev-list --count main").trimmingCharacters(in: .whitespacesAndNewlines))! }
-
-    /// The document stored at `gitPath` on main, read by git and the crypto core alone.
-    func stored(_ gitPath: String) throws -> MedicalDocument {
-        let payload = try shell("git -C '\(binder.repository)' show 'main:\(gitPath)'")
-        XCTAssertEqual(payload.status, 0, "\(gitPath) not in git: \(payload.stderr)")
-        return try MedicalDocument(plaintext: try NIP44.decrypt(payload: payload.stdout, key: key).copyBytes())
-    }
-
+final class WriteMountTests: MountedFixtureTestCase {
     func testShellSavesAreOneCommitEach() throws {
         var count = try commits()
         XCTAssertEqual(try shell("echo '# Knee follow-up' > visits/2026-05-01-knee.md", in: mnt).status, 0)
