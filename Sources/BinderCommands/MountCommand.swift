@@ -89,6 +89,8 @@ struct MountCommand: ParsableCommand {
         }
         let writerLock = try takeWriterLock(repository, name: name, path: path)
         if !force && !mountOptions.contains("nonempty") { try checkEmpty(mountpoint) }
+        // Named as the holder at once; the daemon adds its own pid and control socket when ready.
+        writerLock?.record(WriterLock.Holder(pid: getpid(), command: "mount", mountpoint: mountpoint))
         let logger = FileLogHandler.logger(label: "binder.mount", path: logPath, echo: false)
         if writerLock != nil {
             // The writer lock is held: no binder process is in the middle of a git update, so a

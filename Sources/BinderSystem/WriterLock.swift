@@ -33,6 +33,12 @@ public final class WriterLock {
             return "in use by another binder process\(pidText)"
         }
 
+        /// A mount whose mount point is no longer mounted: its daemon is about to exit.
+        var isEndingMount: Bool {
+            guard command == "mount", let mountpoint else { return false }
+            return MountTable.entry(at: mountpoint) == nil
+        }
+
         var text: String {
             var lines = ""
             if let pid { lines += "pid: \(pid)\n" }
@@ -86,8 +92,21 @@ public final class WriterLock {
 
     public static func path(gitDirectory: String) -> String { gitDirectory + "/" + fileName }
 
-    /// Takes the lock without waiting, or says who holds it.
-    public static func acquire(gitDirectory: String) throws(Failure) -> WriterLock {
+    /// Takes the lock, or says who holds it. Waits (up to `patience` seconds) only for a mount
+    /// that is ending: unmounted already, its daemon still zeroing its memory before it exits
+    /// (`binder unmount` then `binder mount` at once must not be refused).
+    public static func acquire(gitDirectory: String, patience: TimeInterval = 10) throws(Failure) -> WriterLock {
+        let deadline = Date().addingTimeInterval(patience)
+        while true {
+            do {
+                return try acquireNow(gitDirectory: gitDirectory)
+            } catch .held(let holder) where holder.isEndingMount && Date() < deadline {
+                usleep(50_000)
+            }
+        }
+    }
+
+    private static func acquireNow(gitDirectory: String) throws(Failure) -> WriterLock {
         let path = path(gitDirectory: gitDirectory)
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw .system(path: path, errno: errno) }
