@@ -13,7 +13,11 @@ struct MountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mount",
         abstract: "Mount a binder as a folder of markdown files and attachments.",
-        discussion: "Returns once the mount answers; the daemon logs to binder's state folder (logs/NAME.log).")
+        discussion: """
+        Returns once the mount answers; the daemon logs to binder's state folder (logs/NAME.log). \
+        A binder has one writer: while it is mounted, a second mount is refused and 'binder sync' \
+        goes through the mount. A mount whose daemon died is cleared by the next mount.
+        """)
 
     @Argument(help: "A binder's name or the path of its git repository (bare or not).")
     var binder: String
@@ -23,6 +27,10 @@ struct MountCommand: ParsableCommand {
     var foreground = false
     @Flag(name: .customLong("read-only"), help: "Refuse every change through the mount.")
     var readOnly = false
+    @Option(name: .customShort("o"), help: "Mount options, comma-separated: ro, rw, nonempty (mount on a folder that is not empty).")
+    var options: [String] = []
+    @Flag(help: "Mount even a repository that does not look like a binder, or on a folder that is not empty.")
+    var force = false
     @Option(name: .customLong("cache-size"), help: "Upper bound of decrypted content kept in memory, e.g. 256M, 1G.")
     var cacheSize: String = "256M"
     @Flag(name: .customLong("no-sync"), help: "Never touch the network (a binder that syncs is otherwise pulled at mount, pushed after each save, and polled).")
@@ -35,6 +43,26 @@ struct MountCommand: ParsableCommand {
     /// Internal: the daemon reads its key from fd 3 and reports readiness on fd 4.
     @Flag(name: .customLong("daemon-child"), help: .hidden)
     var daemonChild = false
+    /// Internal: the descriptor on which the daemon inherits the binder's writer lock.
+    @Option(name: .customLong("writer-lock-fd"), help: .hidden)
+    var writerLockFD: Int32?
+
+    /// The `-o` options binder knows.
+    static let knownOptions: Set<String> = ["ro", "rw", "nonempty"]
+
+    private var mountOptions: Set<String> {
+        Set(options.flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }.filter { !$0.isEmpty })
+    }
+
+    private var isReadOnly: Bool { readOnly || mountOptions.contains("ro") }
+
+    func validate() throws {
+        let unknown = mountOptions.subtracting(Self.knownOptions).sorted()
+        if !unknown.isEmpty {
+            throw ValidationError("-o: unknown mount option\(unknown.count == 1 ? "" : "s") \(unknown.joined(separator: ", ")) (known: ro, rw, nonempty)")
+        }
+        if mountOptions.contains("ro") && mountOptions.contains("rw") { throw ValidationError("-o: ro and rw contradict each other") }
+    }
 
     func run() throws {
         guard let cacheBytes = parseSize(cacheSize) else {
@@ -53,10 +81,30 @@ struct MountCommand: ParsableCommand {
             return try runDaemonChild(repository: repository, path: path, name: name, mountpoint: mountpoint, cacheBytes: cacheBytes,
                                       logPath: logPath)
         }
-        try checkMountpoint(mountpoint)
+        try prepareMountpoint(mountpoint)
+        if !force {
+            do { try BinderCreator.checkLooksLikeBinder(repository) } catch let error as BinderCreator.NotABinder {
+                throw notABinder(path, error)
+            } catch { throw CommandFailure("cannot mount \(path): \(error)") }
+        }
+        let writerLock = try takeWriterLock(repository, name: name, path: path)
+        if !force && !mountOptions.contains("nonempty") { try checkEmpty(mountpoint) }
+        // Named as the holder at once; the daemon adds its own pid and control socket when ready.
+        writerLock?.record(WriterLock.Holder(pid: getpid(), command: "mount", mountpoint: mountpoint))
+        let logger = FileLogHandler.logger(label: "binder.mount", path: logPath, echo: false)
+        if writerLock != nil {
+            // The writer lock is held: no binder process is in the middle of a git update, so a
+            // git lock file nobody has open was left by a process that died.
+            for lock in GitLockFiles.removeStale(gitDirectory: repository.gitDirectory) {
+                logger.warning("removed a stale git lock", metadata: ["file": "\(lock.name)"])
+                printOut("Removed a stale git lock left by a process that stopped: \(lock)")
+            }
+        }
         let key = try KeyStore(state: state).secretKey(passphrase: passphrase.source)
         let conversationKey = NIP44.ConversationKey(selfOf: key)
-        do { try BinderCreator.checkKey(repository, key: conversationKey) } catch {
+        do { try BinderCreator.checkIsBinder(repository, key: conversationKey) } catch let error as BinderCreator.NotABinder {
+            if !force { throw notABinder(path, error) }
+        } catch {
             throw CommandFailure("cannot mount \(path): \(error)")
         }
         if foreground {
@@ -66,26 +114,71 @@ struct MountCommand: ParsableCommand {
             try mountOrFail(mount, mountpoint: mountpoint)
             logger.info("mounted", metadata: ["binder": "\(path)", "mountpoint": "\(mountpoint)"])
             let sync = startSync(view: view, repository: repository, path: path, key: key, state: state, logger: logger)
+            let control = startControl(sync: sync, state: state, logger: logger)
+            writerLock?.record(WriterLock.Holder(pid: getpid(), command: "mount", mountpoint: mountpoint, control: control?.path))
             printErr("Mounted \(name) at \(mountpoint). Press Ctrl-C to unmount.")
             let status = mount.run()
-            sync?.stop()
+            control?.stop()
+            sync.scheduler?.stop()
             logger.info("unmounted", metadata: ["mountpoint": "\(mountpoint)"])
+            withExtendedLifetime(writerLock) {}
             if status != 0 { throw CommandFailure("the mount loop ended with an error (\(status))") }
             return
         }
-        try spawnDaemon(key: key, logPath: logPath, mountpoint: mountpoint)
+        try spawnDaemon(key: key, logPath: logPath, mountpoint: mountpoint, writerLock: writerLock)
         printOut("Mounted \(name) at \(mountpoint)")
         printOut("Unmount with: binder unmount \(mountpoint)   (log: \(logPath))")
     }
 
-    private func checkMountpoint(_ mountpoint: String) throws {
+    private func notABinder(_ path: String, _ error: BinderCreator.NotABinder) -> CommandFailure {
+        CommandFailure("\(path) is not a binder: \(error); pass --force to mount it anyway")
+    }
+
+    /// The mount point exists and is a folder with nothing mounted on it. A binder mount whose
+    /// daemon died (it answers ENOTCONN, and takes no writes) is cleared here.
+    private func prepareMountpoint(_ mountpoint: String) throws {
+        if let entry = MountTable.entry(at: mountpoint), MountTable.isDisconnected(mountpoint) {
+            guard entry.fsType.hasPrefix("fuse"), entry.source.hasPrefix("binder:") else {
+                throw CommandFailure("mount point \(mountpoint) is a stopped mount of \(entry.source) (\(entry.fsType)); unmount it first")
+            }
+            guard detachMount(mountpoint) else {
+                throw CommandFailure("the previous mount at \(mountpoint) had stopped (its daemon died) and cannot be cleared; try 'binder unmount \(mountpoint)'")
+            }
+            printOut("The previous mount at \(mountpoint) had stopped (its daemon died); cleared it")
+        }
         var info = stat()
         guard stat(mountpoint, &info) == 0 else {
-            throw CommandFailure("mount point \(mountpoint) does not exist")
+            let code = errno
+            throw CommandFailure(code == ENOENT ? "mount point \(mountpoint) does not exist"
+                                 : "mount point \(mountpoint): \(String(cString: strerror(code)))")
         }
         guard info.st_mode & S_IFMT == S_IFDIR else { throw CommandFailure("mount point \(mountpoint) is not a folder") }
         if MountTable.entry(at: mountpoint) != nil {
             throw CommandFailure("mount point \(mountpoint) is busy: something is already mounted there")
+        }
+    }
+
+    /// What is in a folder mounted on is hidden until the unmount: refuse unless asked for.
+    private func checkEmpty(_ mountpoint: String) throws {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: mountpoint)) ?? []
+        guard entries.isEmpty else {
+            throw CommandFailure("mount point \(mountpoint) is not empty (\(entries.count) item\(entries.count == 1 ? "" : "s")): "
+                                 + "mount on an empty folder, or pass -o nonempty to hide what is there while mounted")
+        }
+    }
+
+    /// The binder's writer lock, or the refusal naming who holds it. A read-only mount of a
+    /// binder on a read-only disk (nothing can write it) goes without.
+    private func takeWriterLock(_ repository: GitRepository, name: String, path: String) throws -> WriterLock? {
+        do {
+            return try WriterLock.acquire(gitDirectory: repository.gitDirectory)
+        } catch .held(let holder) {
+            throw CommandFailure("\(name) is already \(holder): a binder has one writer at a time"
+                                 + (holder.mountpoint == nil ? "; try again when it has finished" : "; unmount it first"))
+        } catch .system(_, let code) where isReadOnly && code == EROFS {
+            return nil
+        } catch {
+            throw CommandFailure("cannot mount \(path): \(error)")
         }
     }
 
@@ -95,7 +188,7 @@ struct MountCommand: ParsableCommand {
             let view = try BinderView(repository: repository, key: key, logger: logger,
                                       options: BinderView.Options(cacheCapacity: cacheBytes, author: commitAuthor()))
             return (try FUSEMount(view: view, mountpoint: mountpoint,
-                                  options: FUSEMount.Options(readOnly: readOnly, fsName: "binder:\(name)"), logger: logger), view)
+                                  options: FUSEMount.Options(readOnly: isReadOnly, fsName: "binder:\(name)"), logger: logger), view)
         } catch {
             throw CommandFailure("cannot mount: \(error)")
         }
@@ -105,7 +198,8 @@ struct MountCommand: ParsableCommand {
         do { try mount.mount() } catch { throw CommandFailure("\(error)") }
     }
 
-    /// The detached daemon: key from fd 3, readiness (or the reason it failed) on fd 4.
+    /// The detached daemon: key from fd 3, readiness (or the reason it failed) on fd 4, the
+    /// writer lock its launcher took on `--writer-lock-fd`.
     private func runDaemonChild(repository: GitRepository, path: String, name: String, mountpoint: String, cacheBytes: Int,
                                 logPath: String) throws {
         let logger = FileLogHandler.logger(label: "binder.mount", path: logPath, echo: false)
@@ -115,15 +209,26 @@ struct MountCommand: ParsableCommand {
             throw CommandFailure("no key on fd 3")
         }
         do {
+            var writerLock: WriterLock?
+            if let writerLockFD {
+                do { writerLock = try WriterLock.inherited(fd: writerLockFD, gitDirectory: repository.gitDirectory) } catch {
+                    throw CommandFailure("the mount daemon did not get the binder's writer lock: \(error)")
+                }
+            }
             let (mount, view) = try makeMount(repository: repository, key: NIP44.ConversationKey(selfOf: key), name: name,
                                               mountpoint: mountpoint, cacheBytes: cacheBytes, logger: logger)
             try mountOrFail(mount, mountpoint: mountpoint)
             logger.info("mounted", metadata: ["mountpoint": "\(mountpoint)", "pid": "\(getpid())"])
-            let sync = startSync(view: view, repository: repository, path: path, key: key, state: StateDirectory(), logger: logger)
+            let state = StateDirectory()
+            let sync = startSync(view: view, repository: repository, path: path, key: key, state: state, logger: logger)
+            let control = startControl(sync: sync, state: state, logger: logger)
+            writerLock?.record(WriterLock.Holder(pid: getpid(), command: "mount", mountpoint: mountpoint, control: control?.path))
             report("ready")
             let status = mount.run()
-            sync?.stop()
+            control?.stop()
+            sync.scheduler?.stop()
             logger.info("unmounted", metadata: ["mountpoint": "\(mountpoint)", "status": "\(status)"])
+            withExtendedLifetime(writerLock) {}
         } catch let failure as CommandFailure {
             logger.error("mount failed: \(failure.message)")
             report("error: " + failure.message)
@@ -131,19 +236,24 @@ struct MountCommand: ParsableCommand {
         }
     }
 
+    /// A mount's background sync: the scheduler when on, else why it is off.
+    struct MountSync {
+        var scheduler: SyncScheduler?
+        var target: SyncTarget?
+        var offReason: String
+    }
+
     /// Background sync for a binder that has a server (set by `binder clone` or `binder sync`),
     /// unless `--no-sync` (a read-only mount still follows the other devices). The view is
     /// served meanwhile; the first pull starts now.
     private func startSync(view: BinderView, repository: GitRepository, path: String, key: SecretKey,
-                           state: StateDirectory, logger: Logger) -> SyncScheduler? {
-        guard !noSync else {
-            view.setSyncHooks(onCommit: nil, status: { "sync: off (--no-sync)\n" })
-            return nil
+                           state: StateDirectory, logger: Logger) -> MountSync {
+        func off(_ reason: String) -> MountSync {
+            view.setSyncHooks(onCommit: nil, status: { "sync: off (\(reason))\n" })
+            return MountSync(scheduler: nil, target: nil, offReason: reason)
         }
-        guard let target = SyncTarget.read(repository) else {
-            view.setSyncHooks(onCommit: nil, status: { "sync: off (local only: 'binder sync' sets a server)\n" })
-            return nil
-        }
+        guard !noSync else { return off("--no-sync") }
+        guard let target = SyncTarget.read(repository) else { return off("local only: 'binder sync' sets a server") }
         do {
             let client = try ServerClient(server: target.server)
             let session = ServerSession(client: client, key: key, accounts: Accounts(path: state.accountsFile))
@@ -154,25 +264,53 @@ struct MountCommand: ParsableCommand {
                                               logger: logger)
             scheduler.start()
             logger.info("sync on", metadata: ["server": "\(target.server)", "repository": "\(target.repoId)"])
-            return scheduler
+            return MountSync(scheduler: scheduler, target: target, offReason: "")
         } catch {
             logger.error("sync off: \(error)")
-            let reason = "\(error)"
-            view.setSyncHooks(onCommit: nil, status: { "sync: off (error: \(reason))\n" })
+            return off("error: \(error)")
+        }
+    }
+
+    /// The mount's control channel (`run/mount-PID.sock`): `binder sync` while mounted asks the
+    /// mount, the binder's one writer, to sync. Without it (a path too long for a socket, say)
+    /// such a `binder sync` is refused with the mount point named.
+    private func startControl(sync: MountSync, state: StateDirectory, logger: Logger) -> ControlServer? {
+        ControlServer.removeDeadSockets(runDirectory: state.runDirectory)
+        let scheduler = sync.scheduler, target = sync.target, offReason = sync.offReason
+        let handler: ControlServer.Handler = { request in
+            switch request.split(separator: " ").first ?? "" {
+            case "sync":
+                guard let scheduler, let target else {
+                    return "error sync is off for this mount (\(offReason)): unmount it and sync, or mount it with sync on"
+                }
+                do { return "ok " + syncSummary(try scheduler.syncNow(), target: target) } catch { return "error \(error)" }
+            default:
+                return "error unknown request (this mount answers: sync)"
+            }
+        }
+        do {
+            let server = try ControlServer(path: ControlServer.path(runDirectory: state.runDirectory), handler: handler)
+            server.start()
+            return server
+        } catch {
+            logger.warning("no control channel: \(error)")
             return nil
         }
     }
 
     /// Starts this binary again as a detached daemon (new session, stdio on /dev/null), hands it
-    /// the key through a pipe (never argv or the environment), and waits for it to report.
-    private func spawnDaemon(key: SecretKey, logPath: String, mountpoint: String) throws {
+    /// the key through a pipe (never argv or the environment) and the writer lock as an open
+    /// descriptor, and waits for it to report.
+    private func spawnDaemon(key: SecretKey, logPath: String, mountpoint: String, writerLock: WriterLock?) throws {
         var arguments = ["mount", binder, mountpoint, "--daemon-child", "--cache-size", cacheSize,
                          "--sync-interval", "\(syncInterval)", "--sync-max-backoff", "\(syncMaxBackoff)"]
-        if readOnly { arguments.append("--read-only") }
+        if isReadOnly { arguments.append("--read-only") }
         if noSync { arguments.append("--no-sync") }
+        if writerLock != nil { arguments += ["--writer-lock-fd", "\(DaemonProcess.inheritedDescriptor)"] }
         let daemon: DaemonProcess
         do {
-            daemon = try DaemonProcess.spawnSelf(arguments: arguments, secret: key.withUnsafeBytes { SecureBytes($0) })
+            daemon = try DaemonProcess.spawnSelf(arguments: arguments, secret: key.withUnsafeBytes { SecureBytes($0) },
+                                                 inherited: writerLock?.fd)
         } catch {
             throw CommandFailure("cannot start the mount daemon: \(error)")
         }
@@ -187,6 +325,24 @@ struct MountCommand: ParsableCommand {
         _ = stat(mountpoint, &info)
     }
 }
+
+/// Detaches the mount at `path` lazily (a mount whose daemon died answers ENOTCONN until then).
+func detachMount(_ path: String) -> Bool {
+    runQuietly("fusermount3", ["-u", "-z", path]) == 0 || umount2(path, Int32(MNT_DETACH)) == 0 || MountTable.entry(at: path) == nil
+}
+
+/// Runs a tool found on PATH with its output discarded; its exit status (-1 if it cannot run).
+func runQuietly(_ tool: String, _ arguments: [String]) -> Int32 {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = [tool] + arguments
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    do { try process.run() } catch { return -1 }
+    process.waitUntilExit()
+    return process.terminationStatus
+}
+
 struct UnmountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "unmount",
@@ -199,27 +355,17 @@ struct UnmountCommand: ParsableCommand {
         let path = URL(fileURLWithPath: mountpoint).standardizedFileURL.path
         guard let entry = MountTable.entry(at: path) else { throw CommandFailure("\(path) is not mounted") }
         guard entry.fsType.hasPrefix("fuse") else { throw CommandFailure("\(path) is not a binder mount (\(entry.fsType))") }
-        if runTool("fusermount3", ["-u", path]) == 0 || MountTable.entry(at: path) == nil {
+        // A daemon that died leaves a mount that answers ENOTCONN until it is detached.
+        let stopped = MountTable.isDisconnected(path)
+        if !stopped, runQuietly("fusermount3", ["-u", path]) == 0 || MountTable.entry(at: path) == nil {
             printOut("Unmounted \(path)")
             return
         }
-        // A daemon that died leaves a mount that answers ENOTCONN: detach it lazily.
-        if runTool("fusermount3", ["-u", "-z", path]) == 0 || umount2(path, Int32(MNT_DETACH)) == 0 {
-            printOut("Unmounted \(path) (the mount was stale)")
+        if detachMount(path) {
+            printOut("Unmounted \(path)" + (stopped ? " (its daemon had stopped)" : " (detached: it was still in use)"))
             return
         }
         throw CommandFailure("cannot unmount \(path): it is in use (close the files and folders open there)")
-    }
-
-    private func runTool(_ tool: String, _ arguments: [String]) -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [tool] + arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        do { try process.run() } catch { return -1 }
-        process.waitUntilExit()
-        return process.terminationStatus
     }
 }
 

@@ -242,6 +242,16 @@ struct SyncCommand: ParsableCommand {
             }
         }
         let chosen = target!
+        // One writer per binder: a mounted binder is synced by its mount (the command asks it);
+        // otherwise this command holds the writer lock while it syncs.
+        let writerLock: WriterLock
+        do { writerLock = try WriterLock.acquire(gitDirectory: repository.gitDirectory) } catch .held(let holder) {
+            return try syncThroughMount(holder, path: path, configured: configured, chosen: chosen)
+        } catch {
+            throw CommandFailure("cannot sync \(path): \(error)")
+        }
+        writerLock.record(WriterLock.Holder(pid: getpid(), command: "sync"))
+        defer { withExtendedLifetime(writerLock) {} }
         let client: ServerClient
         do { client = try ServerClient(server: chosen.server) } catch { throw failure(error) }
         let session = ServerSession(client: client, key: key, accounts: accounts)
@@ -256,18 +266,51 @@ struct SyncCommand: ParsableCommand {
         } catch let error as SyncError {
             throw failure(error)
         }
-        var summary: [String] = []
-        if report.createdOnServer { summary.append("created \(chosen.repoId) on \(chosen.server)") }
-        switch report.outcome {
-        case .upToDate: break
-        case .fastForward(_, let paths): summary.append("received \(paths.count) changed file(s)")
-        case .merged(_, let paths, let conflicts):
-            summary.append("merged \(paths.count) changed file(s)")
-            if !conflicts.isEmpty { summary.append("\(conflicts.count) conflict(s) resolved (see 'binder status')") }
-        }
-        if report.pushedCommits > 0 { summary.append("pushed \(report.pushedCommits) commit(s)") }
-        printOut("Synced \(BinderLocator.displayName(path)): " + (summary.isEmpty ? "up to date" : summary.joined(separator: "; ")))
+        printOut("Synced \(BinderLocator.displayName(path)): " + syncSummary(report, target: chosen))
     }
+
+    /// The binder is held by another process: a mount is asked to sync through its control
+    /// channel; anything else (a mount that cannot, another `binder sync`) is a refusal naming it.
+    private func syncThroughMount(_ holder: WriterLock.Holder, path: String, configured: SyncTarget?, chosen: SyncTarget) throws {
+        let name = BinderLocator.displayName(path)
+        guard let mountpoint = holder.mountpoint else {
+            throw CommandFailure("cannot sync \(name) now: it is \(holder); try again when it has finished")
+        }
+        guard let configured else {
+            throw CommandFailure("cannot set up syncing for \(name) while it is \(holder): unmount it, sync, and mount it again")
+        }
+        guard configured == chosen else {
+            throw CommandFailure("cannot change where \(name) syncs while it is \(holder): unmount it first")
+        }
+        guard let control = holder.control else {
+            throw CommandFailure("cannot sync \(name) while it is \(holder): that mount takes no requests; unmount it first")
+        }
+        let answer: String
+        do { answer = try ControlClient.send("sync", to: control) } catch {
+            throw CommandFailure("cannot sync \(name) while it is \(holder): \(error); unmount it first")
+        }
+        if answer.hasPrefix("ok ") {
+            printOut("Synced \(name): \(answer.dropFirst(3)) (by its mount at \(mountpoint))")
+            return
+        }
+        let reason = answer.hasPrefix("error ") ? String(answer.dropFirst(6)) : answer
+        throw CommandFailure("cannot sync \(name) while it is \(holder): \(reason)")
+    }
+}
+
+/// What a sync did, in one line ("pushed 2 commit(s)", "up to date").
+func syncSummary(_ report: SyncReport, target: SyncTarget) -> String {
+    var summary: [String] = []
+    if report.createdOnServer { summary.append("created \(target.repoId) on \(target.server)") }
+    switch report.outcome {
+    case .upToDate: break
+    case .fastForward(_, let paths): summary.append("received \(paths.count) changed file(s)")
+    case .merged(_, let paths, let conflicts):
+        summary.append("merged \(paths.count) changed file(s)")
+        if !conflicts.isEmpty { summary.append("\(conflicts.count) conflict(s) resolved (see 'binder status')") }
+    }
+    if report.pushedCommits > 0 { summary.append("pushed \(report.pushedCommits) commit(s)") }
+    return summary.isEmpty ? "up to date" : summary.joined(separator: "; ")
 }
 
 struct StatusCommand: ParsableCommand {

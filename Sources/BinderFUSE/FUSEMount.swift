@@ -43,7 +43,10 @@ public final class FUSEMount {
         let context = Unmanaged.passRetained(FileSystemContext(view: view, logger: logger, readOnly: options.readOnly))
         var args = binder_fuse_args_empty()
         defer { fuse_opt_free_args(&args) }
-        var mountOptions = ["fsname=" + Self.escapeOption(options.fsName), "subtype=binder", "auto_unmount",
+        // No auto_unmount: were the daemon to die, its mount must keep answering ENOTCONN until
+        // `binder unmount` or the next `binder mount` clears it, never become the empty folder
+        // beneath, which would take the next write as plaintext.
+        var mountOptions = ["fsname=" + Self.escapeOption(options.fsName), "subtype=binder",
                             "default_permissions", "noatime"]
         if options.readOnly { mountOptions.append("ro") }
         for arg in ["binder", "-o", mountOptions.joined(separator: ",")] {

@@ -1,4 +1,5 @@
 internal import CGit2
+import Glibc
 
 /// An error from a git operation.
 ///
@@ -15,8 +16,10 @@ public enum GitError: Error, Sendable, Equatable, CustomStringConvertible {
     /// repository path (empty, absolute, `.`/`..`/empty component, NUL).
     case invalidPath(String, reason: String)
 
-    /// A libgit2 call failed.
-    case failed(operation: String, code: Code, message: String)
+    /// A libgit2 call failed. `posixErrno` is the OS error of the system call
+    /// that made it fail (libgit2's `GIT_ERROR_OS` class: a full disk is
+    /// `ENOSPC`, a read-only file system `EROFS`), nil for git-level failures.
+    case failed(operation: String, code: Code, message: String, posixErrno: Int32? = nil)
 
     /// The kind of a libgit2 failure (from its negative return code).
     public enum Code: Sendable, Equatable {
@@ -63,7 +66,15 @@ public enum GitError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// The libgit2 failure kind, if this is a libgit2 failure.
     public var code: Code? {
-        if case .failed(_, let code, _) = self { return code }
+        if case .failed(_, let code, _, _) = self { return code }
+        return nil
+    }
+
+    /// The OS errno (`ENOSPC`, `EDQUOT`, `EROFS`, `EACCES`, `EIO`, …) of the
+    /// system call that made a libgit2 call fail; nil when the failure was not
+    /// the operating system's (a missing object, a bad reference, a moved branch).
+    public var posixErrno: Int32? {
+        if case .failed(_, _, _, let posixErrno) = self { return posixErrno }
         return nil
     }
 
@@ -75,7 +86,7 @@ public enum GitError: Error, Sendable, Equatable, CustomStringConvertible {
     public var isConcurrentUpdate: Bool {
         switch self {
         case .branchMoved: return true
-        case .failed(_, let code, _): return code == .locked || code == .modified
+        case .failed(_, let code, _, _): return code == .locked || code == .modified
         case .invalidPath: return false
         }
     }
@@ -87,7 +98,7 @@ public enum GitError: Error, Sendable, Equatable, CustomStringConvertible {
                 + "found \(actual?.description ?? "no commit")): concurrent writer"
         case .invalidPath(let path, let reason):
             return "git: invalid path '\(path)': \(reason)"
-        case .failed(let operation, _, let message):
+        case .failed(let operation, _, let message, _):
             return "git: \(operation) failed: \(message)"
         }
     }
@@ -95,14 +106,49 @@ public enum GitError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Builds the error for a failed libgit2 call (`rc < 0`), reading
     /// libgit2's thread-local last error. Must be called on the thread that
     /// made the call, right after it (all calls happen under the repository
-    /// lock, so this holds).
+    /// lock, which clears errno and libgit2's last error first, so neither is
+    /// left over from an earlier call).
     static func libgit2(_ rc: Int32, _ operation: String) -> GitError {
+        let osError = errno
         var message = "libgit2 error \(rc)"
-        if let last = git_error_last(), let text = last.pointee.message {
-            let string = String(cString: text)
-            if !string.isEmpty { message = string }
+        var posixErrno: Int32?
+        if let last = git_error_last(), last.pointee.klass != Int32(GIT_ERROR_NONE.rawValue) {
+            if let text = last.pointee.message {
+                let string = String(cString: text)
+                if !string.isEmpty { message = string }
+            }
+            if last.pointee.klass == Int32(GIT_ERROR_OS.rawValue) {
+                posixErrno = errnoOfOSMessage(message) ?? (osError != 0 ? osError : nil)
+            }
+        } else if storageErrnos.contains(osError) {
+            // Some paths (a loose object's write hitting a full disk) fail without setting an
+            // error: the failed system call's errno is all there is.
+            posixErrno = osError
         }
-        return .failed(operation: operation, code: Code(libgit2: rc), message: message)
+        return .failed(operation: operation, code: Code(libgit2: rc), message: message, posixErrno: posixErrno)
+    }
+
+    /// Errnos that only a failing storage system call gives (never a lookup's normal ENOENT).
+    static let storageErrnos: Set<Int32> = [ENOSPC, EDQUOT, EROFS, EIO, EFBIG]
+
+    /// libgit2 writes a `GIT_ERROR_OS` error as "<what>: <strerror(errno)>" and then sets errno
+    /// to 0 (its errors.c), so the errno survives only in that text. It is recovered by inverting
+    /// `strerror` over the system's own table (same process, same locale: the very words
+    /// libgit2 wrote), an exact match of the whole suffix, never a guess from a phrase.
+    static func errnoOfOSMessage(_ message: String) -> Int32? {
+        var best: (code: Int32, length: Int)?
+        for code in Int32(1)...Int32(200) {
+            guard let text = strerror(code).map({ String(cString: $0) }), !text.hasPrefix("Unknown error") else { continue }
+            if message.hasSuffix(": " + text), text.count > (best?.length ?? 0) { best = (code, text.count) }
+        }
+        return best?.code
+    }
+
+    /// Lock held, before a libgit2 call: what `libgit2(_:_:)` reads afterwards is then this
+    /// call's own.
+    static func clearLast() {
+        errno = 0
+        git_error_clear()
     }
 }
 

@@ -11,9 +11,9 @@ import Foundation
 /// leave it. `isBare`, `gitDirectory` and `workTree` are immutable after init.
 /// Hence `@unchecked Sendable`.
 ///
-/// Room for the future: fetch/push over smart HTTP (a `git_remote` with
-/// `custom_headers` carrying `Authorization: Bearer …`) will be added as more
-/// methods running under the same lock; nothing here assumes a local-only repo.
+/// Fetch and push over Smart HTTP (Remote.swift) run under the same lock, so a
+/// transfer holds it for its whole length: a process that must keep answering
+/// while one runs (the mount) opens a second instance for the network.
 public final class GitRepository: @unchecked Sendable {
     /// Guards `repo`, `odb` and all libgit2 objects derived from them.
     private let lock = NSLock()
@@ -43,6 +43,7 @@ public final class GitRepository: @unchecked Sendable {
     /// directory, or a work tree. Parent directories are not searched.
     public static func open(path: String) throws(GitError) -> GitRepository {
         _ = LibGit2.ready
+        GitError.clearLast()
         var pointer: OpaquePointer?
         try check(git_repository_open_ext(&pointer, path, GIT_REPOSITORY_OPEN_NO_SEARCH.rawValue, nil),
                   "open repository '\(path)'")
@@ -55,6 +56,7 @@ public final class GitRepository: @unchecked Sendable {
     /// repository is already there.
     public static func create(path: String, bare: Bool, initialBranch: String = "main") throws(GitError) -> GitRepository {
         _ = LibGit2.ready
+        GitError.clearLast()
         var options = git_repository_init_options()
         try check(git_repository_init_options_init(&options, UInt32(GIT_REPOSITORY_INIT_OPTIONS_VERSION)),
                   "init repository options")
@@ -74,6 +76,7 @@ public final class GitRepository: @unchecked Sendable {
     func locked<T>(_ body: () throws(GitError) -> T) throws(GitError) -> T {
         lock.lock()
         defer { lock.unlock() }
+        GitError.clearLast()
         return try body()
     }
 

@@ -110,7 +110,15 @@ public final class SyncScheduler: @unchecked Sendable {
         return due
     }
 
-    private func runSync() {
+    private func runSync() { _ = perform() }
+
+    /// A sync asked for now (`binder sync` while this binder is mounted: the mount is its one
+    /// writer, so the command asks it through its control channel). Runs on the caller's thread;
+    /// the engine runs one sync at a time, so it never overlaps a scheduled one. Counts like a
+    /// scheduled sync in `.binder/status`, and the mount shows what arrived at once.
+    public func syncNow() throws(SyncError) -> SyncReport { try perform().get() }
+
+    private func perform() -> Result<SyncReport, SyncError> {
         do {
             let report = try engine.sync()
             condition.lock()
@@ -126,6 +134,7 @@ public final class SyncScheduler: @unchecked Sendable {
                                                  "conflicts": "\(report.outcome.conflicts.count)"])
             }
             showLocalTip()
+            return .success(report)
         } catch {
             condition.lock()
             // Offline: the server could not be reached; any other error came from the server.
@@ -136,6 +145,7 @@ public final class SyncScheduler: @unchecked Sendable {
             nextSync = Date().addingTimeInterval(wait)
             condition.unlock()
             logger.warning("sync failed; retrying", metadata: ["in_seconds": "\(Int(wait))", "error": "\(error)"])
+            return .failure(error)
         }
     }
 

@@ -4,7 +4,8 @@ import Foundation
 import Glibc
 
 /// A detached copy of this program (the mount daemon): a new session, stdio on /dev/null,
-/// a secret handed over on fd 3 (never argv or the environment), and a status line back on fd 4.
+/// a secret handed over on fd 3 (never argv or the environment), a status line back on fd 4,
+/// and optionally one more open descriptor of the launcher's as fd 5 (the binder's writer lock).
 public struct DaemonProcess {
     public let pid: Int32
     private let statusFD: Int32
@@ -14,7 +15,10 @@ public struct DaemonProcess {
         public var description: String { if case .failed(let why) = self { return why }; return "" }
     }
 
-    public static func spawnSelf(arguments: [String], secret: SecureBytes) throws(Error) -> DaemonProcess {
+    /// The descriptor number an `inherited` descriptor gets in the daemon.
+    public static let inheritedDescriptor: Int32 = 5
+
+    public static func spawnSelf(arguments: [String], secret: SecureBytes, inherited: Int32? = nil) throws(Error) -> DaemonProcess {
         var secretPipe: [Int32] = [0, 0], statusPipe: [Int32] = [0, 0]
         guard binder_pipe_cloexec(&secretPipe) == 0 else { throw .failed("pipe: \(String(cString: strerror(errno)))") }
         guard binder_pipe_cloexec(&statusPipe) == 0 else {
@@ -31,7 +35,17 @@ public struct DaemonProcess {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        _ = binder_spawn_close_from(&actions, 5)
+        // Moved above 3…5 first, so that the dup2s onto 3 and 4 cannot overwrite it.
+        let moved = inherited.map { fcntl($0, F_DUPFD_CLOEXEC, 10) }
+        defer { if let moved, moved >= 0 { close(moved) } }
+        if let moved {
+            guard moved >= 0 else {
+                close(secretPipe[0]); close(secretPipe[1]); close(statusPipe[0]); close(statusPipe[1])
+                throw .failed("fcntl: \(String(cString: strerror(errno)))")
+            }
+            posix_spawn_file_actions_adddup2(&actions, moved, Self.inheritedDescriptor)
+        }
+        _ = binder_spawn_close_from(&actions, Self.inheritedDescriptor + 1)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }

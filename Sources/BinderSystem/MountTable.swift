@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// The kernel's mount table (/proc/self/mountinfo).
 public enum MountTable {
@@ -27,6 +28,14 @@ public enum MountTable {
     /// Mount points of FUSE mounts whose source (`fsname`) is `source`, e.g. `binder:health`.
     public static func mounts(ofSource source: String) -> [String] {
         entries().filter { $0.fsType.hasPrefix("fuse") && $0.source == source }.map(\.mountPoint)
+    }
+
+    /// Whether the FUSE mount at `path` has lost its daemon: its connection is gone, and every
+    /// request is answered ENOTCONN. Asked with statvfs(3) (a statfs request), which always reaches the file system
+    /// (a stat of the mount's root may be answered from the kernel's attribute cache).
+    public static func isDisconnected(_ path: String) -> Bool {
+        var info = statvfs()
+        return statvfs(path, &info) != 0 && errno == ENOTCONN
     }
 
     /// mountinfo escapes space, tab, newline and backslash as \ooo.

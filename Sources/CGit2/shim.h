@@ -14,12 +14,6 @@ static inline int binder_git_enable_fsync(int enabled) {
     return git_libgit2_opts(GIT_OPT_ENABLE_FSYNC_GITDIR, enabled);
 }
 
-/* GIT_OPT_SET_OWNER_VALIDATION: refuse repositories owned by another user
- * (libgit2's default is on). */
-static inline int binder_git_set_owner_validation(int enabled) {
-    return git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, enabled);
-}
-
 /* GIT_OPT_ENABLE_STRICT_OBJECT_CREATION: validate that referenced objects
  * exist and that tree entry names are safe when creating objects (on by
  * default; set explicitly so binder never depends on a changed default). */

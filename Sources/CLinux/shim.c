@@ -7,8 +7,12 @@
 #include <linux/keyctl.h>
 #include <spawn.h>
 #include <sys/prctl.h>
+#include <errno.h>
+#include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 
@@ -66,3 +70,51 @@ long binder_keyctl_setperm(int32_t key, uint32_t perm) {
 
 int32_t binder_key_spec_user_keyring(void) { return KEY_SPEC_USER_KEYRING; }
 int32_t binder_key_spec_session_keyring(void) { return KEY_SPEC_SESSION_KEYRING; }
+
+static int binder_unix_address(const char *path, struct sockaddr_un *address) {
+    memset(address, 0, sizeof *address);
+    address->sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof address->sun_path) { errno = ENAMETOOLONG; return -1; }
+    strcpy(address->sun_path, path);
+    return 0;
+}
+
+int binder_unix_listen(const char *path, int backlog) {
+    struct sockaddr_un address;
+    if (binder_unix_address(path, &address) != 0) return -1;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    if (bind(fd, (struct sockaddr *)&address, sizeof address) != 0 || listen(fd, backlog) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+int binder_unix_connect(const char *path) {
+    struct sockaddr_un address;
+    if (binder_unix_address(path, &address) != 0) return -1;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    int rc;
+    do { rc = connect(fd, (struct sockaddr *)&address, sizeof address); } while (rc != 0 && errno == EINTR);
+    if (rc != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+int binder_unix_accept(int listener) { return accept4(listener, NULL, NULL, SOCK_CLOEXEC); }
+
+int binder_peer_uid(int fd, uint32_t *uid) {
+    struct ucred credentials;
+    socklen_t length = sizeof credentials;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
+    *uid = credentials.uid;
+    return 0;
+}

@@ -132,11 +132,13 @@ final class HostileBinderTests: XCTestCase {
 }
 
 final class SpecialBinderTests: XCTestCase {
-    func testEmptyRepositoryMountsEmpty() throws {
+    func testEmptyRepositoryMountsEmptyWhenForced() throws {
         let binder = try MountedBinder(cloneFixture: false)
         defer { binder.unmount() }
         XCTAssertEqual(try shell("git init -q -b main '\(binder.repository)'").status, 0)
-        try binder.mount()
+        assertFails(try binder.sandbox.run(["mount", binder.repository, binder.mountpoint, "--passphrase-file", binder.passphraseFile]),
+                    mentioning: "is not a binder")
+        try binder.mount(["--force"])
         XCTAssertEqual(try binder.files(), [])
         XCTAssertTrue(String(decoding: try binder.read(".binder/status"), as: UTF8.self).contains("commit: none"))
         let verify = try binder.sandbox.run(["verify", binder.repository, "--passphrase-file", binder.passphraseFile])

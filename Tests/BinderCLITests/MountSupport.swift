@@ -64,6 +64,9 @@ final class MountedBinder {
         mounted = false
     }
 
+    /// For a test that ran `binder mount` itself: unmount at the end.
+    func markMounted() { mounted = true }
+
     func path(_ relative: String) -> String { mountpoint + "/" + relative }
 
     func read(_ relative: String) throws -> [UInt8] {

@@ -23,4 +23,12 @@ long binder_keyctl_setperm(int32_t key, uint32_t perm);
 int32_t binder_key_spec_user_keyring(void);
 int32_t binder_key_spec_session_keyring(void);
 
+/* Unix-domain stream sockets (sockaddr_un is awkward from Swift). Each returns a descriptor
+   (close-on-exec) or -1 with errno set; a path too long for sun_path gives ENAMETOOLONG. */
+int binder_unix_listen(const char *path, int backlog);
+int binder_unix_connect(const char *path);
+int binder_unix_accept(int listener);
+/* The uid of the process at the other end of a connected unix socket (SO_PEERCRED). */
+int binder_peer_uid(int fd, uint32_t *uid);
+
 #endif

@@ -1,0 +1,157 @@
+internal import CLinux
+import Foundation
+import Glibc
+
+public struct ControlChannelError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ what: String, _ code: Int32) { description = "\(what): \(String(cString: strerror(code)))" }
+}
+
+/// A running mount's control channel: a unix socket (0600, in binder's run folder, 0700) on
+/// which the user's other binder commands ask the mount to do what only the binder's one writer
+/// may do. One request line per connection (a word and arguments: `sync`; later `status`,
+/// `lock`), one answer line: `ok …` or `error …`. Only the mount's own user is answered.
+public final class ControlServer: @unchecked Sendable {
+    public typealias Handler = @Sendable (_ request: String) -> String
+
+    public let path: String
+    private let listener: Int32
+    private let handler: Handler
+    /// Guards `stopped`.
+    private let lock = NSLock()
+    private var stopped = false
+
+    /// `run/mount-PID.sock` under the state folder: one per mount daemon.
+    public static func path(runDirectory: String, pid: Int32 = getpid()) -> String {
+        runDirectory + "/mount-\(pid).sock"
+    }
+
+    /// Listens at `path` (replacing a socket left by a daemon that died).
+    public init(path: String, handler: @escaping Handler) throws(ControlChannelError) {
+        self.path = path
+        self.handler = handler
+        let folder = (path as NSString).deletingLastPathComponent
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch { throw ControlChannelError("cannot create \(folder)", EACCES) }
+        unlink(path)
+        // The socket is created 0600: no moment where another user could connect.
+        let previous = umask(0o177)
+        let fd = binder_unix_listen(path, 8)
+        let code = errno
+        umask(previous)
+        guard fd >= 0 else { throw ControlChannelError("cannot listen on \(path)", code) }
+        listener = fd
+    }
+
+    deinit { stop() }
+
+    /// Answers requests on a thread of its own, each connection on its own thread (a `sync`
+    /// may take long; it must not hold up the next request).
+    public func start() {
+        let thread = Thread { [self] in acceptLoop() }
+        thread.name = "binder-control"
+        thread.start()
+    }
+
+    public func stop() {
+        lock.lock()
+        let first = !stopped
+        stopped = true
+        lock.unlock()
+        guard first else { return }
+        unlink(path)
+        // Wakes the blocked accept(), which then sees `stopped` and closes the socket.
+        shutdown(listener, Int32(SHUT_RDWR))
+    }
+
+    private var isStopped: Bool {
+        lock.lock(); defer { lock.unlock() }
+        return stopped
+    }
+
+    private func acceptLoop() {
+        while true {
+            let connection = binder_unix_accept(listener)
+            if isStopped {
+                if connection >= 0 { close(connection) }
+                close(listener)
+                return
+            }
+            guard connection >= 0 else {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                close(listener)
+                return
+            }
+            var uid: UInt32 = 0
+            guard binder_peer_uid(connection, &uid) == 0, uid == getuid() else {
+                close(connection)
+                continue
+            }
+            let handler = self.handler
+            let worker = Thread {
+                if let request = ControlLine.read(connection) {
+                    ControlLine.write(connection, handler(request))
+                }
+                close(connection)
+            }
+            worker.name = "binder-control-request"
+            worker.start()
+        }
+    }
+
+    /// Removes sockets in `runDirectory` left by mount daemons that died (their pid is gone).
+    public static func removeDeadSockets(runDirectory: String) {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: runDirectory)) ?? [] {
+            guard name.hasPrefix("mount-"), name.hasSuffix(".sock"),
+                  let pid = Int32(name.dropFirst("mount-".count).dropLast(".sock".count)) else { continue }
+            if kill(pid, 0) != 0 && errno == ESRCH { unlink(runDirectory + "/" + name) }
+        }
+    }
+}
+
+/// The other end: `binder sync` (and later commands) asking a running mount.
+public enum ControlClient {
+    /// Sends `request` and returns the answer line. Waits as long as the mount works on it.
+    public static func send(_ request: String, to path: String) throws(ControlChannelError) -> String {
+        let fd = binder_unix_connect(path)
+        guard fd >= 0 else { throw ControlChannelError("cannot reach the mount at \(path)", errno) }
+        defer { close(fd) }
+        ControlLine.write(fd, request)
+        guard let answer = ControlLine.read(fd) else { throw ControlChannelError("the mount did not answer", ECONNRESET) }
+        return answer
+    }
+}
+
+/// One line each way, at most 64 KB; a line break inside a message becomes "; ".
+enum ControlLine {
+    static let limit = 65_536
+
+    static func write(_ fd: Int32, _ text: String) {
+        let line = text.split(whereSeparator: \.isNewline).joined(separator: "; ") + "\n"
+        var bytes = Array(line.utf8)[...]
+        while !bytes.isEmpty {
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return }
+            bytes = bytes.dropFirst(n)
+        }
+    }
+
+    static func read(_ fd: Int32) -> String? {
+        var line: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while line.count < limit {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            if let end = buffer[..<n].firstIndex(of: 0x0A) {
+                line += buffer[..<end]
+                return String(decoding: line, as: UTF8.self)
+            }
+            line += buffer[..<n]
+        }
+        return line.isEmpty ? nil : String(decoding: line, as: UTF8.self)
+    }
+}
