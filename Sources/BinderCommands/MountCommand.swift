@@ -33,6 +33,9 @@ struct MountCommand: ParsableCommand {
     var force = false
     @Option(name: .customLong("cache-size"), help: "Upper bound of decrypted content kept in memory, e.g. 256M, 1G.")
     var cacheSize: String = "256M"
+    @Option(name: .customLong("max-attachment-size"),
+            help: "Largest attachment a save may write, e.g. 256M (records are held to 65,535 bytes by the format); a write past it fails with EFBIG.")
+    var maxAttachmentSize: String = "256M"
     @Flag(name: .customLong("no-sync"), help: "Never touch the network (a binder that syncs is otherwise pulled at mount, pushed after each save, and polled).")
     var noSync = false
     @Option(name: .customLong("sync-interval"), help: "Seconds between polls of the server for changes from other devices.")
@@ -67,6 +70,9 @@ struct MountCommand: ParsableCommand {
     func run() throws {
         guard let cacheBytes = parseSize(cacheSize) else {
             throw CommandFailure("--cache-size: '\(cacheSize)' is not a size like 256M or 1G")
+        }
+        guard parseSize(maxAttachmentSize) != nil else {
+            throw CommandFailure("--max-attachment-size: '\(maxAttachmentSize)' is not a size like 256M or 1G")
         }
         let state = StateDirectory()
         let mountpoint = URL(fileURLWithPath: self.mountpoint).standardizedFileURL.path
@@ -186,7 +192,8 @@ struct MountCommand: ParsableCommand {
                            cacheBytes: Int, logger: Logger) throws -> (FUSEMount, BinderView) {
         do {
             let view = try BinderView(repository: repository, key: key, logger: logger,
-                                      options: BinderView.Options(cacheCapacity: cacheBytes, author: commitAuthor()))
+                                      options: BinderView.Options(cacheCapacity: cacheBytes, author: commitAuthor(),
+                                                                  limits: WriteLimits(attachmentBytes: parseSize(maxAttachmentSize) ?? WriteLimits.defaultAttachmentBytes)))
             return (try FUSEMount(view: view, mountpoint: mountpoint,
                                   options: FUSEMount.Options(readOnly: isReadOnly, fsName: "binder:\(name)"), logger: logger), view)
         } catch {
@@ -302,7 +309,7 @@ struct MountCommand: ParsableCommand {
     /// the key through a pipe (never argv or the environment) and the writer lock as an open
     /// descriptor, and waits for it to report.
     private func spawnDaemon(key: SecretKey, logPath: String, mountpoint: String, writerLock: WriterLock?) throws {
-        var arguments = ["mount", binder, mountpoint, "--daemon-child", "--cache-size", cacheSize,
+        var arguments = ["mount", binder, mountpoint, "--daemon-child", "--cache-size", cacheSize, "--max-attachment-size", maxAttachmentSize,
                          "--sync-interval", "\(syncInterval)", "--sync-max-backoff", "\(syncMaxBackoff)"]
         if isReadOnly { arguments.append("--read-only") }
         if noSync { arguments.append("--no-sync") }

@@ -112,7 +112,7 @@ final class Committer: Sendable {
     /// The system's reason for a storage failure: the errno of the failing call where the git
     /// store kept it (a full disk is ENOSPC, not EIO), else EIO.
     static func code(of error: any Error) -> Errno {
-        _ = error  // MERGE: GitError.posixErrno
+        if let error = error as? GitError, let code = error.posixErrno { return Errno(rawValue: code) }
         return .ioError
     }
 

@@ -56,6 +56,15 @@ final class PromisesUnderStressTests: MountedFixtureTestCase {
         XCTAssertTrue(String(decoding: try binder.read(".binder/status"), as: UTF8.self).contains("last_refused_save:"))
     }
 
+    func testTheAttachmentLimitIsAnOption() throws {
+        binder.unmount()
+        try binder.mount(["--max-attachment-size", "1M"])
+        let big = try shell("head -c 2000000 /dev/urandom > labs/scan.bin", in: mnt)
+        XCTAssertTrue(big.stderr.contains("File too large"), big.stderr)
+        XCTAssertEqual(try shell("head -c 900000 /dev/urandom > labs/scan.bin && stat -c %s labs/scan.bin", in: mnt).stdout, "900000\n")
+        XCTAssertTrue(try log().contains("the limit is 1,048,576"))
+    }
+
     func testALargeRecordThroughAShellRedirectFailsLoudlyAndKeepsWhatIsStored() throws {
         let before = try git("rev-parse main")
         let record = "allergies/2025-02-25-penicillin.md"
