@@ -26,46 +26,13 @@ enum ReadOperations {
         }
 
         ops.readdir = { path, buffer, filler, _, _, _ in
-            let fs = FileSystemContext.current
             guard let path, let filler else { return -EINVAL }
-            do {
-                let entries = try fs.view.list(String(cString: path))
-                var st = stat()
-                _ = filler(buffer, ".", nil, 0, fuse_fill_dir_flags(rawValue: 0))
-                _ = filler(buffer, "..", nil, 0, fuse_fill_dir_flags(rawValue: 0))
-                for entry in entries {
-                    fs.fill(&st, entry.attributes)
-                    // Attributes go with the names (readdirplus), so `ls -l` needs no getattr calls.
-                    if filler(buffer, entry.name, &st, 0, binder_fill_dir_plus()) != 0 { break }
-                }
-                return 0
-            } catch { return fs.errno(error) }
+            return ReadOperations.readFolder(String(cString: path), into: buffer, filler)
         }
 
         ops.open = { path, info in
-            let fs = FileSystemContext.current
             guard let path, let info else { return -EINVAL }
-            let name = String(cString: path)
-            let access = info.pointee.flags & O_ACCMODE
-            do {
-                if access != O_RDONLY || info.pointee.flags & O_TRUNC != 0 {
-                    if fs.readOnly { return -EROFS }
-                    info.pointee.fh = try fs.view.openForWriting(name, truncate: info.pointee.flags & O_TRUNC != 0)
-                    return 0
-                }
-                info.pointee.fh = try fs.view.open(name)
-                if BinderView.isStatusFile(name) {
-                    // Its content changes without any write (sync, cache use): never from the
-                    // kernel's page cache, and read to its end whatever size was cached.
-                    binder_fi_set_direct_io(info, 1)
-                    return 0
-                }
-                // What has not changed since it was last opened: the kernel may keep its pages.
-                binder_fi_set_keep_cache(info, fs.takeChanged(name) ? 0 : 1)
-                // A read-only handle has nothing to flush: close() needs no round trip.
-                binder_fi_set_noflush(info, 1)
-                return 0
-            } catch { return fs.errno(error) }
+            return ReadOperations.open(String(cString: path), info)
         }
 
         ops.read = { _, buffer, size, offset, info in
@@ -97,5 +64,48 @@ enum ReadOperations {
                 return 0
             } catch { return fs.errno(error) }
         }
+    }
+
+    /// `.` and `..`, then every entry with its attributes (readdirplus: `ls -l` makes no
+    /// getattr calls).
+    static func readFolder(_ path: String, into buffer: UnsafeMutableRawPointer?, _ filler: fuse_fill_dir_t) -> Int32 {
+        let fs = FileSystemContext.current
+        do {
+            let entries = try fs.view.list(path)
+            var st = stat()
+            _ = filler(buffer, ".", nil, 0, fuse_fill_dir_flags(rawValue: 0))
+            _ = filler(buffer, "..", nil, 0, fuse_fill_dir_flags(rawValue: 0))
+            for entry in entries {
+                fs.fill(&st, entry.attributes)
+                if filler(buffer, entry.name, &st, 0, binder_fill_dir_plus()) != 0 { break }
+            }
+            return 0
+        } catch { return fs.errno(error) }
+    }
+
+    /// Opens for writing (any write access or O_TRUNC) or for reading, and says how the kernel
+    /// may cache what it reads.
+    static func open(_ name: String, _ info: UnsafeMutablePointer<fuse_file_info>) -> Int32 {
+        let fs = FileSystemContext.current
+        let access = info.pointee.flags & O_ACCMODE
+        do {
+            if access != O_RDONLY || info.pointee.flags & O_TRUNC != 0 {
+                if fs.readOnly { return -EROFS }
+                info.pointee.fh = try fs.view.openForWriting(name, truncate: info.pointee.flags & O_TRUNC != 0)
+                return 0
+            }
+            info.pointee.fh = try fs.view.open(name)
+            if BinderView.isStatusFile(name) {
+                // Its content changes without any write (sync, cache use): never from the
+                // kernel's page cache, and read to its end whatever size was cached.
+                binder_fi_set_direct_io(info, 1)
+                return 0
+            }
+            // What has not changed since it was last opened: the kernel may keep its pages.
+            binder_fi_set_keep_cache(info, fs.takeChanged(name) ? 0 : 1)
+            // A read-only handle has nothing to flush: close() needs no round trip.
+            binder_fi_set_noflush(info, 1)
+            return 0
+        } catch { return fs.errno(error) }
     }
 }
