@@ -78,6 +78,7 @@ public final class BinderView: Sendable {
     public func attributes(_ path: String) throws(ViewError) -> NodeAttributes {
         let path = ViewPath.normalize(path)
         if path.isEmpty { return folderAttributes(readOnly: false) }
+        if ViewPath.split(path).name.utf8.count > NameRules.maximumBytes { throw .nameTooLong(path) }
         if let control = controlAttributes(path) { return control }
         if let overlay = overlayAttributes(path) { return overlay }
         if scratch.isHidden(path) { throw .notFound(path) }

@@ -67,6 +67,17 @@ enum NameMapping {
         return out.isEmpty ? "entry" : out
     }
 
+    /// `name` cut to at most `maxBytes` of UTF-8 (whole characters), its extension kept.
+    static func fitting(_ name: String, maxBytes: Int) -> String {
+        guard name.utf8.count > maxBytes else { return name }
+        let (stem, ext) = splitExtension(name)
+        let keep = max(0, maxBytes - (ext.utf8.count <= maxBytes / 2 ? ext.utf8.count : 0))
+        var cut = ""
+        for character in stem where cut.utf8.count + String(character).utf8.count <= keep { cut.append(character) }
+        let out = ext.utf8.count <= maxBytes / 2 ? cut + ext : cut
+        return out
+    }
+
     /// A single path component that is safe to show: not empty, no '/', no NUL, not . or ..
     static func isSafeName(_ name: String) -> Bool {
         !name.isEmpty && name != "." && name != ".." && !name.contains("/") && !name.utf8.contains(0)

@@ -77,12 +77,15 @@ extension WritePlanner {
         func create(inFolder folder: String) throws(WriteError) -> WritePlan {
             let category = folder.split(separator: "/").first.map(String.init) ?? "binder"
             if isMarkdown {
-                let gitPath = join(folder, NameMapping.splitExtension(name).stem + NameMapping.documentExtension)
+                let gitName = NameMapping.splitExtension(name).stem + NameMapping.documentExtension
+                try NameRules.checkStored(gitName, path: path)
+                let gitPath = join(folder, gitName)
                 guard binder.entry(gitPath) == nil else { throw .exists(path) }
                 var document = MedicalDocument(value: "", metadata: [:])
                 _ = try apply(to: &document, isNew: true, isChild: false, defaultType: Categories.documentType(forFolder: folder))
                 return WritePlan(changes: [try planner.documentChange(document, at: gitPath, path: path)], message: "Add \(category) entry")
             }
+            try NameRules.checkStored(name + NameMapping.sidecarExtension, path: path)
             let record = AttachmentRecord.standalone(fileName: name, folder: folder, size: content.count, created: modified ?? now)
             guard binder.entry(record.documentPath) == nil, binder.entry(record.sidecarPath) == nil else { throw .exists(path) }
             return WritePlan(changes: [.sidecar(gitPath: record.sidecarPath, content: content),
@@ -234,10 +237,16 @@ enum AttachmentRecord {
                       taken: (String) -> Bool = { _ in false }) -> (sidecarPath: String, child: MedicalDocument) {
         let (folder, documentName) = ViewPath.split(documentPath)
         let documentStem = String(documentName.dropLast(NameMapping.documentExtension.count))
-        var sidecarName = documentStem + "-" + fileName + NameMapping.sidecarExtension
+        // The sidecar's name is binder's own (the child is shown under `fileName`): cut to fit
+        // git's and disks' 255 bytes.
+        func sidecar(_ name: String) -> String {
+            NameMapping.fitting(documentStem + "-" + name, maxBytes: NameRules.maximumBytes - NameMapping.sidecarExtension.utf8.count)
+                + NameMapping.sidecarExtension
+        }
+        var sidecarName = sidecar(fileName)
         var n = 2
         while taken(join(folder, sidecarName)) {
-            sidecarName = documentStem + "-" + NameMapping.suffixed(fileName, n) + NameMapping.sidecarExtension
+            sidecarName = sidecar(NameMapping.suffixed(fileName, n))
             n += 1
         }
         var metadata = metadata(ext: NameMapping.splitExtension(fileName).ext, size: size, created: created)

@@ -136,6 +136,7 @@ struct WritePlanner {
             throw .notPermitted(path: path, reason: "a record's children folder holds records and attachments, not folders")
         }
         let meta = JSONValue.object(["displayName": .string(name)]).serializedBytes()
+        try NameRules.checkStored(name, path: path)
         return .commit(WritePlan(changes: [.folderMetadata(gitPath: join(join(gitParent, name), NameMapping.folderMetadataName), json: meta)],
                                  message: "Add folder"))
     }
@@ -250,6 +251,7 @@ struct WritePlanner {
         case (.document(let blob), .folder, .folder(let folder)) where toName.hasSuffix(NameMapping.markdownExtension):
             // A record keeps its ciphertext; its children's sidecars move with it.
             let stem = String(toName.dropLast(NameMapping.markdownExtension.count))
+            try NameRules.checkStored(stem + NameMapping.documentExtension, path: to)
             var changes: [PlannedChange] = [.delete(gitPath: source.gitPath),
                                             .blob(gitPath: join(folder, stem + NameMapping.documentExtension), id: blob)]
             let fromFolder = ViewPath.split(source.gitPath).parent
@@ -264,6 +266,7 @@ struct WritePlanner {
             guard case .document(let reference)? = source.owner else { return nil }
             // An attachment: its sidecar moves as it is; its reference names the new sidecar.
             let sidecarName = toName + NameMapping.sidecarExtension
+            try NameRules.checkStored(sidecarName, path: to)
             var document = try binder.document(reference)
             document.value = sidecarName
             let stem = NameMapping.splitExtension(toName).stem
@@ -357,7 +360,15 @@ private struct PlannedBinder: StoredBinder {
 
 /// Names a file or folder of the mount may have.
 enum NameRules {
+    /// NAME_MAX: for the names shown, and for the names they are stored under in git (a work
+    /// tree on disk, the apps' clones), so `X.md` may have 253 bytes (`X.json`) and an
+    /// attachment 251 (`X.ext.enc`).
     static let maximumBytes = 255
+
+    /// Refuses a name whose git name (`X.json`, `X.ext.enc`) would be over 255 bytes.
+    static func checkStored(_ gitName: String, path: String) throws(WriteError) {
+        guard gitName.utf8.count <= maximumBytes else { throw .nameTooLong(path) }
+    }
 
     static func check(_ name: String, in parentPath: String, path: String) throws(WriteError) {
         guard NameMapping.isSafeName(name) else { throw .invalid(path: path, reason: "not a usable file name") }

@@ -61,7 +61,7 @@ final class WriteRuleTests: XCTestCase {
 
     static let note = "---\ntype: visit\ncreated: \"2025-01-02T03:04:05.000Z\"\nupdated: \"2025-01-02T03:04:05.000Z\"\n---\n# Visit\n"
     static let addendum = "---\ntype: addendum\ncreated: \"2025-01-03T00:00:00.000Z\"\n---\nAddendum.\n"
-    static let longName = String(repeating: "n", count: 252) + ".md"  // 255 bytes
+    static let longName = String(repeating: "n", count: 250) + ".md"  // 253 bytes: n….json is 255
 
     static let rows: [Row] = [
         Row("a .md file in a folder is a document", given: [.mkdir("visits")], when: .write("visits/a.md", note),
@@ -106,9 +106,18 @@ final class WriteRuleTests: XCTestCase {
             when: .rename("visits/a.md", "visits/a.txt"), then: .refused(.invalidArgument)),
         Row("a .md whose git name an attachment holds is refused", given: [.mkdir("labs"), .writeBytes("labs/x.pdf", [1])],
             when: .write("labs/x.md", "# X\n"), then: .refused(.fileExists)),
-        Row("a 255-byte name is fine", given: [.mkdir("visits")], when: .write("visits/" + longName, "# L\n"),
+        Row("a record's name may have 253 bytes (its git name 255)", given: [.mkdir("visits")], when: .write("visits/" + longName, "# L\n"),
             then: .shows(files: ["visits/" + longName])),
-        Row("a 256-byte name is too long", given: [.mkdir("visits")], when: .write("visits/x" + longName, "# L\n"),
+        Row("a record's name of 254 bytes is too long for git", given: [.mkdir("visits")], when: .write("visits/x" + longName, "# L\n"),
+            then: .refused(.fileNameTooLong)),
+        Row("an attachment's name may have 251 bytes (its sidecar 255)", given: [.mkdir("labs")],
+            when: .writeBytes("labs/" + String(repeating: "a", count: 247) + ".pdf", [1]), then: .shows(files: ["labs/" + String(repeating: "a", count: 247) + ".pdf"])),
+        Row("an attachment's name of 252 bytes is too long for git", given: [.mkdir("labs")],
+            when: .writeBytes("labs/" + String(repeating: "a", count: 248) + ".pdf", [1]), then: .refused(.fileNameTooLong)),
+        Row("a child attachment with a long name gets a sidecar that fits", given: [.mkdir("visits"), .write("visits/a.md", note), .mkdir("visits/a.children")],
+            when: .writeBytes("visits/a.children/" + String(repeating: "s", count: 251) + ".png", [1]),
+            then: .shows(files: ["visits/a.children/" + String(repeating: "s", count: 251) + ".png", "visits/a.md"], children: 1)),
+        Row("a 256-byte name is too long anywhere", given: [.mkdir("visits")], when: .write("visits/" + String(repeating: "x", count: 253) + ".md", "# L\n"),
             then: .refused(.fileNameTooLong)),
         Row("patient-info cannot be deleted", when: .remove("patient-info.md"), then: .refused(.notPermitted)),
         Row("patient-info cannot be moved away", given: [.mkdir("visits")], when: .rename("patient-info.md", "visits/p.md"),
