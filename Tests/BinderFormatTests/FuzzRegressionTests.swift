@@ -29,3 +29,21 @@ import Testing
         #expect(Timestamps.parse("+000000-01-01")?.seconds == -62_167_219_200)
     }
 }
+
+@Suite struct FrontMatterDepthTests {
+    static func file(listDepth: Int) -> [UInt8] {
+        Array(("---\nx: " + String(repeating: "[", count: listDepth) + String(repeating: "]", count: listDepth) + "\n---\n").utf8)
+    }
+
+    /// Front matter nested 600 levels deep was accepted and saved as document JSON deeper than
+    /// the JSON reader takes (512 levels): the saved document could not be read again.
+    @Test func metadataDeeperThanADocumentCanHoldIsRefused() throws {
+        let deepest = try #require(try FrontMatter.parse(Self.file(listDepth: 510)).metadata)
+        let saved = MedicalDocument(value: "", metadata: deepest).serializedBytes()
+        #expect(throws: Never.self) { try JSONValue.parse(saved) }
+        #expect(throws: FrontMatterError.invalidYAML(line: 2, problem: "lists and mappings nested deeper than 511 levels")) {
+            try FrontMatter.parse(Self.file(listDepth: 511))
+        }
+        #expect(throws: FrontMatterError.self) { try FrontMatter.parse(Self.file(listDepth: 600)) }
+    }
+}

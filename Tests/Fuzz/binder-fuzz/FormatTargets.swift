@@ -54,6 +54,9 @@ enum FormatTargets {
             check(Array(parsed.value.utf8) == bytes, "a file without front matter is not all value")
             return
         }
+        // What is saved is the document's JSON: it must read back.
+        let saved = MedicalDocument(value: parsed.value, metadata: metadata).serializedBytes()
+        check((try? JSONValue.parse(saved)) != nil, "metadata read from front matter is saved as JSON that does not parse")
         let file = FrontMatter.render(metadata: metadata, value: parsed.value)
         do {
             let again = try FrontMatter.parse(Array(file.utf8))
