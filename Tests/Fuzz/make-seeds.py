@@ -160,6 +160,11 @@ front_matter = [
 ]
 for i, text in enumerate(front_matter):
     write("front-matter", f"file-{i}", text)
+# Nesting at the limits (511 levels of metadata are kept, 512 refused; 512 levels of JSON).
+write("front-matter", "deep-510", "---\nx: " + "[" * 510 + "]" * 510 + "\n---\n")
+write("front-matter", "deep-511", "---\nx: " + "[" * 511 + "]" * 511 + "\n---\n")
+write("document", "deep-children", '{"value":"","metadata":{"type":"x"},"children":[' * 255 + "]}" * 255)
+write("json", "deep-512", "[" * 512 + "]" * 512)
 
 # timestamps: mode 0 (text), 1 (12 bytes: seconds, nanoseconds; big endian).
 for i, text in enumerate(["2026-02-09T14:30:00.000Z", "2020-05-15", "2026-02-09 14:30+02:00", "1999-12-31t23:59:59.123456789z",
