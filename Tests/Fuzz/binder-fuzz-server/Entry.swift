@@ -14,10 +14,22 @@ func fuzzRequestTarget(_ bytes: [UInt8]) {
 }
 
 #if BINDER_LIBFUZZER
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-    fuzzRequestTarget(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
-    return 0
+// As in binder-fuzz: SwiftPM renames the entry point, so ours runs libFuzzer's driver.
+@_silgen_name("LLVMFuzzerRunDriver")
+func LLVMFuzzerRunDriver(_ argc: UnsafeMutablePointer<CInt>,
+                         _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
+                         _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt) -> CInt
+
+@main
+enum Fuzz {
+    static func main() {
+        var argc = CommandLine.argc
+        var argv = CommandLine.unsafeArgv
+        exit(LLVMFuzzerRunDriver(&argc, &argv) { data, size in
+            fuzzRequestTarget(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
+            return 0
+        })
+    }
 }
 #else
 @main
