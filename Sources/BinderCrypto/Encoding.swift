@@ -131,6 +131,9 @@ public enum Base64 {
     /// the line breaks some writers insert.
     public static func decodeSecret(_ text: SecureBytes, ignoringWhitespace: Bool = true) -> SecureBytes? {
         Sodium.ensureReady()
+        // libsodium finds ignored characters with strchr, which also matches the string's NUL
+        // terminator: NUL bytes would be skipped as if they were whitespace.
+        guard !ignoringWhitespace || !text.withUnsafeBytes({ $0.contains(0) }) else { return nil }
         let capacity = text.count / 4 * 3 + 3
         let scratch = SecureBytes(count: capacity)
         var written = 0

@@ -123,20 +123,35 @@ public enum NIP44 {
                                nonce: [UInt8]? = nil) throws(NIP44.Error) -> String {
         let count = plaintext.count
         guard count >= minPlaintextSize && count <= maxPlaintextSize else { throw .plaintextSize(count) }
+        return seal(paddedCount: 2 + paddedLength(count), key: key, nonce: nonce) { padded in
+            padded[0] = UInt8(count >> 8)
+            padded[1] = UInt8(count & 0xff)
+            (padded.baseAddress! + 2).copyMemory(from: plaintext.baseAddress!, byteCount: count)
+        }
+    }
+
+    /// A payload whose padded plaintext is `padded` exactly, with a valid MAC: lets the fuzz
+    /// targets reach the checks that run after the MAC (length prefix, padding) with any bytes.
+    @_spi(Fuzzing)
+    public static func seal(padded: UnsafeRawBufferPointer, key: ConversationKey, nonce: [UInt8]? = nil) -> String {
+        seal(paddedCount: padded.count, key: key, nonce: nonce) { target in
+            if padded.count > 0 { target.baseAddress!.copyMemory(from: padded.baseAddress!, byteCount: padded.count) }
+        }
+    }
+
+    /// `version || nonce || ChaCha20(padded plaintext) || MAC`, base64. `fill` puts the padded
+    /// plaintext in place, where it is then encrypted: no copy of the plaintext outlives this
+    /// call (the buffer becomes ciphertext).
+    private static func seal(paddedCount: Int, key: ConversationKey, nonce: [UInt8]?,
+                             fill: (UnsafeMutableRawBufferPointer) -> Void) -> String {
         let nonce = nonce ?? randomBytes(32)
         precondition(nonce.count == 32)
-        let paddedCount = 2 + paddedLength(count)
-        // payload = version || nonce || ciphertext || mac
         var payload = [UInt8](repeating: 0, count: 1 + 32 + paddedCount + 32)
         payload[0] = 2
         payload.replaceSubrange(1..<33, with: nonce)
         payload.withUnsafeMutableBytes { out in
             let ciphertext = UnsafeMutableRawBufferPointer(rebasing: out[33..<(33 + paddedCount)])
-            // The padded plaintext is put in place, then encrypted where it lies: no copy of the
-            // plaintext outlives this call (the buffer becomes ciphertext).
-            ciphertext[0] = UInt8(count >> 8)
-            ciphertext[1] = UInt8(count & 0xff)
-            (ciphertext.baseAddress! + 2).copyMemory(from: plaintext.baseAddress!, byteCount: count)
+            fill(ciphertext)
             nonce.withUnsafeBytes { n in
                 withMessageKeys(key, nonce: n) { chachaKey, chachaNonce, hmacKey in
                     chacha20XOR(UnsafeRawBufferPointer(ciphertext), key: chachaKey, nonce: chachaNonce, into: ciphertext)
@@ -187,16 +202,23 @@ public enum NIP44 {
                     padded.deallocate()
                 }
                 chacha20XOR(ciphertext, key: chachaKey, nonce: chachaNonce, into: padded)
-                let unpadded = Int(padded[0]) << 8 | Int(padded[1])
-                guard unpadded >= 1 else { throw .invalidPadding("declared length is 0") }
-                guard padded.count == 2 + paddedLength(unpadded) else {
-                    throw .invalidPadding("declared length \(unpadded) does not fit \(padded.count - 2) padded bytes")
-                }
-                let plaintext = SecureBytes(count: unpadded)
-                plaintext.withUnsafeMutableBytes { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: padded[2..<(2 + unpadded)])) }
-                return plaintext
+                return try unpad(UnsafeRawBufferPointer(padded))
             }
         }
+    }
+
+    /// The plaintext in a decrypted `u16 BE length || plaintext || zero padding`, into secret
+    /// memory, once the length is checked against the padded size.
+    static func unpad(_ padded: UnsafeRawBufferPointer) throws(NIP44.Error) -> SecureBytes {
+        guard padded.count >= 2 + 32 else { throw .invalidPadding("\(padded.count) padded bytes, at least 34 needed") }
+        let unpadded = Int(padded[0]) << 8 | Int(padded[1])
+        guard unpadded >= 1 else { throw .invalidPadding("declared length is 0") }
+        guard padded.count == 2 + paddedLength(unpadded) else {
+            throw .invalidPadding("declared length \(unpadded) does not fit \(padded.count - 2) padded bytes")
+        }
+        let plaintext = SecureBytes(count: unpadded)
+        plaintext.withUnsafeMutableBytes { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: padded[2..<(2 + unpadded)])) }
+        return plaintext
     }
 
     public static func decrypt(payload: [UInt8], key: ConversationKey) throws(NIP44.Error) -> SecureBytes {

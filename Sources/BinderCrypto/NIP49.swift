@@ -32,6 +32,8 @@ public enum NIP49 {
     }
 
     public static let defaultLogN: UInt8 = 16
+    /// scrypt with log_n 22 needs 4 GiB; higher is refused before any memory is asked for.
+    public static let maximumLogN: UInt8 = 22
 
     /// The passphrase as NIP-49 wants it: Unicode NFKC, then UTF-8, in secret memory.
     static func normalizedPassphrase(_ passphrase: SecureBytes) -> SecureBytes {
@@ -41,7 +43,7 @@ public enum NIP49 {
 
     static func scryptKey(_ passphrase: SecureBytes, salt: [UInt8], logN: UInt8) throws(NIP49.Error) -> SecureBytes {
         Sodium.ensureReady()
-        guard logN >= 1 && logN <= 22 else { throw .malformed("log_n \(logN) is out of range") }
+        guard logN >= 1 && logN <= maximumLogN else { throw .malformed("log_n \(logN) is out of range") }
         let normalized = normalizedPassphrase(passphrase)
         let key = SecureBytes(count: 32)
         let rc = key.withUnsafeMutableBytes { k in
@@ -74,19 +76,34 @@ public enum NIP49 {
         return Bech32.encode(hrp: "ncryptsec", data: data)
     }
 
-    public static func decrypt(_ ncryptsec: String, passphrase: SecureBytes) throws(NIP49.Error) -> (key: SecretKey, security: KeySecurity?) {
+    /// The fields of an `ncryptsec1…`, checked for shape but not decrypted.
+    @_spi(Fuzzing)
+    public struct Fields: Sendable {
+        public let logN: UInt8
+        public let salt: [UInt8]
+        public let nonce: [UInt8]
+        public let keySecurity: UInt8
+        public let ciphertext: [UInt8]
+    }
+
+    @_spi(Fuzzing)
+    public static func fields(of ncryptsec: String) throws(NIP49.Error) -> Fields {
         let decoded: (hrp: String, data: [UInt8])
         do { decoded = try Bech32.decode(ncryptsec.trimmingASCIIWhitespace()) } catch { throw .malformed(error.description) }
         guard decoded.hrp == "ncryptsec" else { throw .malformed("prefix is \(decoded.hrp), expected ncryptsec") }
         let data = decoded.data
         guard data.count == 91 else { throw .malformed("holds \(data.count) bytes, expected 91") }
         guard data[0] == 0x02 else { throw .unsupportedVersion(data[0]) }
-        let logN = data[1]
-        let salt = Array(data[2..<18])
-        let nonce = Array(data[18..<42])
-        var ad = data[42]
-        let ciphertext = Array(data[43...])
-        let key = try scryptKey(passphrase, salt: salt, logN: logN)
+        guard data[1] >= 1 && data[1] <= maximumLogN else { throw .malformed("log_n \(data[1]) is out of range") }
+        return Fields(logN: data[1], salt: Array(data[2..<18]), nonce: Array(data[18..<42]), keySecurity: data[42],
+                      ciphertext: Array(data[43...]))
+    }
+
+    public static func decrypt(_ ncryptsec: String, passphrase: SecureBytes) throws(NIP49.Error) -> (key: SecretKey, security: KeySecurity?) {
+        let fields = try fields(of: ncryptsec)
+        let nonce = fields.nonce, ciphertext = fields.ciphertext
+        var ad = fields.keySecurity
+        let key = try scryptKey(passphrase, salt: fields.salt, logN: fields.logN)
         let secret = SecureBytes(count: 32)
         var written: UInt64 = 0
         let rc = secret.withUnsafeMutableBytes { s in

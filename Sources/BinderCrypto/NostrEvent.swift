@@ -1,3 +1,5 @@
+import Foundation
+
 /// A NIP-01 event: canonical serialisation, id, and BIP-340 signature.
 public struct NostrEvent: Sendable, Equatable {
     public var pubkey: String
@@ -10,9 +12,12 @@ public struct NostrEvent: Sendable, Equatable {
 
     public enum Error: Swift.Error, Equatable, CustomStringConvertible {
         case badID, badSignature, badPubkey
+        /// Not the JSON of an event (`{"id":…,"pubkey":…,"created_at":…,…}`).
+        case malformed
 
         public var description: String {
             switch self {
+            case .malformed: return "not a JSON event with id, pubkey, created_at, kind, tags, content and sig"
             case .badID: return "event id does not match its content"
             case .badSignature: return "event signature does not verify"
             case .badPubkey: return "event pubkey is not a valid x-only public key"
@@ -91,16 +96,36 @@ public struct NostrEvent: Sendable, Equatable {
         }
     }
 
+    /// Reads the JSON object `json` gives (what a client sends to log in); nothing is verified.
+    public init(json: some Collection<UInt8>) throws(NostrEvent.Error) {
+        do { self = try JSONDecoder().decode(NostrEvent.self, from: Data(json)) } catch { throw .malformed }
+    }
+
+    /// Whether `created_at` is within `allowedSkew` seconds of `now`, for any `created_at` a
+    /// client may send (no overflow at the ends of Int64).
+    public func isFresh(now: Int64, allowedSkew: Int64) -> Bool {
+        let (difference, overflow) = createdAt.subtractingReportingOverflow(now)
+        return !overflow && difference.magnitude <= allowedSkew.magnitude
+    }
+
     /// The event as the JSON object servers expect (`{"id":…,"pubkey":…,…}`).
     public var json: String {
-        var out = "{\"id\":\"\(id)\",\"pubkey\":\"\(pubkey)\",\"created_at\":\(createdAt),\"kind\":\(kind),\"tags\":["
+        // id, pubkey and sig are hex in any event worth sending, but an event read from a
+        // client may hold anything: escaped like every other string.
+        var out = "{\"id\":"
+        NostrEvent.appendJSONString(id, to: &out)
+        out += ",\"pubkey\":"
+        NostrEvent.appendJSONString(pubkey, to: &out)
+        out += ",\"created_at\":\(createdAt),\"kind\":\(kind),\"tags\":["
         for (i, tag) in tags.enumerated() {
             if i > 0 { out += "," }
             out += "[" + tag.map { var s = ""; NostrEvent.appendJSONString($0, to: &s); return s }.joined(separator: ",") + "]"
         }
         out += "],\"content\":"
         NostrEvent.appendJSONString(content, to: &out)
-        out += ",\"sig\":\"\(sig)\"}"
+        out += ",\"sig\":"
+        NostrEvent.appendJSONString(sig, to: &out)
+        out += "}"
         return out
     }
 
@@ -110,5 +135,19 @@ public struct NostrEvent: Sendable, Equatable {
                                tags: [["challenge", challenge]], content: challenge)
         event.sign(with: secretKey)
         return event
+    }
+}
+
+extension NostrEvent: Decodable {
+    private enum CodingKeys: String, CodingKey {
+        case id, pubkey, createdAt = "created_at", kind, tags, content, sig
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(pubkey: try c.decode(String.self, forKey: .pubkey), createdAt: try c.decode(Int64.self, forKey: .createdAt),
+                  kind: try c.decode(Int.self, forKey: .kind), tags: try c.decode([[String]].self, forKey: .tags),
+                  content: try c.decode(String.self, forKey: .content), id: try c.decode(String.self, forKey: .id),
+                  sig: try c.decode(String.self, forKey: .sig))
     }
 }

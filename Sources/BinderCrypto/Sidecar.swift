@@ -43,12 +43,18 @@ public enum Sidecar {
     /// Encrypts an attachment in the current DEK format:
     /// `0x02 || len(u16 BE) || wrapped_dek || nonce(12) || ChaCha20-Poly1305(base64(bytes))`.
     public static func encrypt(_ content: UnsafeRawBufferPointer, key: NIP44.ConversationKey) throws(Sidecar.Error) -> [UInt8] {
+        try seal(text: Base64.encodeSecret(SecureBytes(content)), key: key)
+    }
+
+    /// The DEK format around `text`, which should be base64 (`encrypt` gives it so); the fuzz
+    /// targets seal any bytes, to reach what runs after authentication.
+    @_spi(Fuzzing)
+    public static func seal(text: SecureBytes, key: NIP44.ConversationKey) throws(Sidecar.Error) -> [UInt8] {
         Sodium.ensureReady()
         let dek = randomSecret(32)
         let wrapped: [UInt8]
         do { wrapped = Array(try NIP44.encrypt(dek.hexSecret(), key: key).utf8) } catch { throw .wrappedKey(error) }
         guard wrapped.count <= Int(UInt16.max) else { throw .wrappedKey(.invalidPayloadSize(wrapped.count)) }
-        let text = Base64.encodeSecret(SecureBytes(content))
         let nonce = randomBytes(aeadNonceSize)
         let header = 1 + 2 + wrapped.count + aeadNonceSize
         var out = [UInt8](repeating: 0, count: header + text.count + aeadTagSize)
@@ -116,13 +122,16 @@ public enum Sidecar {
             }
         }
         guard rc == 0 else { throw .authenticationFailed }
-        guard let content = Base64.decodeSecret(text) else { throw .contentNotBase64 }
-        return content
+        return try content(ofText: text)
+    }
+
+    /// The bytes a legacy sidecar's base64 holds (line breaks and spaces ignored).
+    static func legacyRaw(_ bytes: [UInt8]) -> [UInt8]? {
+        Base64.decode(bytes.filter { $0 != UInt8(ascii: "\n") && $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: " ") })
     }
 
     static func decryptLegacy(_ bytes: [UInt8], key: NIP44.ConversationKey) throws(Sidecar.Error) -> SecureBytes {
-        let trimmed = bytes.filter { $0 != UInt8(ascii: "\n") && $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: " ") }
-        guard let raw = Base64.decode(trimmed) else { throw .legacyNotBase64 }
+        guard let raw = legacyRaw(bytes) else { throw .legacyNotBase64 }
         guard raw.count >= 1 + 32 + 32 else { throw .truncated("legacy sidecar of \(raw.count) bytes") }
         guard raw[0] == 0xFF else { throw .legacyNotBase64 }
         let nonce = Array(raw[1..<33])
@@ -139,17 +148,43 @@ public enum Sidecar {
                     text.withUnsafeMutableBytes { chacha20XOR(ciphertext, key: k, nonce: n, into: $0) }
                 }
             }
-            guard let content = Base64.decodeSecret(text) else { throw .contentNotBase64 }
-            return content
+            return try content(ofText: text)
         }
+    }
+
+    /// The attachment's bytes from the base64 text a sidecar holds. The text is unbroken, or
+    /// wrapped into lines from the start (MIME and PEM writers break lines every 64 or 76
+    /// characters) or ends with a line break: whitespace is ignored only when it shows in the
+    /// first `wrapSample` bytes or the last two. Whitespace that starts deeper in is refused,
+    /// because `plaintextSize` reads only those bytes and must never give a wrong size.
+    static func content(ofText text: SecureBytes) throws(Sidecar.Error) -> SecureBytes {
+        let wrapped = text.withUnsafeBytes { t in
+            showsWhitespace(UnsafeRawBufferPointer(rebasing: t.prefix(wrapSample)))
+                || showsWhitespace(UnsafeRawBufferPointer(rebasing: t.suffix(2)))
+        }
+        guard let content = Base64.decodeSecret(text, ignoringWhitespace: wrapped) else { throw .contentNotBase64 }
+        return content
+    }
+
+    /// How much of a sidecar's text (two ChaCha20 blocks) shows whether it is wrapped.
+    static let wrapSample = 128
+
+    static func showsWhitespace(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        bytes.contains { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
     }
 
     /// Writes the legacy `0xFF` format. binder never writes it for new attachments; it exists so
     /// tests can make legacy sidecars and so a legacy one can be re-encrypted in place.
     public static func encryptLegacy(_ content: [UInt8], key: NIP44.ConversationKey, nonce: [UInt8]? = nil) -> [UInt8] {
+        sealLegacy(text: Base64.encode(content), key: key, nonce: nonce)
+    }
+
+    /// The legacy format around `text` (base64 when `encryptLegacy` gives it; any bytes from the
+    /// fuzz targets).
+    @_spi(Fuzzing)
+    public static func sealLegacy(text: [UInt8], key: NIP44.ConversationKey, nonce: [UInt8]? = nil) -> [UInt8] {
         let nonce = nonce ?? randomBytes(32)
         let keys = NIP44.messageKeys(key, nonce: nonce)
-        let text = Base64.encode(content)
         var raw = [UInt8](repeating: 0, count: 1 + 32 + text.count + 32)
         raw[0] = 0xFF
         raw.replaceSubrange(1..<33, with: nonce)

@@ -34,6 +34,12 @@ enum FrontMatterYAML {
     /// few dozen; the cap stops an alias "billion laughs" from exhausting memory.
     static let maximumValues = 100_000
 
+    /// Upper bound on the levels of lists and mappings in front matter, the metadata mapping
+    /// itself being level 1. The metadata is saved one level down in its document's JSON,
+    /// which is read up to `JSONValue.maximumNestingDepth` levels deep: deeper metadata would
+    /// be saved and then unreadable.
+    static let maximumDepth = JSONValue.maximumNestingDepth - 1
+
     // MARK: Writing
 
     static func render(_ metadata: JSONObject) -> String {
@@ -239,6 +245,8 @@ enum FrontMatterYAML {
 private struct NodeReader {
     let lineOffset: Int
     var remaining = FrontMatterYAML.maximumValues
+    /// Lists and mappings open around the node being read, below the metadata mapping.
+    var depth = 0
     var byteOrderMarks: LeadingByteOrderMarks
 
     init(source: String, lineOffset: Int) {
@@ -255,6 +263,8 @@ private struct NodeReader {
         case let .scalar(scalar):
             return Self.scalarValue(byteOrderMarks.text(of: scalar), tag: FrontMatterYAML.tagName(of: scalar))
         case let .sequence(sequence):
+            try enterContainer(node)
+            defer { depth -= 1 }
             var elements: [JSONValue] = []
             elements.reserveCapacity(sequence.count)
             for element in sequence {
@@ -262,9 +272,20 @@ private struct NodeReader {
             }
             return .array(elements)
         case let .mapping(mapping):
+            try enterContainer(node)
+            defer { depth -= 1 }
             return .object(try object(mapping))
         case .alias:
             throw failure(node, "unresolved alias")
+        }
+    }
+
+    /// Counts one more open list or mapping below the metadata mapping (level 1).
+    private mutating func enterContainer(_ node: Node) throws(FrontMatterError) {
+        depth += 1
+        guard depth + 1 <= FrontMatterYAML.maximumDepth else {
+            depth -= 1
+            throw failure(node, "lists and mappings nested deeper than \(FrontMatterYAML.maximumDepth) levels")
         }
     }
 

@@ -13,22 +13,32 @@ public enum Timestamps {
         string(from: Date())
     }
 
+    /// The range of a JavaScript `Date` (±8.64e15 ms, about ±273,790 years). Times beyond
+    /// it (a file's time can be set to any 64-bit value) are written as its ends.
+    public static let maximumSeconds: Int64 = 8_640_000_000_000
+
     /// A date as `toISOString()` writes it (milliseconds truncated, as JavaScript dates
     /// only hold milliseconds).
     public static func string(from date: Date) -> String {
-        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        let limit = Double(maximumSeconds * 1000)
+        let exact = (date.timeIntervalSince1970 * 1000).rounded(.down)
+        let milliseconds = Int64(exact.isNaN ? 0 : min(max(exact, -limit), limit))
         let seconds = milliseconds.floorDivided(by: 1000)
         return string(seconds: seconds, nanoseconds: Int32(milliseconds - seconds * 1000) * 1_000_000)
     }
 
     /// Seconds (and nanoseconds, truncated to milliseconds) since the Unix epoch in
-    /// `toISOString()` form. Years are written with four digits (0000–9999).
+    /// `toISOString()` form. Years 0000–9999 are written with four digits, others as
+    /// JavaScript does (`+010000`, `-000001`); times are clamped to `maximumSeconds` and
+    /// nanoseconds to 0...999,999,999.
     public static func string(seconds: Int64, nanoseconds: Int32 = 0) -> String {
+        let seconds = min(max(seconds, -maximumSeconds), maximumSeconds)
         let days = seconds.floorDivided(by: 86_400)
         let secondOfDay = seconds - days * 86_400
         let (year, month, day) = civilDate(fromDays: days)
-        let millisecond = Int(nanoseconds / 1_000_000)
-        return pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2)
+        let millisecond = Int(min(max(nanoseconds, 0), 999_999_999) / 1_000_000)
+        let yearText = (0...9999).contains(year) ? pad(year, 4) : (year < 0 ? "-" : "+") + pad(abs(year), 6)
+        return yearText + "-" + pad(month, 2) + "-" + pad(day, 2)
             + "T" + pad(Int(secondOfDay / 3600), 2) + ":" + pad(Int(secondOfDay % 3600 / 60), 2)
             + ":" + pad(Int(secondOfDay % 60), 2) + "." + pad(millisecond, 3) + "Z"
     }
@@ -40,11 +50,12 @@ public enum Timestamps {
     /// `+0200`, `+02`), `t`/`z` in lowercase or a space instead of `T`, and a bare date
     /// (`2020-05-15`, written by imports), read as midnight UTC. A date-time without an
     /// offset is read as UTC (not local time, as JavaScript would) so that the same file
-    /// shows the same time on every machine. Returns nil for anything else, including
-    /// out-of-range fields.
+    /// shows the same time on every machine. Years outside 0000–9999 are read in
+    /// JavaScript's six-digit form (`+010000`, `-000001`; not `-000000`). Returns nil for
+    /// anything else, including out-of-range fields.
     public static func parse(_ text: String) -> (seconds: Int64, nanoseconds: Int32)? {
         var scanner = DigitScanner(Array(text.utf8))
-        guard let year = scanner.number(digits: 4), scanner.skip("-"),
+        guard let year = scanner.year(), scanner.skip("-"),
               let month = scanner.number(digits: 2), scanner.skip("-"),
               let day = scanner.number(digits: 2),
               (1...12).contains(month), (1...daysInMonth(year: year, month: month)).contains(day) else { return nil }
@@ -166,6 +177,13 @@ private struct DigitScanner {
         guard count > 0 else { return nil }
         for _ in count..<max(count, 9) { value *= 10 }
         return value
+    }
+
+    /// Four digits, or a sign and six digits.
+    mutating func year() -> Int? {
+        guard let sign = sign() else { return number(digits: 4) }
+        guard let value = number(digits: 6), sign > 0 || value > 0 else { return nil }
+        return sign * value
     }
 
     mutating func sign() -> Int? {

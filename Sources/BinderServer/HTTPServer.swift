@@ -176,22 +176,9 @@ private final class RequestHandler: ChannelInboundHandler, RemovableChannelHandl
     }
 
     private static func request(_ head: HTTPRequestHead, body: [UInt8]) -> Request {
-        let uri = head.uri
-        let path: String, queryString: String
-        if let mark = uri.firstIndex(of: "?") {
-            path = String(uri[..<mark]); queryString = String(uri[uri.index(after: mark)...])
-        } else {
-            path = uri; queryString = ""
-        }
-        var query: [String: String] = [:]
-        for pair in queryString.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            let name = String(parts[0]).removingPercentEncoding ?? String(parts[0])
-            query[name] = parts.count > 1 ? (String(parts[1]).removingPercentEncoding ?? String(parts[1])) : ""
-        }
+        let (path, query) = RequestTarget.split(head.uri)
         var headers: [String: String] = [:]
         for (name, value) in head.headers { headers[name.lowercased()] = value }
-        return Request(method: head.method.rawValue, path: path.removingPercentEncoding ?? path, query: query,
-                       headers: headers, body: body)
+        return Request(method: head.method.rawValue, path: path, query: query, headers: headers, body: body)
     }
 }

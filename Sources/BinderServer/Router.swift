@@ -19,6 +19,28 @@ struct Request: Sendable {
     }
 }
 
+/// A request's target (`/path?name=value&…`) as the router reads it: path and query, each
+/// percent-decoded where it can be. Any bytes a client sends are read, never trapped on.
+@_spi(Fuzzing)
+public enum RequestTarget {
+    public static func split(_ uri: String) -> (path: String, query: [String: String]) {
+        let path: String, queryString: String
+        if let mark = uri.firstIndex(of: "?") {
+            path = String(uri[..<mark]); queryString = String(uri[uri.index(after: mark)...])
+        } else {
+            path = uri; queryString = ""
+        }
+        var query: [String: String] = [:]
+        for pair in queryString.split(separator: "&") {
+            // Empty pieces kept: `=` and `=x` have an empty name (and always a first piece).
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = String(parts[0]).removingPercentEncoding ?? String(parts[0])
+            query[name] = parts.count > 1 ? (String(parts[1]).removingPercentEncoding ?? String(parts[1])) : ""
+        }
+        return (path.removingPercentEncoding ?? path, query)
+    }
+}
+
 struct Response: Sendable {
     var status: Int
     var headers: [(String, String)]
@@ -99,16 +121,7 @@ final class Router: Sendable {
     // MARK: - Login
 
     private struct VerifyBody: Decodable {
-        struct Event: Decodable {
-            let id: String
-            let pubkey: String
-            let created_at: Int64
-            let kind: Int
-            let tags: [[String]]
-            let content: String
-            let sig: String
-        }
-        let signedEvent: Event
+        let signedEvent: NostrEvent
         let challenge: String
         let userType: String?
     }
@@ -124,10 +137,8 @@ final class Router: Sendable {
         guard e.content == body.challenge, e.tags.contains(["challenge", body.challenge]) else {
             return .error(401, "event does not answer the challenge")
         }
-        guard abs(e.created_at - now) <= Self.clockSkew else { return .error(401, "event created_at is not fresh") }
-        let event = NostrEvent(pubkey: e.pubkey, createdAt: e.created_at, kind: e.kind, tags: e.tags, content: e.content,
-                               id: e.id, sig: e.sig)
-        do { try event.verify() } catch { return .error(401, "event signature: \(error)") }
+        guard e.isFresh(now: now, allowedSkew: Self.clockSkew) else { return .error(401, "event created_at is not fresh") }
+        do { try e.verify() } catch { return .error(401, "event signature: \(error)") }
         let userType = body.userType ?? "patient"
         guard ["patient", "provider"].contains(userType) else { return .error(400, "unknown userType") }
         let token = tokens.issue(pubkey: e.pubkey, userType: userType, now: now)

@@ -63,6 +63,31 @@ final class ServeTests: XCTestCase {
         XCTAssertEqual(flood.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "413", flood.stderr)
     }
 
+    /// Found by fuzzing the server's parsing: a query piece `=` trapped the request parser, and a
+    /// login event's `created_at` of Int64.min overflowed the freshness check; either stopped the
+    /// server for everyone. Both now get an answer and the server keeps serving.
+    func testHostileRequestsAreAnsweredAndTheServerLives() throws {
+        let script = try root.file("hostile.py", """
+            import json, sys, urllib.request, urllib.error
+            base = sys.argv[1]
+            def call(path, body=None):
+                data = None if body is None else json.dumps(body).encode()
+                try:
+                    with urllib.request.urlopen(urllib.request.Request(base + path, data=data)) as r:
+                        return r.status, r.read()
+                except urllib.error.HTTPError as e:
+                    return e.code, e.read()
+            print(call("/api/mgit/repos/r/info/refs?=&service=git-upload-pack")[0])
+            challenge = json.loads(call("/api/auth/nostr/challenge", {})[1])["challenge"]
+            event = {"id": "", "pubkey": "", "created_at": -9223372036854775808, "kind": 22242,
+                     "tags": [["challenge", challenge]], "content": challenge, "sig": ""}
+            print(call("/api/auth/nostr/verify", {"signedEvent": event, "challenge": challenge})[0])
+            print(call("/api/auth/nostr/challenge", {})[0])
+            """)
+        let run = try shell("python3 '\(script)' '\(server.url)'")
+        XCTAssertEqual(run.stdout.split(separator: "\n"), ["401", "401", "200"], run.stderr)
+    }
+
     func testTokensAndOwnershipGuardEveryRepository() throws {
         let (aliceFile, alice) = try nsecFile("alice")
         let (bobFile, _) = try nsecFile("bob")
