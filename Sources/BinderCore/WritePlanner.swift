@@ -293,6 +293,11 @@ struct WritePlanner {
     func documentChange(_ document: MedicalDocument, at gitPath: String, path: String) throws(WriteError) -> PlannedChange {
         let json = document.serializedBytes()
         guard json.count <= limits.documentBytes else { throw .tooLarge(path: path, bytes: json.count, limit: limits.documentBytes) }
+        // What is stored must read back (a child's metadata can nest the whole document past
+        // what a JSON reader takes): checked here, at most 65,535 bytes.
+        guard (try? JSONValue.parse(json)) != nil else {
+            throw .invalid(path: path, reason: "the record would be nested too deeply to be read again")
+        }
         return .document(gitPath: gitPath, json: json)
     }
 
