@@ -48,6 +48,8 @@ final class HostileTreeTests: XCTestCase {
             return out
         }
         let legacy = Sidecar.encryptLegacy(attachment, key: own)
+        // Decrypts, but its size cannot be read off its length (base64 broken into lines).
+        let wrapped = stride(from: 0, to: legacy.count, by: 76).flatMap { legacy[$0..<min($0 + 76, legacy.count)] + [0x0A] }
         let files: [String: [UInt8]] = [
             "patient-info.json": try note("patient-info", "# Test Patient\n"),
             "secret.pdf.enc": try Sidecar.encrypt(Array("root attachment".utf8), key: own),
@@ -74,6 +76,7 @@ final class HostileTreeTests: XCTestCase {
             "imaging/dek-truncated.bin.enc": dekTruncated,
             "imaging/legacy-middle.bin.enc": flipBase64(legacy, at: legacy.count / 2),
             "imaging/legacy-tail.bin.enc": flipBase64(legacy, at: legacy.count - 3),
+            "imaging/wrapped.bin.enc": wrapped,
         ]
         try binder.commitRepository(files)
 
@@ -224,6 +227,7 @@ final class HostileTreeTests: XCTestCase {
         for tampered in ["dek-middle", "dek-tail", "dek-truncated", "legacy-middle", "legacy-tail"] {
             expect("imaging/\(tampered).bin.enc")
         }
+        expect("imaging/wrapped.bin.enc", "size cannot be worked out")
         // What is fine is not a problem.
         for fine in ["visits/b.json", "visits/back\\slash.json", "imaging/scan.json", "imaging/scan.pdf.enc",
                      "imaging/legacy.png.enc", "labs/lipids.json", "patient-info.json"] {
