@@ -1,4 +1,4 @@
-import BinderCrypto
+@testable import BinderCrypto
 import BinderFormat
 import Foundation
 import XCTest
@@ -49,7 +49,12 @@ final class HostileTreeTests: XCTestCase {
         }
         let legacy = Sidecar.encryptLegacy(attachment, key: own)
         // Decrypts, but its size cannot be read off its length (base64 broken into lines).
-        let wrapped = stride(from: 0, to: legacy.count, by: 76).flatMap { legacy[$0..<min($0 + 76, legacy.count)] + [0x0A] }
+        let wrapped = Self.lines(legacy)
+        // Decrypts (line breaks in the encrypted base64 are allowed), but its length says it is larger.
+        var text = Self.lines(Base64.encode(attachment))
+        text.removeLast()  // no line feed at the end: the last two characters keep the padding
+        while text.count % 4 != 0 { text.insert(0x0A, at: 76) }  // a length base64 text could have
+        let linesInside = Self.legacySidecar(text: text, key: own)
         let files: [String: [UInt8]] = [
             "patient-info.json": try note("patient-info", "# Test Patient\n"),
             "secret.pdf.enc": try Sidecar.encrypt(Array("root attachment".utf8), key: own),
@@ -77,6 +82,7 @@ final class HostileTreeTests: XCTestCase {
             "imaging/legacy-middle.bin.enc": flipBase64(legacy, at: legacy.count / 2),
             "imaging/legacy-tail.bin.enc": flipBase64(legacy, at: legacy.count - 3),
             "imaging/wrapped.bin.enc": wrapped,
+            "imaging/lines-inside.bin.enc": linesInside,
         ]
         try binder.commitRepository(files)
 
@@ -109,6 +115,26 @@ final class HostileTreeTests: XCTestCase {
     override func tearDown() {
         binder?.unmount()
         binder = nil
+    }
+
+    /// `bytes` broken into lines of 76 (each line ending with a line feed).
+    static func lines(_ bytes: [UInt8]) -> [UInt8] {
+        stride(from: 0, to: bytes.count, by: 76).flatMap { bytes[$0..<min($0 + 76, bytes.count)] + [0x0A] }
+    }
+
+    /// A legacy (0xFF) sidecar holding `text` as its encrypted base64, exactly as given.
+    static func legacySidecar(text: [UInt8], key: NIP44.ConversationKey) -> [UInt8] {
+        let nonce = randomBytes(32)
+        let keys = NIP44.messageKeys(key, nonce: nonce)
+        var ciphertext = [UInt8](repeating: 0, count: text.count)
+        keys.chachaKey.withUnsafeBytes { k in
+            keys.chachaNonce.withUnsafeBytes { n in
+                text.withUnsafeBytes { t in ciphertext.withUnsafeMutableBytes { chacha20XOR(t, key: k, nonce: n, into: $0) } }
+            }
+        }
+        let body = nonce + ciphertext
+        let mac = keys.hmacKey.withUnsafeBytes { k in body.withUnsafeBytes { hmacSHA256(key: k, [$0]) } }
+        return Base64.encode([0xFF] + body + mac.copyBytes())
     }
 
     func craft(_ operations: [[String: String]]) throws {
@@ -228,6 +254,7 @@ final class HostileTreeTests: XCTestCase {
             expect("imaging/\(tampered).bin.enc")
         }
         expect("imaging/wrapped.bin.enc", "size cannot be worked out")
+        expect("imaging/lines-inside.bin.enc", "decrypts to 3017 bytes, but its length says")
         // What is fine is not a problem.
         for fine in ["visits/b.json", "visits/back\\slash.json", "imaging/scan.json", "imaging/scan.pdf.enc",
                      "imaging/legacy.png.enc", "labs/lipids.json", "patient-info.json"] {
