@@ -271,6 +271,24 @@ final class HostileTreeTests: XCTestCase {
         XCTAssertTrue(run.stdout.contains("labs/evil\\u{a}\\u{1b}[2Jname.txt: not part of the binder format"), run.stdout)
     }
 
+    /// A bare clone of the hostile binder: the same view, the same report, and saves stay in it.
+    func testABareCloneMountsTheSameAndStaysInside() throws {
+        let bare = binder.sandbox.root.appendingPathComponent("bare.git").path
+        XCTAssertEqual(try shell("git clone -q --bare '\(binder.repository)' '\(bare)'").status, 0)
+        binder.repository = bare
+        let before = try shell("ls -laR '\(outside!)'; ls -1A '\(binder.sandbox.root.path)'").stdout
+        try binder.mount()
+        XCTAssertEqual(try names("visits/P.children"), [".", "..", "01-note.md"])
+        XCTAssertEqual(String(decoding: try binder.read("visits/outlink"), as: UTF8.self), outside)
+        XCTAssertEqual(try shell("printf '# New\\n' > visits/new.md && printf 'x\\n' >> visits/a.md && rm visits/passwd", in: binder.mountpoint).status, 0)
+        XCTAssertTrue(String(decoding: try binder.read("visits/new.md"), as: UTF8.self).hasSuffix("# New\n"))
+        XCTAssertEqual(try shell("ls -laR '\(outside!)'; ls -1A '\(binder.sandbox.root.path)'").stdout, before)
+        binder.unmount()
+        let verify = try binder.sandbox.run(["verify", bare, "--passphrase-file", binder.passphraseFile])
+        XCTAssertNotEqual(verify.status, 0)
+        XCTAssertTrue(verify.stdout.contains("problem: visits/..: not shown"), verify.stdout)
+    }
+
     /// The repository is a work tree, kept in sync after each save. Links the tree once had
     /// are still in it (a stale checkout, or stock git made them) where HEAD now has a folder
     /// and a file: saves through the mount replace them and write nothing outside.
