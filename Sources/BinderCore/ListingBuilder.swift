@@ -132,8 +132,8 @@ struct ListingBuilder {
             let name = String(entry.name)
             let gitPath = join(gitDirectory, name)
             var reason: String?
-            if !entry.nameIsUTF8 {
-                reason = "not shown: its name is not valid UTF-8"
+            if !entry.nameIsExact {
+                reason = "not shown: its name is not valid UTF-8 or holds '/' (here U+FFFD stands in for them)"
             } else if let unsafe = Self.unsafeNameReason(name, atRoot: gitDirectory.isEmpty) {
                 reason = "not shown: its name is " + unsafe
             } else if entry.kind == .submodule {

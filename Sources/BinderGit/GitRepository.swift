@@ -191,7 +191,7 @@ public final class GitRepository: @unchecked Sendable {
                 return git_checkout_head(repo.pointer, &options)
             }
             if rc == GIT_EUNBORNBRANCH.rawValue { return }
-            try check(rc, "check out HEAD into '\(workTree ?? "")'")
+            try check(rc, "check out HEAD into '\(workTree)'")
         }
     }
 

@@ -31,16 +31,17 @@ public struct TreeEntry: Sendable, Hashable {
     public let kind: Kind
     /// The git file mode, e.g. 0o100644, 0o100755, 0o040000, 0o120000, 0o160000.
     public let mode: UInt32
-    /// False when the entry's own name is not valid UTF-8: `path` then holds replacement
-    /// characters, and names neither this entry nor anything that could be written back.
-    public let nameIsUTF8: Bool
+    /// False when the entry's own name (in a crafted tree) is not valid UTF-8 or holds '/':
+    /// `path` then has U+FFFD in their place, and names neither this entry nor anything that
+    /// could be written back.
+    public let nameIsExact: Bool
 
-    public init(path: String, id: ObjectID, kind: Kind, mode: UInt32, nameIsUTF8: Bool = true) {
+    public init(path: String, id: ObjectID, kind: Kind, mode: UInt32, nameIsExact: Bool = true) {
         self.path = path
         self.id = id
         self.kind = kind
         self.mode = mode
-        self.nameIsUTF8 = nameIsUTF8
+        self.nameIsExact = nameIsExact
     }
 
     /// The last path component.
@@ -127,17 +128,20 @@ extension GitRepository {
                 let mode = git_tree_entry_filemode_raw(entry).rawValue
                 let name = Self.entryName(entry)
                 return TreeEntry(path: prefix + name.text, id: ObjectID(git_tree_entry_id(entry)),
-                                 kind: TreeEntry.Kind(mode: mode), mode: mode, nameIsUTF8: name.isUTF8)
+                                 kind: TreeEntry.Kind(mode: mode), mode: mode, nameIsExact: name.isExact)
             }
         }
     }
 
-    /// A tree entry's name as text; names that are not UTF-8 (a crafted tree) get replacement
-    /// characters, and say so.
-    private static func entryName(_ entry: OpaquePointer) -> (text: String, isUTF8: Bool) {
+    /// A tree entry's name as text. libgit2 reads names as stored; one that is not UTF-8 or
+    /// holds '/' (a crafted tree) gets U+FFFD in their place, so that its path stays in its
+    /// folder, and says so.
+    private static func entryName(_ entry: OpaquePointer) -> (text: String, isExact: Bool) {
         guard let raw = git_tree_entry_name(entry) else { return ("", false) }
-        if let text = String(validatingCString: raw) { return (text, true) }
-        return (String(cString: raw), false)
+        let text = String(validatingCString: raw)
+        let name = text ?? String(cString: raw)
+        if name.utf8.contains(UInt8(ascii: "/")) { return (name.replacingOccurrences(of: "/", with: "\u{FFFD}"), false) }
+        return (name, text != nil)
     }
 
     // MARK: - Lock held
@@ -185,7 +189,7 @@ extension GitRepository {
             let mode = git_tree_entry_filemode_raw(entry).rawValue
             let kind = TreeEntry.Kind(mode: mode)
             let id = ObjectID(git_tree_entry_id(entry))
-            result.append(TreeEntry(path: path, id: id, kind: kind, mode: mode, nameIsUTF8: name.isUTF8))
+            result.append(TreeEntry(path: path, id: id, kind: kind, mode: mode, nameIsExact: name.isExact))
             if kind == .tree {
                 let subtree = try lookupTreeLocked(id)
                 let count = git_tree_entrycount(subtree.pointer)

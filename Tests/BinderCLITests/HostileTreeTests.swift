@@ -101,6 +101,7 @@ final class HostileTreeTests: XCTestCase {
             add("visits", Array(".GIT".utf8), mode: "40000", ["tree_of": "labs"]),
             add("visits", Array(Self.longName.utf8), ["blob_at": "visits/a.json"]),
             add("visits", [0xFF, 0xFE] + Array(".json".utf8), ["blob_at": "visits/a.json"]),
+            add("visits", Array("Q.children/smuggled.md".utf8), ["blob_at": "visits/a.md"]),
             add("visits", Array("a.json".utf8), ["blob_at": "visits/Q.json"]),  // a second a.json
             link("visits", "passwd", to: "/etc/passwd"),
             link("visits", "up.json", to: "../../"),
@@ -233,6 +234,7 @@ final class HostileTreeTests: XCTestCase {
         expect("visits/.GIT", "git's own folder")
         expect("visits/" + Self.longName, "305 bytes", "255")
         expect("visits/\u{FFFD}\u{FFFD}.json", "not valid UTF-8")
+        expect("visits/Q.children\u{FFFD}smuggled.md", "holds '/'")
         expect("visits/a.json", "second entry")
         expect("visits/a.md", "shown as a-2.md", "visits/a.json")
         expect("visits/passwd", "symbolic link", "never followed")
@@ -261,6 +263,20 @@ final class HostileTreeTests: XCTestCase {
             XCTAssertFalse(problems.contains { $0.hasPrefix("problem: \(fine): ") }, "\(fine) reported:\n\(run.stdout)")
         }
         XCTAssertTrue(run.stderr.contains("\(problems.count) problems"), run.stderr)
+    }
+
+    /// A tree libgit2 cannot parse (an entry with an empty name): neither the mount nor verify
+    /// can read the binder, and both say so.
+    func testAnUnreadableTreeIsAnErrorNotAnEmptyBinder() throws {
+        try craft([["add": "visits", "name_hex": "", "mode": "100644", "blob_at": "visits/a.json"]])
+        let tree = try shell("git rev-parse main:visits", in: binder.repository).stdout.trimmingCharacters(in: .newlines)
+        let verify = try binder.sandbox.run(["verify", binder.repository, "--passphrase-file", binder.passphraseFile])
+        XCTAssertNotEqual(verify.status, 0)
+        XCTAssertTrue(verify.stderr.contains("cannot read") && verify.stderr.contains(tree), verify.stderr)
+        let mount = try binder.sandbox.run(["mount", binder.repository, binder.mountpoint, "--passphrase-file", binder.passphraseFile])
+        XCTAssertNotEqual(mount.status, 0)
+        XCTAssertTrue(mount.stderr.contains("cannot mount") && mount.stderr.contains(tree), mount.stderr)
+        XCTAssertFalse(try shell("grep -qs ' \(binder.mountpoint) ' /proc/mounts").status == 0)
     }
 
     func testVerifyEscapesControlCharactersInNames() throws {
