@@ -61,7 +61,7 @@ public struct BinderVerifier {
         let reportedByListing = Set(listingFindings.map(\.gitPath))
 
         if files["patient-info.json"] == nil { problem("patient-info.json", "missing (every binder has one)") }
-        /// Sidecar path -> the first document that refers to it.
+        // Sidecar path -> the first document that refers to it.
         var referencedBy: [String: String] = [:]
 
         for entry in entries where !isBelowHiddenFolder(entry.path) {

@@ -169,7 +169,7 @@ public final class GitRepository: @unchecked Sendable {
     /// `paths` limits the checkout to what a commit changed (pathspecs: a folder covers what is
     /// under it); nil checks out everything.
     ///
-    /// A symbolic link in the work tree where HEAD has a folder is removed first (see
+    /// A symbolic link in the work tree where HEAD has a file or folder is removed first (see
     /// `removeLinksInTheWay`): nothing in a repository can make the checkout write or delete
     /// outside the work tree. libgit2 itself refuses paths with `..` or `.git` components.
     public func syncWorkTreeToHead(paths: [String]? = nil) throws(GitError) {
@@ -237,7 +237,14 @@ public final class GitRepository: @unchecked Sendable {
             let full = workTree + "/" + path
             var info = stat()
             guard lstat(full, &info) == 0, info.st_mode & S_IFMT == S_IFLNK else { continue }
-            unlink(full)
+            // A link that stays would be written through: then no checkout at all.
+            if unlink(full) != 0 {
+                let code = errno
+                guard code == ENOENT else {
+                    throw .failed(operation: "remove the symbolic link '\(path)' before checking out",
+                                  code: .other(-code), message: String(cString: strerror(code)))
+                }
+            }
         }
     }
 
