@@ -1,8 +1,11 @@
 import BinderCrypto
 import BinderFormat
 import BinderGit
+import Logging
 
-/// `binder verify`: decrypts and checks every document, sidecar and folder metadata at `main`.
+/// `binder verify`: decrypts and checks every document, sidecar and folder metadata at `main`,
+/// and lists every git folder with the mount's own rules (`ListingBuilder`), so that anything
+/// the mount hides, shows raw or renames is reported with its path and why.
 public struct BinderVerifier {
     public struct Finding: Sendable, CustomStringConvertible {
         public let path: String
@@ -10,7 +13,14 @@ public struct BinderVerifier {
         /// Problems make `verify` fail; notes (files that are not binder's) do not.
         public let isProblem: Bool
 
-        public var description: String { "\(path): \(reason)" }
+        /// `path: reason`, with control characters in the path escaped (a name in a crafted
+        /// tree may hold newlines or terminal escapes).
+        public var description: String {
+            let shownPath = path.unicodeScalars.map { scalar in
+                scalar.properties.generalCategory == .control ? "\\u{\(String(scalar.value, radix: 16))}" : String(scalar)
+            }.joined()
+            return "\(shownPath): \(reason)"
+        }
     }
 
     public struct Report: Sendable {
@@ -39,63 +49,145 @@ public struct BinderVerifier {
         let files = Dictionary(entries.filter { $0.kind == .blob }.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
         func problem(_ path: String, _ reason: String) { report.findings.append(Finding(path: path, reason: reason, isProblem: true)) }
 
-        if files["patient-info.json"] == nil { problem("patient-info.json", "missing (every binder has one)") }
-        var referenced = Set<String>()
+        // What the mount would show, folder by folder, by the mount's own rules. What is below
+        // a folder it does not show is not looked at: the folder is the problem.
+        let listingFindings = try listingFindings(entries, commit: tip)
+        let trees = Set(entries.filter { $0.kind == .tree }.map(\.path))
+        let hiddenFolders = Set(listingFindings.map(\.gitPath).filter(trees.contains))
+        func isBelowHiddenFolder(_ path: String) -> Bool {
+            GitRepository.ancestors(of: path).contains(where: hiddenFolders.contains)
+        }
+        for finding in listingFindings where !isBelowHiddenFolder(finding.gitPath) { problem(finding.gitPath, finding.reason) }
+        let reportedByListing = Set(listingFindings.map(\.gitPath))
 
-        for entry in entries {
+        if files["patient-info.json"] == nil { problem("patient-info.json", "missing (every binder has one)") }
+        // Sidecar path -> the first document that refers to it.
+        var referencedBy: [String: String] = [:]
+
+        for entry in entries where !isBelowHiddenFolder(entry.path) {
             let path = entry.path
             let name = String(entry.name)
+            let folder = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
             switch entry.kind {
             case .tree:
                 report.folders += 1
+                let stem = name.hasSuffix(NameMapping.childrenSuffix) ? String(name.dropLast(NameMapping.childrenSuffix.count)) : nil
+                if let stem, !reportedByListing.contains(path),
+                   files[join(folder, stem + NameMapping.documentExtension)] != nil {
+                    problem(path, "a git folder named like the folder the view makes for the children of "
+                            + "\(stem)\(NameMapping.documentExtension); once that document has children, it is not shown")
+                }
                 continue
             case .blob:
                 break
-            default:
-                report.findings.append(Finding(path: path, reason: "not a regular file (\(entry.kind))", isProblem: false))
-                continue
+            case .link, .submodule:
+                continue  // reported by the listing
             }
-            let folder = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
-            if name == ".meta.json" {
+            if name == NameMapping.folderMetadataName {
                 do {
                     let plaintext = try BinderReader.decryptDocument(try repository.readBlob(entry.id), key: key)
                     guard case .object = try JSONValue.parse(plaintext.copyBytes()) else {
                         problem(path, "folder metadata is not a JSON object"); continue
                     }
-                } catch { problem(path, "\(error)") }
-            } else if name.hasSuffix(".json") {
+                } catch { problem(path, "folder metadata: \(error)") }
+            } else if name.hasSuffix(NameMapping.documentExtension) {
                 report.documents += 1
                 let document: MedicalDocument
                 do { document = try BinderReader.readDocument(try repository.readBlob(entry.id), key: key, gitPath: path) } catch {
-                    problem(path, "\(error)"); continue
+                    problem(path, "\(error) (shown as stored, read-only)"); continue
                 }
                 if !(BinderReader.isPatientInfo(path) && document.metadata["type"] == nil) {
                     for issue in document.validate() { problem(path, issue) }
                 }
-                for sidecar in Self.sidecarReferences(document) {
-                    let sidecarPath = join(folder, sidecar)
-                    referenced.insert(sidecarPath)
-                    if files[sidecarPath] == nil { problem(path, "refers to \(sidecar), which is missing") }
+                for value in Self.attachmentValues(document) {
+                    // A path (`../x.enc`, `sub/x.enc`) is reported by `validate()`.
+                    if value.contains("/") || value == "." || value == ".." { continue }
+                    guard Self.isSidecarName(value) else {
+                        problem(path, "refers to the attachment \"\(value)\", which is not the name of a sidecar in its folder "
+                                + "(shown as a note, not as the attachment)")
+                        continue
+                    }
+                    let sidecarPath = join(folder, value)
+                    if let other = referencedBy[sidecarPath], other != path {
+                        problem(path, "refers to \(value), which \(other) refers to as well: a change to either attachment changes both, "
+                                + "and deleting either deletes it for both")
+                    } else {
+                        referencedBy[sidecarPath] = path
+                    }
+                    if files[sidecarPath] == nil { problem(path, "refers to \(value), which is missing") }
                 }
-            } else if name.hasSuffix(".enc") {
+            } else if name.hasSuffix(NameMapping.sidecarExtension) {
                 report.attachments += 1
-                do { _ = try Sidecar.decrypt(try repository.readBlob(entry.id), key: key) } catch { problem(path, "\(error)") }
+                checkSidecar(entry, problem: problem)
             } else {
                 report.findings.append(Finding(path: path, reason: "not part of the binder format (shown as stored)", isProblem: false))
             }
         }
-        for (path, _) in files where path.hasSuffix(".enc") && !referenced.contains(path) {
+        for (path, _) in files where path.hasSuffix(NameMapping.sidecarExtension) && referencedBy[path] == nil
+            && !isBelowHiddenFolder(path) {
             report.findings.append(Finding(path: path, reason: "attachment that no document refers to", isProblem: false))
         }
-        report.findings.sort { $0.path < $1.path }
+        report.findings.sort { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
         return report
     }
 
-    /// Sidecar names an `attachment_ref` document or any of its descendants refers to.
+    /// Decrypts a sidecar in full (the tag or MAC checked) and compares its size with the one
+    /// the mount lists without decrypting (`Sidecar.plaintextSize`).
+    private func checkSidecar(_ entry: TreeEntry, problem: (String, String) -> Void) {
+        let bytes: [UInt8]
+        let plaintext: SecureBytes
+        do {
+            bytes = try repository.readBlob(entry.id)
+            plaintext = try Sidecar.decrypt(bytes, key: key)
+        } catch {
+            problem(entry.path, "\(error) (reading it through the mount fails with EIO)")
+            return
+        }
+        guard let listed = Sidecar.plaintextSize(bytes, key: key) else {
+            problem(entry.path, "its size cannot be worked out without decrypting it (shown as stored, read-only)")
+            return
+        }
+        if listed != plaintext.count {
+            problem(entry.path, "decrypts to \(plaintext.count) bytes, but its length says \(listed) (the size the mount lists)")
+        }
+    }
+
+    /// Lists every git folder as the mount does and returns what it would not show as the
+    /// format names it.
+    private func listingFindings(_ entries: [TreeEntry], commit: ObjectID) throws -> [ListingFinding] {
+        var folders: [String: [TreeEntry]] = ["": []]
+        for entry in entries {
+            let parent = entry.path.lastIndex(of: "/").map { String(entry.path[..<$0]) } ?? ""
+            folders[parent, default: []].append(entry)
+        }
+        let commitTime = Timestamp(seconds: try repository.commit(commit).committer.seconds)
+        let quiet = Logger(label: "binder.verify", factory: { _ in SwiftLogNoOpLogHandler() })
+        var findings: [ListingFinding] = []
+        for (folder, folderEntries) in folders {
+            var builder = ListingBuilder(repository: repository, key: key, logger: quiet, commitTime: commitTime)
+            builder.build(viewPath: folder, gitDirectory: folder, entries: folderEntries)
+            findings += builder.findings
+        }
+        return findings
+    }
+
+    /// Sidecar names an `attachment_ref` document or any of its descendants refers to, that the
+    /// view shows as its attachment: plain `.enc` file names in the document's folder. A
+    /// reference to anything else (`../x.enc`, `sub/x.enc`, `notes.txt`) is not followed, so
+    /// deleting or moving the document never touches another file.
     static func sidecarReferences(_ document: MedicalDocument) -> [String] {
-        var names: [String] = []
-        if document.type == "attachment_ref", !document.value.isEmpty { names.append(document.value) }
-        for child in document.children { names += sidecarReferences(child) }
-        return names
+        attachmentValues(document).filter(isSidecarName)
+    }
+
+    /// Every `attachment_ref` value in a document and its descendants, as written.
+    static func attachmentValues(_ document: MedicalDocument) -> [String] {
+        var values: [String] = []
+        if document.type == "attachment_ref", !document.value.isEmpty { values.append(document.value) }
+        for child in document.children { values += attachmentValues(child) }
+        return values
+    }
+
+    static func isSidecarName(_ value: String) -> Bool {
+        value.hasSuffix(NameMapping.sidecarExtension) && ListingBuilder.unsafeNameReason(value, atRoot: false) == nil
     }
 }

@@ -26,6 +26,9 @@ struct ListingBuilder {
     /// Git objects this build read: documents decrypted (the others' parts were reused) and
     /// sidecars sized.
     var objectReads = 0
+    /// Entries not shown as the format names them, with why (see `ListingFinding`): logged by
+    /// the mount, reported by `binder verify`.
+    var findings: [ListingFinding] = []
 
     // Per document being computed: what it looked up, and whether it took the commit time.
     private var lookups: [String: ObjectID?] = [:]
@@ -39,10 +42,18 @@ struct ListingBuilder {
     }
 
     /// Builds the listing of git folder `gitDirectory` (its entries given), shown at `viewPath`.
-    mutating func build(viewPath: String, gitDirectory: String, entries: [TreeEntry]) {
+    mutating func build(viewPath: String, gitDirectory: String, entries allEntries: [TreeEntry]) {
+        let findingsBefore = findings.count
+        defer {
+            for finding in findings[findingsBefore...] {
+                logger.warning("\(finding.reason)", metadata: ["path": "\(finding.gitPath)"])
+            }
+        }
         var listing = Listing()
+        let entries = showableEntries(allEntries, gitDirectory: gitDirectory)
+        // Only files are documents' sidecars: a link is never read through.
         var files: [String: TreeEntry] = [:]
-        for entry in entries where entry.kind == .blob || entry.kind == .link {
+        for entry in entries where entry.kind == .blob {
             files[String(entry.name)] = entry
         }
         var consumedSidecars = Set<String>()
@@ -60,10 +71,10 @@ struct ListingBuilder {
             }
             parts[name] = part
             consumedSidecars.formUnion(part.consumedSidecars)
-            let shown = listing.insertUnique(part.name, part.node)
+            let shown = insert(part.name, part.node, into: &listing)
             if let children = part.children {
                 let childrenName = NameMapping.splitExtension(shown).stem + NameMapping.childrenSuffix
-                _ = listing.insertUnique(childrenName, children.node)
+                _ = insert(childrenName, children.node, into: &listing)
                 let childrenView = join(viewPath, childrenName)
                 for (relative, childListing) in children.listings {
                     listings[relative.isEmpty ? childrenView : join(childrenView, relative)] = childListing
@@ -76,23 +87,91 @@ struct ListingBuilder {
             let gitPath = join(gitDirectory, name)
             switch entry.kind {
             case .tree:
-                _ = listing.insertUnique(name, Node(source: .directory, size: 0, modified: commitTime, gitPath: gitPath))
-            case .blob, .link:
+                // A git folder is found by its own name: under another one it would be empty.
+                if let taken = listing.nodes[name] {
+                    let owner = if case .child(let document, []) = taken.owner { "the folder of \(document)'s children" } else { taken.gitPath }
+                    findings.append(ListingFinding(gitPath: gitPath, reason: "git folder not shown: its name \(name) is taken by \(owner)"))
+                    continue
+                }
+                listing.nodes[name] = Node(source: .directory, size: 0, modified: commitTime, gitPath: gitPath)
+            case .link:
+                // Never followed: the link's target is shown as stored, read-only.
+                findings.append(ListingFinding(gitPath: gitPath, reason: "a symbolic link: shown as a read-only file holding its target, never followed"))
+                _ = insert(name, rawNode(entry, gitPath: gitPath), into: &listing)
+            case .blob:
                 if name.hasSuffix(NameMapping.documentExtension) { continue }  // handled above, .meta.json hidden
                 if name.hasSuffix(NameMapping.sidecarExtension) {
                     if consumedSidecars.contains(name) { continue }
                     // A sidecar nothing refers to is still shown, decrypted if it can be.
                     if let node = sidecarNode(entry, gitPath: gitPath, metadata: nil) {
-                        _ = listing.insertUnique(NameMapping.attachmentName(sidecar: name, format: nil), node)
+                        _ = insert(NameMapping.attachmentName(sidecar: name, format: nil), node, into: &listing)
                         continue
                     }
                 }
-                _ = listing.insertUnique(name, rawNode(entry, gitPath: gitPath))
-            default:
-                continue  // submodules are not binder content
+                _ = insert(name, rawNode(entry, gitPath: gitPath), into: &listing)
+            case .submodule:
+                continue  // left out by `showableEntries`
             }
         }
         listings[viewPath] = listing
+        // A name made from a document (`X.children` of a long `X`, a child's) must be a file name too.
+        for (path, built) in listings {
+            for (name, node) in built.nodes {
+                guard let unsafe = Self.unsafeNameReason(name, atRoot: false) else { continue }
+                findings.append(ListingFinding(gitPath: node.gitPath, reason: "not shown: its name in the view would be " + unsafe))
+                listings[path]?.nodes.removeValue(forKey: name)
+            }
+        }
+    }
+
+    /// The entries that can be shown: not a gitlink, not a second entry of one name, and not
+    /// a name that is not a file name here, leads out of the folder or belongs to git or binder.
+    private mutating func showableEntries(_ entries: [TreeEntry], gitDirectory: String) -> [TreeEntry] {
+        var seen = Set<String>()
+        return entries.filter { entry in
+            let name = String(entry.name)
+            let gitPath = join(gitDirectory, name)
+            var reason: String?
+            if !entry.nameIsExact {
+                reason = "not shown: its name is not valid UTF-8 or holds '/' (here U+FFFD stands in for them)"
+            } else if let unsafe = Self.unsafeNameReason(name, atRoot: gitDirectory.isEmpty) {
+                reason = "not shown: its name is " + unsafe
+            } else if entry.kind == .submodule {
+                reason = "not shown: a submodule (gitlink), whose commit is not in this repository"
+            } else if !seen.insert(name).inserted {
+                reason = "not shown: a second entry of this name in its folder"
+            }
+            if let reason { findings.append(ListingFinding(gitPath: gitPath, reason: reason)) }
+            return reason == nil
+        }
+    }
+
+    /// Why `name` cannot be a file name in the view (nil: it can). The same rule for names
+    /// from git and names the view makes.
+    static func unsafeNameReason(_ name: String, atRoot: Bool) -> String? {
+        if name.isEmpty { return "empty" }
+        if name == "." || name == ".." { return "'\(name)', which leads out of its folder" }
+        if name.contains("/") || name.utf8.contains(0) { return "not a single file name (it holds '/' or NUL)" }
+        if name.utf8.count > 255 { return "\(name.utf8.count) bytes long; file names are limited to 255" }
+        if name.utf8.count == 4, name.lowercased() == ".git" { return "'\(name)', git's own folder" }
+        if atRoot && name == ".binder" { return "'.binder', binder's status folder" }
+        return nil
+    }
+
+    /// `listing.insertUnique`, noting a name that was taken.
+    private mutating func insert(_ name: String, _ node: Node, into listing: inout Listing) -> String {
+        let shown = listing.insertUnique(name, node)
+        if shown != name {
+            let holder = listing.nodes[name].map(Self.storedAt) ?? "another entry"
+            findings.append(ListingFinding(gitPath: Self.storedAt(node), reason: "shown as \(shown): the name \(name) is taken by \(holder)"))
+        }
+        return shown
+    }
+
+    /// The git path that stands for a node: an attachment's document rather than its sidecar.
+    private static func storedAt(_ node: Node) -> String {
+        if case .document(let path) = node.owner { return path }
+        return node.gitPath
     }
 
     /// Decrypts one document and works out its nodes (see `DocumentPart`).
@@ -230,6 +309,13 @@ struct ListingBuilder {
         usedCommitTime = true
         return commitTime
     }
+}
+
+/// An entry of a git folder the view does not show as the format names it (hidden, shown as
+/// a raw file, or under another name), and why in plain words.
+struct ListingFinding: Sendable {
+    let gitPath: String
+    let reason: String
 }
 
 /// What one document contributes to its folder's listings: computed once per blob (decrypting

@@ -31,12 +31,17 @@ public struct TreeEntry: Sendable, Hashable {
     public let kind: Kind
     /// The git file mode, e.g. 0o100644, 0o100755, 0o040000, 0o120000, 0o160000.
     public let mode: UInt32
+    /// False when the entry's own name (in a crafted tree) is not valid UTF-8 or holds '/':
+    /// `path` then has U+FFFD in their place, and names neither this entry nor anything that
+    /// could be written back.
+    public let nameIsExact: Bool
 
-    public init(path: String, id: ObjectID, kind: Kind, mode: UInt32) {
+    public init(path: String, id: ObjectID, kind: Kind, mode: UInt32, nameIsExact: Bool = true) {
         self.path = path
         self.id = id
         self.kind = kind
         self.mode = mode
+        self.nameIsExact = nameIsExact
     }
 
     /// The last path component.
@@ -121,10 +126,22 @@ extension GitRepository {
             return (0..<git_tree_entrycount(folder.pointer)).map { index in
                 let entry = git_tree_entry_byindex(folder.pointer, index)!
                 let mode = git_tree_entry_filemode_raw(entry).rawValue
-                return TreeEntry(path: prefix + String(cString: git_tree_entry_name(entry)), id: ObjectID(git_tree_entry_id(entry)),
-                                 kind: TreeEntry.Kind(mode: mode), mode: mode)
+                let name = Self.entryName(entry)
+                return TreeEntry(path: prefix + name.text, id: ObjectID(git_tree_entry_id(entry)),
+                                 kind: TreeEntry.Kind(mode: mode), mode: mode, nameIsExact: name.isExact)
             }
         }
+    }
+
+    /// A tree entry's name as text. libgit2 reads names as stored; one that is not UTF-8 or
+    /// holds '/' (a crafted tree) gets U+FFFD in their place, so that its path stays in its
+    /// folder, and says so.
+    private static func entryName(_ entry: OpaquePointer) -> (text: String, isExact: Bool) {
+        guard let raw = git_tree_entry_name(entry) else { return ("", false) }
+        let text = String(validatingCString: raw)
+        let name = text ?? String(cString: raw)
+        if name.utf8.contains(UInt8(ascii: "/")) { return (name.replacingOccurrences(of: "/", with: "\u{FFFD}"), false) }
+        return (name, text != nil)
     }
 
     // MARK: - Lock held
@@ -167,11 +184,12 @@ extension GitRepository {
             guard let entry = git_tree_entry_byindex(tree.pointer, index) else {
                 preconditionFailure("git_tree_entry_byindex(\(index)) out of range")
             }
-            let path = stack[top].prefix + String(cString: git_tree_entry_name(entry))
+            let name = Self.entryName(entry)
+            let path = stack[top].prefix + name.text
             let mode = git_tree_entry_filemode_raw(entry).rawValue
             let kind = TreeEntry.Kind(mode: mode)
             let id = ObjectID(git_tree_entry_id(entry))
-            result.append(TreeEntry(path: path, id: id, kind: kind, mode: mode))
+            result.append(TreeEntry(path: path, id: id, kind: kind, mode: mode, nameIsExact: name.isExact))
             if kind == .tree {
                 let subtree = try lookupTreeLocked(id)
                 let count = git_tree_entrycount(subtree.pointer)
@@ -278,7 +296,7 @@ extension GitRepository {
     }
 
     /// "a/b/c" -> ["a", "a/b"].
-    static func ancestors(of path: String) -> [String] {
+    public static func ancestors(of path: String) -> [String] {
         var result: [String] = []
         var index = path.startIndex
         while let slash = path[index...].firstIndex(of: "/") {

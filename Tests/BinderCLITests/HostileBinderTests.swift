@@ -44,15 +44,7 @@ final class HostileBinderTests: XCTestCase {
             "\(deep)/2025-05-05-deep-note.json": try document("note", "# Deep\n"),
             "notes.txt": Array("a plain file\n".utf8),
         ]
-        let repo = binder.repository
-        try FileManager.default.createDirectory(atPath: repo, withIntermediateDirectories: true)
-        for (path, bytes) in stored {
-            let url = URL(fileURLWithPath: repo).appendingPathComponent(path)
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try Data(bytes).write(to: url)
-        }
-        let commit = try shell("git init -q -b main . && git add -A && git -c user.name=t -c user.email=t@t commit -qm 'Add entries'", in: repo)
-        XCTAssertEqual(commit.status, 0, commit.stderr)
+        try binder.commitRepository(stored)
         try binder.mount()
     }
 

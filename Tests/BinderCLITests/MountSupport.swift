@@ -69,6 +69,17 @@ final class MountedBinder {
 
     func path(_ relative: String) -> String { mountpoint + "/" + relative }
 
+    /// Makes `repository` a git work tree holding `files` (git path -> bytes) in one commit on `main`.
+    func commitRepository(_ files: [String: [UInt8]]) throws {
+        for (path, bytes) in files {
+            let url = URL(fileURLWithPath: repository).appendingPathComponent(path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(bytes).write(to: url)
+        }
+        let commit = try shell("git init -q -b main . && git add -A && git -c user.name=t -c user.email=t@t commit -qm 'Add entries'", in: repository)
+        XCTAssertEqual(commit.status, 0, commit.stderr)
+    }
+
     func read(_ relative: String) throws -> [UInt8] {
         [UInt8](try Data(contentsOf: URL(fileURLWithPath: path(relative))))
     }
