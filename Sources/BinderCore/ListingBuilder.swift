@@ -297,7 +297,8 @@ struct ListingBuilder {
     private mutating func sidecarSize(_ entry: TreeEntry) -> Int? {
         objectReads += 1
         guard let bytes = try? repository.readBlob(entry.id) else { return nil }
-        return Sidecar.plaintextSize(bytes, key: key)
+        // Text the length cannot speak for (wrapped into lines): decrypted whole, once.
+        return Sidecar.plaintextSize(bytes, key: key) ?? (try? Sidecar.decrypt(bytes, key: key))?.count
     }
 
     private mutating func modified(_ metadata: JSONObject) -> Timestamp {

@@ -53,6 +53,17 @@ final class ListingCache: Sendable {
     func listing(_ path: String) throws(ViewError) -> Listing {
         let (built, snapshot, parts) = contents.withLock { ($0.listings[path], $0.snapshot, $0.documentParts[path]) }
         if let built { return built }
+        // A git folder is listed only where its parent shows it as one: a `P.children` git
+        // folder beside a record with children, or one under an unsafe name, is hidden.
+        if !path.isEmpty {
+            let (parent, name) = ViewPath.split(path)
+            guard let node = try listing(parent).nodes[name] else { throw .notFound(path) }
+            guard node.isDirectory else { throw .notDirectory(path) }
+            if node.owner != nil {  // a `.children` folder: built with its parent
+                if let built = contents.withLock({ $0.listings[path] }) { return built }
+                throw .notFound(path)
+            }
+        }
         if let entries = snapshot.gitFolders[path] {
             var builder = ListingBuilder(repository: repository, key: key, logger: logger, commitTime: snapshot.commitTime)
             builder.previousParts = parts ?? [:]
@@ -72,11 +83,8 @@ final class ListingCache: Sendable {
                 return contents.listings[path] ?? own
             }
         }
-        // Not a git folder: perhaps a `.children` folder, made when its parent is listed.
-        guard !path.isEmpty else { throw .notFound(path) }
-        _ = try listing(ViewPath.split(path).parent)
-        if let built = contents.withLock({ $0.listings[path] }) { return built }
-        throw try node(path).isDirectory ? .notFound(path) : .notDirectory(path)
+        // The parent listed it, and a commit took the folder away meanwhile.
+        throw .notFound(path)
     }
 
     /// Shows `snapshot` from now on. `changes`: what a commit changed, so that only the listings

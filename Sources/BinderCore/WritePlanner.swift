@@ -45,13 +45,23 @@ struct WritePlanner {
     }
 
     /// Where the files of folder `viewPath` are stored.
+    /// Where the files of folder `viewPath` are stored: the folder the view shows there (a git
+    /// folder the view hides, such as a `P.children` git folder beside a record with children,
+    /// never receives anything).
     func parent(of viewPath: String) throws(WriteError) -> Parent {
-        if viewPath.isEmpty || binder.gitFolders[viewPath] != nil { return .folder(viewPath) }
+        if viewPath.isEmpty { return .folder("") }
         if let pending = binder.pendingFolder(viewPath) { return pending }
         if BinderView.isControlPath(viewPath) { throw .readOnly(viewPath) }
         guard let node = binder.node(viewPath) else { throw .notFound(viewPath) }
-        guard node.isDirectory, case .child(let documentPath, let indexPath)? = node.owner else { throw .notDirectory(viewPath) }
-        return .children(documentPath: documentPath, indexPath: indexPath)
+        guard node.isDirectory else { throw .notDirectory(viewPath) }
+        switch node.owner {
+        case .child(let documentPath, let indexPath)?:
+            return .children(documentPath: documentPath, indexPath: indexPath)
+        case nil where binder.gitFolders[viewPath] != nil:
+            return .folder(viewPath)
+        default:
+            throw .notDirectory(viewPath)
+        }
     }
 
     // MARK: - Remove
@@ -243,6 +253,11 @@ struct WritePlanner {
             let destination = join(folder, toName)
             var changes: [PlannedChange] = []
             for (path, entries) in binder.gitFolders where path == from || path.hasPrefix(from + "/") {
+                for entry in entries {
+                    if ListingBuilder.unsafeNameReason(String(entry.name), atRoot: false) != nil || entry.kind != .blob && entry.kind != .tree {
+                        throw .notPermitted(path: from, reason: "the folder holds \(entry.path), which binder does not show (see binder verify): move it with git")
+                    }
+                }
                 for entry in entries where entry.kind == .blob {
                     changes.append(.blob(gitPath: destination + entry.path.dropFirst(from.count), id: entry.id))
                 }
