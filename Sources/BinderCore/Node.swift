@@ -59,9 +59,6 @@ public struct Timestamp: Sendable, Hashable, Comparable {
     }
 }
 
-extension Optional where Wrapped == Bool {
-    var orFalse: Bool { self ?? false }
-}
 
 /// What `stat` tells about a node.
 public struct NodeAttributes: Sendable, Equatable {

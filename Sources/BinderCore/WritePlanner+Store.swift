@@ -132,7 +132,8 @@ extension WritePlanner {
             if let modifiedTime {
                 // A time set on the file is the record's `updated`, unless what was written shows
                 // it already (a restore sets each file's time to the one its front matter holds).
-                if !(parsed.metadata != nil && WritePlanner.shownTime(metadata).map { $0.matches(set: modifiedTime) }.orFalse) {
+                let shownAlready = parsed.metadata != nil && (WritePlanner.shownTime(metadata)?.matches(set: modifiedTime) ?? false)
+                if !shownAlready {
                     metadata["updated"] = .string(WritePlanner.iso(modifiedTime))
                 }
             } else {

@@ -44,7 +44,6 @@ struct WritePlanner {
         }
     }
 
-    /// Where the files of folder `viewPath` are stored.
     /// Where the files of folder `viewPath` are stored: the folder the view shows there (a git
     /// folder the view hides, such as a `P.children` git folder beside a record with children,
     /// never receives anything).

@@ -50,7 +50,10 @@ final class FileSystemContext: Sendable {
         let handle = fuseHandle.withLock { $0 }
         let root = mountpoint.withLock { $0 }
         guard handle != 0, !root.isEmpty else { return }
-        let (folder, name) = (String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)]), String(path.split(separator: "/").last ?? ""))
+        // FUSE paths are absolute ("/visits/new.md"): the folder ("/visits", or "" for the root)
+        // and the name.
+        guard let slash = path.lastIndex(of: "/") else { return }
+        let folder = String(path[..<slash]), name = String(path[path.index(after: slash)...])
         invalidations.async {
             guard let fuse = OpaquePointer(bitPattern: handle), !name.isEmpty else { return }
             var info = stat()
