@@ -85,7 +85,7 @@ public final class BinderView: Sendable {
         if scratch.pendingFolder(path) != nil { return folderAttributes(readOnly: false) }
         let attributes = try listings.node(path).attributes
         // A file being written shows the size it has now.
-        if let editing = openFiles.dirtySizes()[path] {
+        if let editing = openFiles.dirtySize(at: path) {
             return NodeAttributes(kind: .file, size: editing, modified: attributes.modified, readOnly: false)
         }
         return attributes

@@ -94,6 +94,13 @@ final class OpenFileTable: Sendable {
         }
     }
 
+    /// The size of the file at `path` if a writer changed it and it is not stored yet.
+    func dirtySize(at path: String) -> Int? {
+        var size: Int?
+        forEach(at: path) { edit in if edit.dirty { size = edit.buffer.count } }
+        return size
+    }
+
     /// The sizes of files that writers have changed and not yet stored, by path.
     func dirtySizes() -> [String: Int] {
         var sizes: [String: Int] = [:]

@@ -47,7 +47,6 @@ final class ScratchFiles: Sendable {
 
     func isHidden(_ path: String) -> Bool { contents.withLock { $0.hidden.contains(path) } }
     func hide(_ path: String) { contents.withLock { _ = $0.hidden.insert(path) } }
-    func unhide(_ path: String) { contents.withLock { _ = $0.hidden.remove(path) } }
     var hidden: Set<String> { contents.withLock { $0.hidden } }
 
     func pendingFolder(_ path: String) -> Parent? { contents.withLock { $0.pendingFolders[path] } }

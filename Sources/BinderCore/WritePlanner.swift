@@ -355,19 +355,21 @@ struct WritePlanner {
 /// its target against (so that `mv X.md X.txt` may reuse the `X.json` it frees).
 private struct PlannedBinder: StoredBinder {
     let base: any StoredBinder
-    let removing: [PlannedChange]
     /// View paths that the move empties (its source and the target it replaces).
     let replacedView: Set<String>
+    /// The base's git folders less what the removal deletes (worked out once: the store asks
+    /// for entries many times).
+    let gitFolders: [String: [TreeEntry]]
 
     init(base: any StoredBinder, removing: [PlannedChange], replacedView: Set<String>) {
         self.base = base
-        self.removing = removing
         self.replacedView = replacedView
-    }
-
-    var gitFolders: [String: [TreeEntry]] {
         let deleted = Set(removing.filter(\.isDeletion).map(\.gitPath))
-        return base.gitFolders.mapValues { entries in entries.filter { !deleted.contains($0.path) } }
+        var folders = base.gitFolders
+        for folder in Set(deleted.map { ViewPath.split($0).parent }) {
+            folders[folder] = folders[folder]?.filter { !deleted.contains($0.path) }
+        }
+        gitFolders = folders
     }
 
     func node(_ viewPath: String) -> Node? { replacedView.contains(viewPath) ? nil : base.node(viewPath) }
