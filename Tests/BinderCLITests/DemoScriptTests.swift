@@ -7,8 +7,10 @@ final class DemoScriptTests: XCTestCase {
         let sandbox = try BinderSandbox()
         let root = Fixtures.directory.deletingLastPathComponent().deletingLastPathComponent()
         let demo = sandbox.root.appendingPathComponent("demo").path
+        // The debug binaries the suite already built (the README's `scripts/demo` builds release ones).
+        let bin = URL(fileURLWithPath: BinderSandbox.binary).deletingLastPathComponent()
         let run = try BinderSandbox.run(executable: root.appendingPathComponent("scripts/demo").path, ["--no-build"],
-                                        environment: ["BINDER_DEMO_DIR": demo])
+                                        environment: ["BINDER_DEMO_DIR": demo, "BINDER_DEMO_BIN": bin.path])
         XCTAssertEqual(run.status, 0, run.stderr)
         defer { _ = try? shell("fusermount3 -u -z '\(demo)/mnt' 2>/dev/null") }
         XCTAssertTrue(run.stdout.contains("Unmount with"), run.stdout)
@@ -22,13 +24,13 @@ final class DemoScriptTests: XCTestCase {
         XCTAssertTrue(try shell("file -b labs/2026-02-10-lipid-panel-report.pdf", in: mnt).stdout.hasPrefix("PDF document"))
         XCTAssertTrue(try shell("file -b conditions/back-acne/2026-01-27-photo.png", in: mnt).stdout.hasPrefix("PNG image data"))
         XCTAssertEqual(try shell("grep -rli lisinopril . | wc -l", in: mnt).stdout.trimmingCharacters(in: .whitespacesAndNewlines), "2")
-        let verify = try BinderSandbox.run(executable: root.appendingPathComponent(".build/release/binder").path, ["verify", "demo"],
+        let verify = try BinderSandbox.run(executable: bin.appendingPathComponent("binder").path, ["verify", "demo"],
                                            environment: ["BINDER_HOME": demo + "/home"])
         XCTAssertEqual(verify.status, 0, verify.stdout + verify.stderr)
         // Nothing but ciphertext in git (file names are visible by design; content is not).
         XCTAssertEqual(try shell("git --git-dir='\(demo)/home/binders/demo' cat-file --batch-all-objects --batch | grep -c -e Okafor -e 'LDL 142' || true")
             .stdout.trimmingCharacters(in: .whitespacesAndNewlines), "0")
-        let unmount = try BinderSandbox.run(executable: root.appendingPathComponent(".build/release/binder").path, ["unmount", mnt])
+        let unmount = try BinderSandbox.run(executable: bin.appendingPathComponent("binder").path, ["unmount", mnt])
         XCTAssertEqual(unmount.status, 0, unmount.stderr)
     }
 }
