@@ -8,19 +8,28 @@ import Foundation
 /// the "page N of M" footer), once to draw. Everything stays in memory.
 enum PDFExport {
     static func render(_ content: ExportContent) throws -> [UInt8] {
-        let images = ImageCache()
-        let measured = try PDFPages(content: content, images: images, plan: nil)
+        let shared = PassCache()
+        let measured = try PDFPages(content: content, shared: shared, plan: nil)
         try measured.run()
-        let drawn = try PDFPages(content: content, images: images, plan: measured.plan)
+        let drawn = try PDFPages(content: content, shared: shared, plan: measured.plan)
         try drawn.run()
         guard let sink = drawn.sink else { throw ExportError.render("no output") }
         return sink.bytes
     }
 }
 
-/// Decoded pictures, shared by both passes (decoded once).
-final class ImageCache {
+/// What both passes need and is made once: decoded pictures, and each markdown text's blocks
+/// (asked for in the same order by both passes).
+final class PassCache {
     private var surfaces: [Int: CairoSurface?] = [:]
+    private var blocks: [[PDFBlock]] = []
+
+    func blocks(_ markdown: String, sequence: Int) -> [PDFBlock] {
+        if let made = blocks[safe: sequence] { return made }
+        let made = PDFBlock.blocks(markdown: markdown)
+        blocks.append(made)
+        return made
+    }
 
     func surface(_ attachment: ExportAttachment, id: Int) -> CairoSurface? {
         if let cached = surfaces[id] { return cached }
@@ -49,7 +58,7 @@ final class PDFPages {
     static let margin = 56.0, bottomMargin = 70.0, footerBaseline = 841.89 - 34
 
     let content: ExportContent
-    let images: ImageCache
+    let shared: PassCache
     /// The measuring pass's result; nil while measuring.
     let known: PDFPlan?
     var plan = PDFPlan()
@@ -63,6 +72,8 @@ final class PDFPages {
     var y = PDFPages.margin
     var indent = 0.0
     var imageIDs = 0
+    /// Markdown texts laid out so far (the shared cache's sequence numbers).
+    var markdownTexts = 0
 
     let fonts = (body: FontDescription("Noto Sans, DejaVu Sans 10"), bold: FontDescription("Noto Sans, DejaVu Sans Bold 10"),
                  small: FontDescription("Noto Sans, DejaVu Sans 8.5"), mono: FontDescription("DejaVu Sans Mono, Noto Sans Mono 8.5"),
@@ -74,9 +85,9 @@ final class PDFPages {
     static let ink = (0.11, 0.12, 0.14), grey = (0.35, 0.38, 0.42), accent = (0.17, 0.32, 0.51), rule = (0.80, 0.83, 0.87),
                shade = (0.93, 0.95, 0.97)
 
-    init(content: ExportContent, images: ImageCache, plan known: PDFPlan?) throws {
+    init(content: ExportContent, shared: PassCache, plan known: PDFPlan?) throws {
         self.content = content
-        self.images = images
+        self.shared = shared
         self.known = known
         sink = known == nil ? nil : ByteSink()
         surface = try CairoSurface.pdf(width: Self.pageWidth, height: Self.pageHeight, sink: sink)
@@ -232,7 +243,7 @@ final class PDFPages {
         // The title stays with what follows it: some text, or the picture a photo record is.
         var lead = 90.0
         if record.body.allSatisfy(\.isWhitespace), case .attachment(let first)? = record.children.first,
-           let image = images.surface(first, id: imageIDs + 1) {
+           let image = shared.surface(first, id: imageIDs + 1) {
             lead = pictureScale(image) * image.height + 70
         }
         keep(lead)
@@ -260,7 +271,8 @@ final class PDFPages {
 
     /// The markdown, then the children, nested one step in.
     func body(_ record: ExportRecord) {
-        for block in PDFBlock.blocks(markdown: record.body) { draw(block) }
+        for block in shared.blocks(record.body, sequence: markdownTexts) { draw(block) }
+        markdownTexts += 1
         for child in record.children {
             switch child {
             case .note(let note):
@@ -287,7 +299,7 @@ final class PDFPages {
         imageIDs += 1
         let caption = "<i>\(Markdown.escape(attachment.name))</i>  ·  \(Markdown.escape(attachment.mediaType))  ·  "
             + Markdown.escape(formatSize(attachment.size))
-        guard let image = images.surface(attachment, id: imageIDs) else {
+        guard let image = shared.surface(attachment, id: imageIDs) else {
             paragraph("Attachment: " + caption, font: fonts.small, color: Self.grey, before: 2, after: 4)
             return
         }
