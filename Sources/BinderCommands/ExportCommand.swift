@@ -21,7 +21,7 @@ struct ExportCommand: ParsableCommand {
 
     @Argument(help: "Records or folders to export, as paths in the mount (default: everything).")
     var paths: [String] = []
-    @Option(help: "pdf, html or fhir.")
+    @Option(help: "What to write.")
     var format: ExportFormat
     @Option(name: .shortAndLong, help: "The file to write (default: PATIENT-records-DATE.pdf|html|fhir.json here).")
     var output: String?
