@@ -277,7 +277,8 @@ final class PDFPages {
             switch child {
             case .note(let note):
                 let saved = indent
-                indent += 16
+                // Nested one step further, down to five steps (deeper ones line up with the fifth).
+                indent = min(indent + 16, 80)
                 keep(50)
                 let top = y, startPage = page
                 paragraph(Markdown.escape(note.title), font: fonts.child, before: 4, after: 1)

@@ -50,7 +50,7 @@ final class ExportTests: XCTestCase {
         XCTAssertEqual(report["images"] as? Int, Self.fixtureImages)
         let pages = try XCTUnwrap(report["pages"] as? Int)
         XCTAssertGreaterThan(pages, 3)
-        // Every page's footer: its number of the total (the patient's name is checked with the cover).
+        // Every page's footer: the patient's name, then its number of the total.
         XCTAssertEqual(report["footers"] as? Int, pages)
         XCTAssertTrue((report["title"] as? String ?? "").contains("Mei-Ling Chen"))
         let text = try shell("pdftotext -enc UTF-8 '\(file)' -").stdout
@@ -136,6 +136,30 @@ final class ExportTests: XCTestCase {
         XCTAssertEqual(try shell("BINDER_HOME='\(binder.sandbox.home.path)' '\(BinderSandbox.binary)' export --binder '\(binder.repository)' "
                                  + "--passphrase-file '\(binder.passphraseFile)' --format fhir", in: folder).status, 0)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder).count, 2)
+    }
+
+    /// The manifest's canaries (strings found only in plaintext) are nowhere in the sandbox
+    /// after exports to all three formats (state folder, temporary and cache folders, the clone's
+    /// work tree), except in the files asked for.
+    func testNothingDecryptedIsWrittenButTheExport() throws {
+        let canaries = try XCTUnwrap(try Fixtures.manifest()["canaries"] as? [String])
+        let scratch = output("scratch")
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        let environment = ["TMPDIR": scratch, "XDG_CACHE_HOME": scratch + "/cache", "HOME": scratch + "/home"]
+        var exports: [String] = []
+        for format in ["pdf", "html", "fhir"] {
+            let file = output("export.\(format)")
+            let run = try binder.sandbox.run(["export", "--binder", binder.repository, "--passphrase-file", binder.passphraseFile,
+                                              "--format", format, "--output", file], environment: environment)
+            XCTAssertEqual(run.status, 0, run.stderr)
+            XCTAssertFalse(canaries.contains { run.stdout.contains($0) || run.stderr.contains($0) }, run.stdout)
+            exports.append(file)
+        }
+        XCTAssertTrue(try String(contentsOfFile: exports[1], encoding: .utf8).contains(canaries[0]), "the canary test can fail")
+        for canary in canaries {
+            let found = try shell("grep -rlF -- '\(canary)' '\(binder.sandbox.root.path)' | grep -v -e '/export\\.' || true").stdout
+            XCTAssertEqual(found, "", "\(canary) written outside the exports")
+        }
     }
 
     func testHostileRecordTextStaysText() throws {

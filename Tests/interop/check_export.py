@@ -90,7 +90,9 @@ def check_pdf(path, manifest):
         for fragment in ([record_title] if record_title else []) + fragments:
             if normalize(fragment) not in text:
                 missing.append(f"{view_path}: {fragment}")
-    footer = len(re.findall(r"Page \d+ of %d" % pages, text))
+    # Each page's footer: the patient's name (from the manifest), then "Page N of M".
+    name = re.match(r"# (.*)", json.load(open(manifest, encoding="utf-8"))["documents"]["patient-info.json"]["json"]["value"]).group(1)
+    footer = len(re.findall(re.escape(name) + r" Page \d+ of %d" % pages, text))
     print(json.dumps({"pages": pages, "title": title, "images": len(images),
                       "encodings": sorted({r[8] for r in images if len(r) > 8}), "footers": footer,
                       "missing": missing}, ensure_ascii=False))
