@@ -40,8 +40,8 @@ final class CairoSurface {
     static func jpeg(_ bytes: [UInt8]) -> CairoSurface? {
         guard let surface = bytes.withUnsafeBufferPointer({ binder_jpeg_surface($0.baseAddress, UInt($0.count)) }) else { return nil }
         let owned = CairoSurface(surface)
-        guard let copy = malloc(bytes.count) else { return owned }
-        bytes.withUnsafeBytes { copy.copyMemory(from: $0.baseAddress!, byteCount: bytes.count) }
+        guard !bytes.isEmpty, let copy = malloc(bytes.count) else { return owned }
+        bytes.withUnsafeBytes { if let base = $0.baseAddress { copy.copyMemory(from: base, byteCount: bytes.count) } }
         // Cairo owns the copy from here and frees it with the surface.
         if cairo_surface_set_mime_data(surface, "image/jpeg", copy.assumingMemoryBound(to: UInt8.self), UInt(bytes.count),
                                        { free($0) }, copy) != CAIRO_STATUS_SUCCESS {
@@ -68,7 +68,9 @@ final class CairoSurface {
                 let source = Unmanaged<Source>.fromOpaque(closure).takeUnretainedValue()
                 let count = Int(length)
                 guard source.bytes.count - source.offset >= count else { return CAIRO_STATUS_READ_ERROR }
-                source.bytes.withUnsafeBufferPointer { data.update(from: $0.baseAddress! + source.offset, count: count) }
+                source.bytes.withUnsafeBufferPointer { buffer in
+                    if let base = buffer.baseAddress { data.update(from: base + source.offset, count: count) }
+                }
                 source.offset += count
                 return CAIRO_STATUS_SUCCESS
             }, Unmanaged.passUnretained(source).toOpaque())

@@ -46,11 +46,14 @@ public enum Exporter {
         guard fchmod(descriptor, 0o600) == 0 else { throw ExportError.write(path: path, reason: String(cString: strerror(errno))) }
         var offset = 0
         while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { Foundation.write(descriptor, $0.baseAddress! + offset, bytes.count - offset) }
+            let written = bytes.withUnsafeBytes { buffer in
+                buffer.baseAddress.map { Foundation.write(descriptor, $0 + offset, bytes.count - offset) } ?? 0
+            }
             if written < 0 {
                 if errno == EINTR { continue }
                 throw ExportError.write(path: path, reason: String(cString: strerror(errno)))
             }
+            if written == 0 { throw ExportError.write(path: path, reason: "nothing more could be written") }
             offset += written
         }
         guard fsync(descriptor) == 0 else { throw ExportError.write(path: path, reason: String(cString: strerror(errno))) }

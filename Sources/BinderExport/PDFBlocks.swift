@@ -44,11 +44,11 @@ enum PDFBlock: Equatable {
         var listItemMarker: String?
 
         mutating func take(_ token: HTMLToken) {
-            if code != nil {
+            if let text = code {
                 switch token {
-                case .text(let text): code! += text
+                case .text(let more): code = text + more
                 case .end("pre"):
-                    blocks.append(.code(code!.hasSuffix("\n") ? String(code!.dropLast()) : code!))
+                    blocks.append(.code(text.hasSuffix("\n") ? String(text.dropLast()) : text))
                     code = nil
                 default: break
                 }
@@ -64,7 +64,7 @@ enum PDFBlock: Equatable {
             case .start(let name, let attributes):
                 switch name {
                 case "p": if case .listItem = open {} else if case .cell = open {} else { begin(.paragraph) }
-                case "h1", "h2", "h3", "h4", "h5", "h6": begin(.heading(Int(String(name.last!)) ?? 3))
+                case "h1", "h2", "h3", "h4", "h5", "h6": begin(.heading(Int(name.dropFirst()) ?? 3))
                 case "ul", "ol":
                     flushText()
                     let start = attributes.first(where: { $0.0 == "start" }).flatMap { Int($0.1) } ?? 1
