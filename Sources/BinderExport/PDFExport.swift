@@ -18,11 +18,18 @@ enum PDFExport {
     }
 }
 
-/// What both passes need and is made once: decoded pictures, and each markdown text's blocks
-/// (asked for in the same order by both passes).
+/// What both passes need and is worked out once: each picture's size (nil when it does not
+/// decode), and each markdown text's blocks (asked for in the same order by both passes).
+/// Decoded pixels are not kept: a picture is decoded again to be drawn and freed right after,
+/// so memory holds one picture at a time, however many the records have.
 final class PassCache {
-    private var surfaces: [Int: CairoSurface?] = [:]
+    private var sizes: [Int: PictureSize?] = [:]
     private var blocks: [[PDFBlock]] = []
+
+    struct PictureSize {
+        var width: Double
+        var height: Double
+    }
 
     func blocks(_ markdown: String, sequence: Int) -> [PDFBlock] {
         if let made = blocks[safe: sequence] { return made }
@@ -31,16 +38,19 @@ final class PassCache {
         return made
     }
 
-    func surface(_ attachment: ExportAttachment, id: Int) -> CairoSurface? {
-        if let cached = surfaces[id] { return cached }
-        let surface: CairoSurface?
+    func size(_ attachment: ExportAttachment, id: Int) -> PictureSize? {
+        if let known = sizes[id] { return known }
+        let size = Self.decode(attachment).map { PictureSize(width: $0.width, height: $0.height) }
+        sizes[id] = size
+        return size
+    }
+
+    static func decode(_ attachment: ExportAttachment) -> CairoSurface? {
         switch attachment.imageKind {
-        case .jpeg: surface = CairoSurface.jpeg(attachment.bytes)
-        case .png: surface = CairoSurface.png(attachment.bytes)
-        case nil: surface = nil
+        case .jpeg: return CairoSurface.jpeg(attachment.bytes)
+        case .png: return CairoSurface.png(attachment.bytes)
+        case nil: return nil
         }
-        surfaces[id] = surface
-        return surface
     }
 }
 
@@ -243,8 +253,8 @@ final class PDFPages {
         // The title stays with what follows it: some text, or the picture a photo record is.
         var lead = 90.0
         if record.body.allSatisfy(\.isWhitespace), case .attachment(let first)? = record.children.first,
-           let image = shared.surface(first, id: imageIDs + 1) {
-            lead = pictureScale(image) * image.height + 70
+           let size = shared.size(first, id: imageIDs + 1) {
+            lead = pictureScale(size) * size.height + 70
         }
         keep(lead)
         plan.recordPages.append(page)
@@ -300,21 +310,21 @@ final class PDFPages {
         imageIDs += 1
         let caption = "<i>\(Markdown.escape(attachment.name))</i>  ·  \(Markdown.escape(attachment.mediaType))  ·  "
             + Markdown.escape(formatSize(attachment.size))
-        guard let image = shared.surface(attachment, id: imageIDs) else {
+        guard let size = shared.size(attachment, id: imageIDs) else {
             paragraph("Attachment: " + caption, font: fonts.small, color: Self.grey, before: 2, after: 4)
             return
         }
-        let scale = pictureScale(image)
-        let height = image.height * scale
+        let scale = pictureScale(size)
+        let height = size.height * scale
         keep(height + 18)
-        if drawing { cairo.draw(image, x: left, y: y + 2, scale: scale) }
+        if drawing, let image = PassCache.decode(attachment) { cairo.draw(image, x: left, y: y + 2, scale: scale) }
         y += height + 6
         paragraph(caption, font: fonts.small, color: Self.grey, after: 8)
     }
 
     /// Pictures are scaled to the width, and to at most 40% of a page's height.
-    func pictureScale(_ image: CairoSurface) -> Double {
-        min(width / image.width, (bottom - Self.margin) * 0.4 / image.height)
+    func pictureScale(_ size: PassCache.PictureSize) -> Double {
+        min(width / size.width, (bottom - Self.margin) * 0.4 / size.height)
     }
 
     func draw(_ block: PDFBlock) {
