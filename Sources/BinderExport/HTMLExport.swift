@@ -146,6 +146,9 @@ enum HTMLExport {
     article.record { margin: 1.5rem 0; padding: 0 0 1rem; border-bottom: 1px dashed #e2e8f0; }
     article.child { margin: .8rem 0 .8rem 1rem; padding-left: .9rem; border-left: 3px solid #bee3f8; }
     .title { margin: .2rem 0; } .meta { color: #4a5568; font-size: .88em; margin: .2rem 0 .6rem; }
+    h3.title { font-size: 1.3rem; color: #2c5282; } h4.title, h5.title, h6.title { font-size: 1.02rem; }
+    .body h1, .body h2, .body h3, .body h4, .body h5, .body h6 { font-size: 1rem; margin: .9rem 0 .3rem; }
+    .body h1 { font-size: 1.15rem; } .body h2 { font-size: 1.08rem; }
     .meta .category { font-weight: 600; } .meta .type { font-style: italic; }
     table { border-collapse: collapse; margin: .6rem 0; } th, td { border: 1px solid #cbd5e0; padding: .25rem .6rem; text-align: left; }
     th { background: #edf2f7; } pre { background: #f7fafc; padding: .6rem; overflow-x: auto; white-space: pre-wrap; }
@@ -157,8 +160,8 @@ enum HTMLExport {
       body { max-width: none; margin: 0; font-size: 10.5pt; }
       nav.toc { page-break-after: always; }
       section.category { page-break-before: always; }
-      article.record, figure.attachment, table { break-inside: avoid; }
-      .title { break-after: avoid; }
+      article.child, figure.attachment, table { break-inside: avoid; }
+      .title, .meta { break-after: avoid; }
       a { color: inherit; text-decoration: none; }
       .body a[href^="http"]::after { content: " (" attr(href) ")"; font-size: .85em; }
       @page { margin: 18mm 16mm; @bottom-right { content: counter(page); } }
