@@ -321,7 +321,9 @@ func defaultBinder(_ argument: String?, state: StateDirectory) throws -> String 
     if let argument { return argument }
     let names = ((try? FileManager.default.contentsOfDirectory(atPath: state.bindersDirectory)) ?? []).filter { !$0.hasPrefix(".") }
     guard names.count == 1 else {
-        throw CommandFailure(names.isEmpty ? "no local binders yet" : "several binders: name one (\(names.sorted().joined(separator: ", ")))")
+        // Several: the argument is missing (a usage error); none: nothing to act on.
+        if names.isEmpty { throw CommandFailure("no local binders yet") }
+        throw CommandFailure.usage("several binders: name one (\(names.sorted().joined(separator: ", ")))")
     }
     return names[0]
 }

@@ -1,3 +1,4 @@
+import BinderCrypto
 import Foundation
 import XCTest
 
@@ -110,7 +111,7 @@ final class EverydayCommandTests: XCTestCase {
             (["mount", binder.repository, mnt, "-o", "bogus"], 64),
             (["mount", binder.repository, mnt, "-o", "idle=never"], 64),
             (["unlock", "--timeout", "soon", "--passphrase-file", pass], 64),
-            (["clone", "--qr", "x", "y"], 64),
+            (["clone", "--qr", "x", "y"], 64), (["key", "export", "--nsec", "--passphrase-file", pass], 64),
             // Failures: the command was understood but could not be done.
             (["status", "no-such-binder"], 1), (["verify", "no-such-binder", "--passphrase-file", pass], 1),
             (["mount", "no-such-binder", mnt, "--passphrase-file", pass], 1), (["sync", "no-such-binder"], 1),
@@ -264,5 +265,31 @@ final class BackupRestoreTests: XCTestCase {
         binder.repository = s.home.path + "/binders/health-restored"
         try binder.mount()
         XCTAssertTrue(try String(contentsOfFile: binder.path("visits/checkup.md"), encoding: .utf8).contains("All well."))
+    }
+}
+
+/// Transfer progress: one line rewritten in place on a terminal, plain lines otherwise.
+final class ProgressLineTests: XCTestCase {
+    func testCloneProgressIsOneLineOnATerminalAndPlainLinesOtherwise() throws {
+        let nsec = String(decoding: SecretKey.generate().nsec().copyBytes(), as: UTF8.self)
+        let serverRoot = try BinderSandbox()
+        let server = try TestServer(root: serverRoot.root)
+        let laptop = try Device(nsec: nsec), phone = try Device(nsec: nsec)
+        try laptop.binder(["login", "--server", server.url])
+        try laptop.binder(["create", "health", "--patient-name", "Alex Doe"])
+        try laptop.binder(["sync", "health"])
+        try phone.binder(["login", "--server", server.url])
+
+        // Not a terminal: with --progress, plain lines, no carriage returns or escapes.
+        let plain = try phone.binder(["clone", "health", "--progress"])
+        XCTAssertTrue(plain.stderr.contains("Receiving objects "), plain.stderr)
+        XCTAssertFalse(plain.stderr.contains("\r") || plain.stderr.contains("\u{1B}"), plain.stderr)
+        XCTAssertTrue(plain.stderr.hasSuffix("\n"))
+
+        // A terminal (script(1) gives it one): the line is redrawn in place, then ended.
+        let command = "BINDER_HOME='\(phone.sandbox.home.path)' '\(BinderSandbox.binary)' clone health --name again 2>&1"
+        let onTerminal = try shell("script -qec \"\(command)\" /dev/null")
+        XCTAssertEqual(onTerminal.status, 0, onTerminal.stdout)
+        XCTAssertTrue(onTerminal.stdout.contains("\r\u{1B}[KReceiving objects "), onTerminal.stdout.debugDescription)
     }
 }
