@@ -34,6 +34,7 @@ public struct BinderCommand: ParsableCommand {
                 let translation = try MountHelper.translate(arguments)
                 if translation.fake { Foundation.exit(ExitStatus.success) }
                 arguments = translation.arguments + (translation.verbose ? ["--verbose"] : [])
+                if translation.verbose { printErr("\(MountHelper.programName): binder \(translation.arguments.joined(separator: " "))") }
             } catch {
                 fail(CommandFailure.usage(error.description))
             }

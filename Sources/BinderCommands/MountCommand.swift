@@ -129,6 +129,9 @@ struct MountCommand: ParsableCommand {
                 printOut("Removed a stale git lock left by a process that stopped: \(lock)")
             }
         }
+        if case .file(let file) = passphraseSource {
+            printDetail("key: from the kernel keyring if unlocked, else with the passphrase in \(file)")
+        }
         let key = try KeyStore(state: state).secretKey(passphrase: passphraseSource)
         let conversationKey = NIP44.ConversationKey(selfOf: key)
         do { try BinderCreator.checkIsBinder(repository, key: conversationKey) } catch let error as BinderCreator.NotABinder {
@@ -375,6 +378,7 @@ struct MountCommand: ParsableCommand {
             throw CommandFailure("cannot start the mount daemon: \(error)")
         }
         let message = daemon.readStatusLine()
+        printDetail("mount daemon: pid \(daemon.pid), log \(logPath)")
         guard message == "ready" else {
             daemon.wait()
             if message.hasPrefix("error: ") { throw CommandFailure(String(message.dropFirst(7))) }

@@ -43,6 +43,8 @@ final class MountLocker: Sendable {
                 }
                 let answer = lock(reason: "idle for \(formatDuration(UInt32(idle)))", quietWhenBusy: true)
                 if answer.hasPrefix("ok") { return }
+                // In use: try again later, not at every check (each try runs fusermount3).
+                Thread.sleep(forTimeInterval: max(interval, 5))
             }
         }
         thread.name = "binder-idle"

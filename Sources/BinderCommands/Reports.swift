@@ -127,7 +127,9 @@ struct StatusReport {
     let path: String
     let name: String
     let mounts: [String]
-    let logPath: String?
+    /// The mount log (it may not exist yet: the binder was never mounted).
+    let logPath: String
+    let hasLog: Bool
     let lastLoggedError: String?
     let target: SyncTarget?
     let record: SyncRecord
@@ -139,7 +141,7 @@ struct StatusReport {
         let hasLog = FileManager.default.fileExists(atPath: logPath)
         let target = SyncTarget.read(repository)
         return StatusReport(path: path, name: name, mounts: MountTable.mounts(ofSource: "binder:" + name),
-                            logPath: hasLog ? logPath : nil,
+                            logPath: logPath, hasLog: hasLog,
                             lastLoggedError: hasLog ? StatusCommand.lastError(inLog: logPath) : nil,
                             target: target, record: target == nil ? SyncRecord() : SyncRecord.load(repository),
                             pendingCommits: target == nil ? 0 : SyncRecord.pendingCommits(repository))
@@ -152,10 +154,8 @@ struct StatusReport {
         }
         printOut("binder: \(path)")
         printOut("mounted: \(mounts.isEmpty ? "no" : mounts.joined(separator: ", "))")
-        if let logPath {
-            printOut("log: \(logPath)")
-            if let lastLoggedError { printOut("last logged error: \(lastLoggedError)") }
-        }
+        printOut("log: \(logPath)" + (hasLog ? "" : " (none yet: never mounted here)"))
+        if let lastLoggedError { printOut("last logged error: \(lastLoggedError)") }
         guard let target else {
             printOut("sync: local only (never synced; 'binder sync' creates it on the server)")
             return
@@ -175,7 +175,7 @@ struct StatusReport {
     func printJSON() throws {
         var object: [String: Any] = [
             "binder": path, "name": name, "mounted": mounts,
-            "log": logPath ?? NSNull(), "lastLoggedError": lastLoggedError ?? NSNull(),
+            "log": logPath, "logExists": hasLog, "lastLoggedError": lastLoggedError ?? NSNull(),
         ]
         if let target {
             object["sync"] = [

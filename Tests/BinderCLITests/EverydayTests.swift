@@ -158,26 +158,29 @@ final class EverydayCommandTests: XCTestCase {
         let binder = try MountedBinder()
         defer { binder.unmount() }
         let s = binder.sandbox, pass = binder.passphraseFile
-        XCTAssertEqual(try s.run(["create", "health", "--passphrase-file", pass]).status, 0)
+        // A name no other test mounts: `status` finds mounts by the binder's name.
+        let name = "json-" + UUID().uuidString.prefix(8).lowercased()
+        XCTAssertEqual(try s.run(["create", name, "--passphrase-file", pass]).status, 0)
         func object(_ run: BinderRun) throws -> [String: Any] {
             try XCTUnwrap(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], run.stdout + run.stderr)
         }
         let list = try object(try s.run(["list", "--local", "--json"]))
         let local = try XCTUnwrap(list["local"] as? [[String: Any]])
-        XCTAssertEqual(local.map { $0["name"] as? String }, ["health"])
+        XCTAssertEqual(local.map { $0["name"] as? String }, [name])
         XCTAssertEqual(local.first?["pendingCommits"] as? Int, 0)
         XCTAssertNotNil(local.first?["lastCommit"] as? String)
 
-        let status = try object(try s.run(["status", "health", "--json"]))
-        XCTAssertEqual(status["name"] as? String, "health")
+        let status = try object(try s.run(["status", name, "--json"]))
+        XCTAssertEqual(status["name"] as? String, name)
         XCTAssertEqual(status["mounted"] as? [String], [])
         XCTAssertTrue(status["sync"] is NSNull)
         try binder.mount()
         let mountedStatus = try object(try s.run(["status", binder.repository, "--json"]))
-        XCTAssertEqual(mountedStatus["mounted"] as? [String], [binder.mountpoint])
+        // (Other tests may mount their own sample-binder meanwhile: this one is among them.)
+        XCTAssertTrue((mountedStatus["mounted"] as? [String] ?? []).contains(binder.mountpoint), "\(mountedStatus)")
         XCTAssertEqual(mountedStatus["log"] as? String, s.home.path + "/logs/sample-binder.log")
 
-        let verify = try s.run(["verify", "health", "--json", "--passphrase-file", pass])
+        let verify = try s.run(["verify", name, "--json", "--passphrase-file", pass])
         XCTAssertEqual(verify.status, 0, verify.stderr)
         let report = try object(verify)
         XCTAssertEqual(report["ok"] as? Bool, true)
@@ -186,7 +189,7 @@ final class EverydayCommandTests: XCTestCase {
         // Problems: still JSON on stdout, exit status 1 as without --json.
         let repository = s.root.appendingPathComponent("broken").path
         // A git lock file no process holds: verify's problem.
-        XCTAssertEqual(try shell("git clone -q --bare '\(s.home.path)/binders/health' '\(repository)' && "
+        XCTAssertEqual(try shell("git clone -q --bare '\(s.home.path)/binders/\(name)' '\(repository)' && "
                                  + "echo x > '\(repository)/refs/heads/main.lock'").status, 0)
         let broken = try s.run(["verify", repository, "--json", "--passphrase-file", pass])
         XCTAssertEqual(broken.status, 1, broken.stderr)
@@ -223,6 +226,14 @@ final class EverydayCommandTests: XCTestCase {
         XCTAssertEqual(quiet.status, 0, quiet.stderr)
         XCTAssertEqual(quiet.stdout, "")
         XCTAssertEqual(try s.run(["unmount", binder.mountpoint, "--quiet"]).stdout, "")
+        binder.unmount()
+        let verbose = try s.run(["mount", binder.repository, binder.mountpoint, "--passphrase-file", binder.passphraseFile, "-v"])
+        binder.markMounted()
+        XCTAssertEqual(verbose.status, 0, verbose.stderr)
+        XCTAssertTrue(verbose.stderr.contains("mount daemon: pid "), verbose.stderr)
+        let daemon = try XCTUnwrap(daemonPID(binder.mountpoint))
+        let cmdline = try String(contentsOfFile: "/proc/\(daemon)/cmdline", encoding: .utf8)
+        XCTAssertTrue(cmdline.contains("--verbose"), "the daemon logs at debug level")
         binder.unmount()
         // Data is still printed.
         XCTAssertTrue(try s.run(["key", "show", "-q"]).stdout.contains("npub1"))
