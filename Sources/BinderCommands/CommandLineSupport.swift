@@ -100,7 +100,7 @@ enum Suggestion {
         return table[a.count][b.count]
     }
 
-    /// " (did you mean 'X'?)" or "".
+    /// "; did you mean 'X'?" or "".
     static func phrase(for word: String, in candidates: [String]) -> String {
         nearest(to: word, in: candidates).map { "; did you mean '\($0)'?" } ?? ""
     }
@@ -135,16 +135,5 @@ enum CommandTree {
             path.append(argument)
         }
         return (command, path, nil)
-    }
-
-    /// Every command reachable from the root (shown ones), with its path, root first.
-    static func all() -> [(command: ParsableCommand.Type, path: [String])] {
-        var result: [(ParsableCommand.Type, [String])] = []
-        func walk(_ command: ParsableCommand.Type, _ path: [String]) {
-            result.append((command, path))
-            for child in subcommands(of: command) { walk(child, path + [name(of: child)]) }
-        }
-        walk(BinderCommand.self, [])
-        return result
     }
 }

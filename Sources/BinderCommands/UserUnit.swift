@@ -43,6 +43,10 @@ struct UserUnit {
             "ExecStart=" + ([executable, "mount", "--foreground", target, point] + options).map(Self.quote).joined(separator: " "),
             // --foreground unmounts cleanly on SIGTERM; a mount whose daemon died is cleared too.
             "ExecStopPost=-" + [executable, "unmount", point].map(Self.quote).joined(separator: " "),
+            // At login the key may not be unlocked yet: tried again each minute until it is.
+            // A lock (binder lock, --idle) ends the service with status 0: it stays locked.
+            "Restart=on-failure",
+            "RestartSec=60",
             "",
             "[Install]",
             "WantedBy=default.target",

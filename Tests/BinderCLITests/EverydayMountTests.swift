@@ -151,6 +151,7 @@ final class EverydayMountTests: XCTestCase {
         XCTAssertTrue(unit.contains("Environment=BINDER_HOME=\(s.home.path)"), unit)
         XCTAssertTrue(unit.contains("WantedBy=default.target"), unit)
         XCTAssertTrue(unit.contains("ExecStopPost=-"), unit)
+        XCTAssertTrue(unit.contains("Restart=on-failure"), unit)
         if try shell("command -v systemd-analyze").status == 0 {
             let check = try shell("systemd-analyze --user verify '\(config)/systemd/user/binder-health.service' 2>&1")
             XCTAssertFalse(check.stdout.contains("binder-health.service:"), check.stdout)

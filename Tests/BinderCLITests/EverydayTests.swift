@@ -17,7 +17,7 @@ final class EverydayCommandTests: XCTestCase {
         let install = try shell("scripts/install --prefix '\(prefix)' --binary '\(BinderSandbox.binary)' --no-helper-link",
                                 in: Self.repositoryRoot.path)
         XCTAssertEqual(install.status, 0, install.stderr)
-        for file in ["bin/binder", "sbin/mount.fuse.binder", "share/man/man1/binder.1",
+        for file in ["bin/binder", "sbin/mount.fuse.binder", "share/man/man1/binder.1", "share/man/man8/mount.fuse.binder.8",
                      "share/bash-completion/completions/binder", "share/zsh/site-functions/_binder",
                      "share/fish/vendor_completions.d/binder.fish"] {
             XCTAssertTrue(FileManager.default.fileExists(atPath: prefix + "/" + file), "missing \(file)")
