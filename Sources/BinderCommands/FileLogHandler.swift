@@ -77,17 +77,18 @@ struct FileLogHandler: LogHandler {
         let fields = all.sorted { $0.key < $1.key }.map { " \($0.key)=\($0.value)" }.joined()
         let stamp = ISO8601DateFormatter().string(from: Date())
         sink.write("\(stamp) \(event.level) \(event.message)\(fields)\n")
-        // Errors (a refused save, a failed store) and warnings that carry an error or a
-        // conflict (a failed sync, a conflict resolved) are what the user must hear of.
-        if let notifier = sink.notifier,
-           event.level >= .error || (event.level >= .warning && (all["error"] != nil || all["conflict"] != nil)) {
-            notifier.send("\(event.message)" + (all["error"].map { ": \($0)" } ?? ""))
+        // Errors (a refused save, a failed store) and warnings that carry a conflict or an
+        // error (a conflict resolved, a failed sync) are what the user must hear of.
+        if let notifier = sink.notifier {
+            if event.level >= .error { notifier.send(.refused) }
+            else if event.level >= .warning && all["conflict"] != nil { notifier.send(.conflict) }
+            else if event.level >= .warning && all["error"] != nil { notifier.send(.syncFailed) }
         }
     }
 
-    /// A logger writing to `path`; `notify` is the title of desktop notifications, nil for none.
+    /// A logger writing to `path`; `notify` names the binder in desktop notifications (nil: none).
     static func logger(label: String, path: String, echo: Bool, notify: String? = nil) -> Logger {
-        let sink = Sink(path: path, echo: echo, notifier: notify.flatMap { Notifier(title: $0) })
+        let sink = Sink(path: path, echo: echo, notifier: notify.flatMap { Notifier(binder: $0) })
         // BINDER_LOG_LEVEL=debug (or -v) also logs each commit (its structural message and paths).
         let level = Verbosity.isVerbose ? .debug
             : ProcessInfo.processInfo.environment["BINDER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
@@ -96,23 +97,34 @@ struct FileLogHandler: LogHandler {
 }
 
 /// Desktop notifications through `notify-send`, where a desktop session is (a D-Bus session
-/// bus, or a display). At most one every few seconds, and a message is not repeated within
-/// minutes. The text is a log line: paths and reasons, never content.
+/// bus, or a display). At most one every few seconds, and the same kind at most once a minute.
+/// The text says what kind of thing happened and where to read more, never a file's name or
+/// content: notify-send takes it on its command line, which other processes can read.
 final class Notifier: Sendable {
+    enum Kind: String, Sendable {
+        case refused = "A save was refused or could not be stored."
+        case syncFailed = "Sync failed; retrying."
+        case conflict = "A change from another device conflicted with yours; both are kept in history."
+    }
+
     let title: String
+    /// Where to read more: `binder status NAME`.
+    let details: String
     static let minimumGap: TimeInterval = 5
-    static let repeatGap: TimeInterval = 300
+    static let repeatGap: TimeInterval = 60
     /// Guards when the last notification went out, and which messages went when.
     private let sent = Mutex<(last: Date, messages: [String: Date])>((.distantPast, [:]))
 
     /// Nil without a desktop session.
-    init?(title: String, environment: [String: String] = ProcessInfo.processInfo.environment) {
+    init?(binder name: String, environment: [String: String] = ProcessInfo.processInfo.environment) {
         let session = ["DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "WAYLAND_DISPLAY"].contains { !(environment[$0] ?? "").isEmpty }
         guard session else { return nil }
-        self.title = title
+        title = "binder: \(name)"
+        details = "Details: binder status \(name)"
     }
 
-    func send(_ message: String) {
+    func send(_ kind: Kind) {
+        let message = kind.rawValue + " " + details
         let now = Date()
         let due = sent.withLock { sent -> Bool in
             guard now.timeIntervalSince(sent.last) >= Self.minimumGap,

@@ -179,8 +179,8 @@ struct MountCommand: ParsableCommand {
         return arguments
     }
 
-    /// The title of desktop notifications (`--notify`), nil when off.
-    private func notifyTitle(_ name: String) -> String? { notifies ? "binder: \(name)" : nil }
+    /// The binder named in desktop notifications (`--notify`), nil when off.
+    private func notifyTitle(_ name: String) -> String? { notifies ? name : nil }
 
     private func notABinder(_ path: String, _ error: BinderCreator.NotABinder) -> CommandFailure {
         CommandFailure("\(path) is not a binder: \(error); pass --force to mount it anyway")
