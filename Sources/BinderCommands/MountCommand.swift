@@ -42,6 +42,8 @@ struct MountCommand: ParsableCommand {
     var syncInterval: Double = 60
     @Option(name: .customLong("sync-max-backoff"), help: "Longest wait, in seconds, between retries while the server cannot be reached (1 s, 2 s, 4 s … up to this).")
     var syncMaxBackoff: Double = 60
+    @Option(name: .customLong("views"), help: "hidden (default): MOUNT/.binder (timeline, tags, history, deleted, status) is not listed by readdir, so backups skip it; visible: it is listed.")
+    var views: ViewsVisibility = .hidden
     @OptionGroup var passphrase: PassphraseOptions
     /// Internal: the daemon reads its key from fd 3 and reports readiness on fd 4.
     @Flag(name: .customLong("daemon-child"), help: .hidden)
@@ -193,7 +195,8 @@ struct MountCommand: ParsableCommand {
         do {
             let view = try BinderView(repository: repository, key: key, logger: logger,
                                       options: BinderView.Options(cacheCapacity: cacheBytes, author: commitAuthor(),
-                                                                  limits: WriteLimits(attachmentBytes: parseSize(maxAttachmentSize) ?? WriteLimits.defaultAttachmentBytes)))
+                                                                  limits: WriteLimits(attachmentBytes: parseSize(maxAttachmentSize) ?? WriteLimits.defaultAttachmentBytes),
+                                                                  viewsVisible: views == .visible))
             return (try FUSEMount(view: view, mountpoint: mountpoint,
                                   options: FUSEMount.Options(readOnly: isReadOnly, fsName: "binder:\(name)"), logger: logger), view)
         } catch {
@@ -313,6 +316,7 @@ struct MountCommand: ParsableCommand {
                          "--sync-interval", "\(syncInterval)", "--sync-max-backoff", "\(syncMaxBackoff)"]
         if isReadOnly { arguments.append("--read-only") }
         if noSync { arguments.append("--no-sync") }
+        arguments += ["--views", views.rawValue]
         if writerLock != nil { arguments += ["--writer-lock-fd", "\(DaemonProcess.inheritedDescriptor)"] }
         let daemon: DaemonProcess
         do {
@@ -386,4 +390,9 @@ func parseSize(_ text: String) -> Int? {
     guard let value = Int(digits), value > 0 else { return nil }
     let (total, overflow) = value.multipliedReportingOverflow(by: multiplier)
     return overflow ? nil : total
+}
+
+/// `--views`: whether `readdir` of the mount root lists `.binder`.
+enum ViewsVisibility: String, ExpressibleByArgument, CaseIterable {
+    case hidden, visible
 }
