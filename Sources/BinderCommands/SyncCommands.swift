@@ -350,8 +350,12 @@ struct StatusCommand: ParsableCommand {
         printOut("last error: \(record.lastError ?? "none")")
         printOut("conflicts resolved: \(record.conflicts.count)")
         for conflict in record.conflicts.suffix(20) {
-            printOut("  \(time(conflict.mergedAt))  \(conflict.path): kept the \(conflict.winner == .local ? "local" : "other device's") version (\(conflict.reason)); the other is in commit \(conflict.lostCommit)")
+            printOut("  \(time(conflict.mergedAt))  \(conflict.path): kept the \(conflict.winner == .local ? "local" : "other device's") version (\(conflict.reason)); the other is in commit \(conflict.lostCommit)"
+                     + (conflict.copy.map { " and in \($0)" } ?? ""))
         }
+        let open = ConflictNames.openConflicts(try repository.branchTip().map { try repository.listTree(commit: $0).map(\.path) } ?? [])
+        printOut("open conflicts: \(open.count)\(open.isEmpty ? "" : " (delete a copy once its changes are where they belong)")")
+        for copy in open { printOut("  \(copy)") }
     }
 }
 

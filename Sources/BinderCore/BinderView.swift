@@ -249,6 +249,8 @@ public final class BinderView: Sendable {
         if let refusal = refusals.last {
             text += "last_refused_save: \(Timestamps.string(from: refusal.time)) \(refusal.reason)\n"
         }
+        let conflicts = ConflictNames.openConflicts(listings.snapshot.gitFolders.values.joined().map(\.path))
+        text += "open_conflicts: \(conflicts.count)\n" + conflicts.map { "conflict: \($0)\n" }.joined()
         return text + (committer.hooks.withLock { $0 }.status?() ?? "sync: off\n")
     }
 }

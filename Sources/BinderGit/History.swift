@@ -25,13 +25,6 @@ final class RevwalkHandle {
     deinit { git_revwalk_free(pointer) }
 }
 
-/// Owns a `git_diff *`.
-final class DiffHandle {
-    let pointer: OpaquePointer
-    init(_ pointer: OpaquePointer) { self.pointer = pointer }
-    deinit { git_diff_free(pointer) }
-}
-
 /// The history of a branch and of single files in it: every commit reachable from a tip (merges'
 /// other parents too, newest first), the versions of one path, the files removed since.
 extension GitRepository {
@@ -133,17 +126,25 @@ extension GitRepository {
         return ObjectID(git_tree_entry_id(entry.pointer))
     }
 
-    /// Files in `old` that `new` lacks, with their blob in `old`. Lock held.
-    private func removedLocked(from old: TreeHandle, to new: TreeHandle) throws(GitError) -> [(String, ObjectID)] {
-        var pointer: OpaquePointer?
-        try check(git_diff_tree_to_tree(&pointer, repo.pointer, old.pointer, new.pointer, nil), "compare trees")
-        let diff = DiffHandle(pointer!)
+    /// Files in `old` that `new` lacks, with their blob in `old`. Folders with the same id on
+    /// both sides are not entered: a commit costs what it changed, not the size of the tree.
+    /// Lock held.
+    private func removedLocked(from old: TreeHandle, to new: TreeHandle?, prefix: String = "") throws(GitError) -> [(String, ObjectID)] {
         var removed: [(String, ObjectID)] = []
-        for index in 0..<git_diff_num_deltas(diff.pointer) {
-            guard let delta = git_diff_get_delta(diff.pointer, index), delta.pointee.status == GIT_DELTA_DELETED,
-                  let path = delta.pointee.old_file.path else { continue }
-            var id = delta.pointee.old_file.id
-            removed.append((String(cString: path), ObjectID(&id)))
+        for index in 0..<git_tree_entrycount(old.pointer) {
+            guard let entry = git_tree_entry_byindex(old.pointer, index), let rawName = git_tree_entry_name(entry) else { continue }
+            let name = String(cString: rawName)
+            let id = ObjectID(git_tree_entry_id(entry))
+            let isTree = git_tree_entry_type(entry) == GIT_OBJECT_TREE
+            let counterpart = new.flatMap { git_tree_entry_byname($0.pointer, rawName) }
+            if let counterpart, ObjectID(git_tree_entry_id(counterpart)) == id { continue }
+            let newIsTree = counterpart.map { git_tree_entry_type($0) == GIT_OBJECT_TREE } ?? false
+            if isTree {
+                let newTree = newIsTree ? try counterpart.map { (c) throws(GitError) in try lookupTreeLocked(ObjectID(git_tree_entry_id(c))) } : nil
+                removed += try removedLocked(from: try lookupTreeLocked(id), to: newTree, prefix: prefix + name + "/")
+            } else if counterpart == nil || newIsTree {
+                removed.append((prefix + name, id))
+            }
         }
         return removed
     }
