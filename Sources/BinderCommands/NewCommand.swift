@@ -156,10 +156,10 @@ enum RecordTemplates {
 /// `BINDER` for commands about a binder's records: the one given, else the only local binder,
 /// else the only one mounted.
 func binderForViews(_ argument: String?, state: StateDirectory) throws -> String {
-    if let argument { return argument }
-    let names = ((try? FileManager.default.contentsOfDirectory(atPath: state.bindersDirectory)) ?? []).filter { !$0.hasPrefix(".") }
-    if names.count == 1 { return names[0] }
-    let mounted = names.filter { !MountTable.mounts(ofSource: "binder:" + $0).isEmpty }
-    if mounted.count == 1 { return mounted[0] }
-    throw CommandFailure(names.isEmpty ? "no local binders yet" : "several binders: name one with --binder (\(names.sorted().joined(separator: ", ")))")
+    do { return try defaultBinder(argument, state: state) } catch {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: state.bindersDirectory)) ?? []
+        let mounted = names.filter { !$0.hasPrefix(".") && !MountTable.mounts(ofSource: "binder:" + $0).isEmpty }
+        guard mounted.count == 1 else { throw error }
+        return mounted[0]
+    }
 }
