@@ -228,6 +228,25 @@ final class BinderMergerTests: XCTestCase {
         }
     }
 
+    func testASidecarBothChangedKeepsTheLaterCommitsAndTheOtherAsACopy() throws {
+        func sidecar(_ text: String, onto parent: ObjectID, at seconds: Int64 = 1_000) throws -> (ObjectID, ObjectID) {
+            try repository.setReference("refs/heads/main", to: parent, expected: nil, force: true, message: "test")
+            let writer = BinderWriter(repository: repository, key: key, author: Signature(name: "t", email: "t@t", seconds: seconds))
+            try writer.putSidecar(Array(text.utf8), at: "visits/scan.pdf.enc")
+            let commit = try writer.commit(message: "Update entry")
+            return (commit, try XCTUnwrap(try repository.entry(at: "visits/scan.pdf.enc", commit: commit)).id)
+        }
+        let (start, _) = try sidecar("base", onto: base)
+        let (local, localBlob) = try sidecar("local", onto: start, at: 2_000)
+        let (remote, remoteBlob) = try sidecar("remote", onto: start, at: 3_000)  // the later commit
+        guard case .merged(let commit, _, let conflicts) = try merge(local: local, remote: remote) else { return XCTFail() }
+        XCTAssertEqual(try repository.entry(at: "visits/scan.pdf.enc", commit: commit)?.id, remoteBlob)
+        XCTAssertEqual(conflicts.first?.copy, "visits/scan (conflict 1970-01-01 0000).pdf.enc")
+        XCTAssertEqual(try repository.entry(at: "visits/scan (conflict 1970-01-01 0000).pdf.enc", commit: commit)?.id, localBlob)
+        XCTAssertEqual(ConflictNames.openConflicts(try repository.listTree(commit: commit).map(\.path)),
+                       ["visits/scan (conflict 1970-01-01 0000).pdf"])
+    }
+
     /// A fresh start for each row: `main` back at the base commit.
     private func resetMain() throws {
         try repository.setReference("refs/heads/main", to: base, expected: nil, force: true, message: "test")
