@@ -99,7 +99,8 @@ public final class BinderView: Sendable {
         return attributes
     }
 
-    /// The folder's entries, sorted bytewise by name.
+    /// The folder's entries, sorted bytewise by name (`.binder/` folders: in their own order,
+    /// the timeline and history newest first).
     public func list(_ path: String) throws(ViewError) -> [(name: String, attributes: NodeAttributes)] {
         let path = ViewPath.normalize(path)
         if Self.isControlPath(path) { return try controlEntries(path) }
