@@ -45,6 +45,10 @@ enum CommandHelp {
         "status": [("binder status health", "sync state, mounts, log"),
                    ("binder status health --json", "for scripts")],
         "serve": [("binder serve --repos ~/binder-server", "on 127.0.0.1:8417")],
+        "new": [("binder new visits --title 'Follow-up'", "a record from the visits template; prints its path"),
+                ("binder new labs --edit", "and open it in $EDITOR (mounted binders)")],
+        "log": [("binder log", "the binder's history: time, short commit, what changed"),
+                ("binder log visits/2025-02-25-annual-physical.md --json", "one record's versions, for scripts")],
     ]
 
     /// The examples of the command at `path`, as help text ("" when it has none).

@@ -52,6 +52,8 @@ struct MountCommand: ParsableCommand {
     var syncInterval: Double = 60
     @Option(name: .customLong("sync-max-backoff"), help: "Longest wait, in seconds, between retries while the server cannot be reached (1 s, 2 s, 4 s … up to this).")
     var syncMaxBackoff: Double = 60
+    @Option(name: .customLong("views"), help: "hidden (default): MOUNT/.binder (timeline, tags, history, deleted, status) is not listed by readdir, so backups skip it; visible: it is listed.")
+    var views: ViewsVisibility = .hidden
     @OptionGroup var passphrase: PassphraseOptions
     /// Internal: the daemon reads its key from fd 3 and reports readiness on fd 4.
     @Flag(name: .customLong("daemon-child"), help: .hidden)
@@ -239,7 +241,8 @@ struct MountCommand: ParsableCommand {
         do {
             let view = try BinderView(repository: repository, key: key, logger: logger,
                                       options: BinderView.Options(cacheCapacity: cacheBytes, author: commitAuthor(),
-                                                                  limits: WriteLimits(attachmentBytes: parseSize(maxAttachmentSize) ?? WriteLimits.defaultAttachmentBytes)))
+                                                                  limits: WriteLimits(attachmentBytes: parseSize(maxAttachmentSize) ?? WriteLimits.defaultAttachmentBytes),
+                                                                  viewsVisible: views == .visible))
             return (try FUSEMount(view: view, mountpoint: mountpoint,
                                   options: FUSEMount.Options(readOnly: isReadOnly, fsName: "binder:\(name)",
                                                              allowOther: mountOptions.allowOther), logger: logger), view)
@@ -369,6 +372,7 @@ struct MountCommand: ParsableCommand {
         arguments += ["--idle", "\(idleSeconds ?? 0)s"]
         if notifies { arguments.append("--notify") }
         if Verbosity.isVerbose { arguments.append("--verbose") }
+        arguments += ["--views", views.rawValue]
         if writerLock != nil { arguments += ["--writer-lock-fd", "\(DaemonProcess.inheritedDescriptor)"] }
         let daemon: DaemonProcess
         do {
@@ -456,4 +460,9 @@ func parseSize(_ text: String) -> Int? {
     guard let value = Int(digits), value > 0 else { return nil }
     let (total, overflow) = value.multipliedReportingOverflow(by: multiplier)
     return overflow ? nil : total
+}
+
+/// `--views`: whether `readdir` of the mount root lists `.binder`.
+enum ViewsVisibility: String, ExpressibleByArgument, CaseIterable {
+    case hidden, visible
 }

@@ -134,6 +134,8 @@ struct StatusReport {
     let target: SyncTarget?
     let record: SyncRecord
     let pendingCommits: Int
+    /// Conflict copies still in the binder (`X (conflict …).md`): deleting one resolves it.
+    let openConflicts: [String]
 
     static func gather(_ repository: GitRepository, path: String, state: StateDirectory) -> StatusReport {
         let name = BinderLocator.displayName(path)
@@ -144,7 +146,8 @@ struct StatusReport {
                             logPath: logPath, hasLog: hasLog,
                             lastLoggedError: hasLog ? StatusCommand.lastError(inLog: logPath) : nil,
                             target: target, record: target == nil ? SyncRecord() : SyncRecord.load(repository),
-                            pendingCommits: target == nil ? 0 : SyncRecord.pendingCommits(repository))
+                            pendingCommits: target == nil ? 0 : SyncRecord.pendingCommits(repository),
+                            openConflicts: ConflictNames.openConflicts((try? repository.branchTip().map { try repository.listTree(commit: $0).map(\.path) }) ?? []))
     }
 
     func printText() {
@@ -168,8 +171,11 @@ struct StatusReport {
         printOut("last error: \(record.lastError ?? "none")")
         printOut("conflicts resolved: \(record.conflicts.count)")
         for conflict in record.conflicts.suffix(20) {
-            printOut("  \(time(conflict.mergedAt))  \(conflict.path): kept the \(conflict.winner == .local ? "local" : "other device's") version (\(conflict.reason)); the other is in commit \(conflict.lostCommit)")
+            printOut("  \(time(conflict.mergedAt))  \(conflict.path): kept the \(conflict.winner == .local ? "local" : "other device's") version (\(conflict.reason)); the other is in commit \(conflict.lostCommit)"
+                     + (conflict.copy.map { " and in \($0)" } ?? ""))
         }
+        printOut("open conflicts: \(openConflicts.count)\(openConflicts.isEmpty ? "" : " (delete a copy once its changes are where they belong)")")
+        for copy in openConflicts { printOut("  \(copy)") }
     }
 
     func printJSON() throws {
@@ -185,8 +191,9 @@ struct StatusReport {
                 "conflicts": record.conflicts.map { conflict -> [String: Any] in
                     ["path": conflict.path, "mergedAt": JSONOutput.time(conflict.mergedAt),
                      "kept": conflict.winner == .local ? "local" : "other", "reason": "\(conflict.reason)",
-                     "otherCommit": "\(conflict.lostCommit)"]
+                     "otherCommit": "\(conflict.lostCommit)", "copy": conflict.copy ?? NSNull()]
                 },
+                "openConflicts": openConflicts,
             ] as [String: Any]
         } else {
             object["sync"] = NSNull()

@@ -79,7 +79,16 @@ final class FileSystemContext: Sendable {
         invalidations.async {
             guard let fuse = OpaquePointer(bitPattern: handle) else { return }
             _ = fuse_invalidate_path(fuse, path)
+            // The views in `.binder/` are worked out of the commit shown: what the kernel
+            // holds of them (names looked up, attributes) goes with it.
+            _ = fuse_invalidate_path(fuse, "/" + BinderView.controlDirectory)
         }
+    }
+
+    /// Whether a change at these paths is refused with EROFS: on a read-only mount, and
+    /// anywhere in `.binder/` (its views are read-only; links in it lead to the records).
+    func refusesChanges(_ paths: String...) -> Bool {
+        readOnly || paths.contains { BinderView.isControlPath($0) }
     }
 
     /// The context of the current FUSE request (every operation starts here, so this is
