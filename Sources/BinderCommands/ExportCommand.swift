@@ -25,7 +25,7 @@ struct ExportCommand: ParsableCommand {
     var format: ExportFormat
     @Option(name: .shortAndLong, help: "The file to write (default: PATIENT-records-DATE.pdf|html|fhir.json here).")
     var output: String?
-    @Option(help: "A binder's name or path (default: the only local binder).")
+    @Option(help: "A binder's name or path (default: the only local binder, or the one mounted).")
     var binder: String?
     @Option(help: "Only records created on or after this day (YYYY-MM-DD, UTC).")
     var since: String?
@@ -44,7 +44,7 @@ struct ExportCommand: ParsableCommand {
 
     func run() throws {
         let state = StateDirectory()
-        let (repository, path) = try BinderLocator(state: state).open(try defaultBinder(binder, state: state))
+        let (repository, path) = try BinderLocator(state: state).open(try binderForViews(binder, state: state))
         let key = NIP44.ConversationKey(selfOf: try KeyStore(state: state).secretKey(passphrase: passphrase.source))
         do { try BinderCreator.checkIsBinder(repository, key: key) } catch {
             throw CommandFailure("cannot export \(path): \(error)")

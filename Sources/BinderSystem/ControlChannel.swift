@@ -7,10 +7,19 @@ public struct ControlChannelError: Error, CustomStringConvertible {
     init(_ what: String, _ code: Int32) { description = "\(what): \(String(cString: strerror(code)))" }
 }
 
+/// The requests a mount answers on its control channel.
+public enum ControlRequest {
+    /// Fetch, merge and push now (`binder sync` on a mounted binder).
+    public static let sync = "sync"
+    /// Lock: unmount (refused while a file is open there), dropping plaintext and key
+    /// (`binder lock`). Answer `ok locked MOUNTPOINT`, or `error …` naming what holds it.
+    public static let lock = "lock"
+}
+
 /// A running mount's control channel: a unix socket (0600, in binder's run folder, 0700) on
 /// which the user's other binder commands ask the mount to do what only the binder's one writer
-/// may do. One request line per connection (a word and arguments: `sync`; later `status`,
-/// `lock`), one answer line: `ok …` or `error …`. Only the mount's own user is answered.
+/// may do. One request line per connection (a word and arguments: `ControlRequest`), one answer
+/// line: `ok …` or `error …`. Only the mount's own user is answered.
 public final class ControlServer: @unchecked Sendable {
     public typealias Handler = @Sendable (_ request: String) -> String
 
@@ -20,6 +29,9 @@ public final class ControlServer: @unchecked Sendable {
     /// Guards `stopped`.
     private let lock = NSLock()
     private var stopped = false
+    /// Requests being answered: `stop` lets them finish writing their answer (a `lock` request
+    /// ends the mount, and its asker must still hear "ok").
+    private let inFlight = DispatchGroup()
 
     /// `run/mount-PID.sock` under the state folder: one per mount daemon.
     public static func path(runDirectory: String, pid: Int32 = getpid()) -> String {
@@ -64,6 +76,7 @@ public final class ControlServer: @unchecked Sendable {
         unlink(path)
         // Wakes the blocked accept(), which then sees `stopped` and closes the socket.
         shutdown(listener, Int32(SHUT_RDWR))
+        _ = inFlight.wait(timeout: .now() + 10)
     }
 
     private var isStopped: Bool {
@@ -90,11 +103,14 @@ public final class ControlServer: @unchecked Sendable {
                 continue
             }
             let handler = self.handler
+            let inFlight = self.inFlight
+            inFlight.enter()
             let worker = Thread {
                 if let request = ControlLine.read(connection) {
                     ControlLine.write(connection, handler(request))
                 }
                 close(connection)
+                inFlight.leave()
             }
             worker.name = "binder-control-request"
             worker.start()
