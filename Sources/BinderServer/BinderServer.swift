@@ -121,8 +121,9 @@ struct RequestLog: RouterMiddleware {
             log(failure.code)
             throw failure
         } catch let error as HTTPError {
+            // Hummingbird's own refusals (no such endpoint, say), answered like ours.
             log(error.status.code)
-            throw error
+            throw ServeFailure(error.status.code, error.status.reasonPhrase.lowercased())
         } catch {
             logger.error("request failed: \(error)")
             log(500)

@@ -61,6 +61,10 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     // Event-loop confined (a channel handler is only called on its loop).
     private var address: String?
     private var readingBody = false
+    /// Requests received in full, and responses sent in full, on this connection: a response
+    /// that ends before its request did answered a body that was never read.
+    private var requestsReceived = 0
+    private var responsesSent = 0
     private var bodyBytesThisWindow = 0
     private var timer: Scheduled<Void>?
     /// Set once the answer to an unread body is out: what arrives now is thrown away.
@@ -121,6 +125,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             bodyBytesThisWindow += chunk.readableBytes
         case .end:
             readingBody = false
+            requestsReceived += 1
             timer?.cancel(); timer = nil   // answering may take as long as git takes
         }
         context.fireChannelRead(data)
@@ -131,7 +136,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             context.write(data, promise: promise)
             return
         }
-        if readingBody {
+        responsesSent += 1
+        if responsesSent > requestsReceived {
             // Answered before the body was read (refused): close rather than drain it.
             discarding = true
             let written = context.writeAndFlush(data)
@@ -141,7 +147,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         context.write(data, promise: promise)
-        awaitHead(context)
+        // Idle now (nothing being received or answered): the next head has its deadline.
+        if !readingBody && requestsReceived == responsesSent { awaitHead(context) }
     }
 
     private func awaitHead(_ context: ChannelHandlerContext) {

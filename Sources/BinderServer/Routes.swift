@@ -60,7 +60,7 @@ final class Routes: Sendable {
     private let creating = Mutex<[String: Int]>([:])
     /// How far a login event's `created_at` may be from the server's clock.
     static let clockSkew: Int64 = 600
-    static let gitProtocol = HTTPFields.Element.Name("Git-Protocol")!
+    static let gitProtocol = HTTPFields.Element.Name("Git-Protocol")
 
     init(repositories: RepositoryStore, tokens: TokenAuthority, limits: ServeLimits, logger: Logger, publicURL: String?,
          faultRate: Double) {
@@ -195,8 +195,9 @@ final class Routes: Sendable {
             repository = repositories.emptyTemplate
         }
         let body: [UInt8]
+        let protocolHeader = Self.gitProtocol.flatMap { request.headers[$0] }
         do {
-            body = try await git.advertisement(service, repository: repository, protocolHeader: request.headers[Self.gitProtocol])
+            body = try await git.advertisement(service, repository: repository, protocolHeader: protocolHeader)
         } catch {
             logger.error("git failed", metadata: ["repo": "\(id)", "error": "\(error)"])
             throw ServeFailure(500, "git failed")
@@ -230,7 +231,7 @@ final class Routes: Sendable {
         }
         let input = try SpoolFile(folder: repositories.spoolFolder)
         try await RequestBodyReader.spool(request, limit: limit, to: input)
-        let protocolHeader = request.headers[Self.gitProtocol]
+        let protocolHeader = Self.gitProtocol.flatMap { request.headers[$0] }
         let output: GitBackend.Output
         if exists {
             output = try await runGit(service, id: id, repository: repositories.path(id), input: input, protocolHeader: protocolHeader)
