@@ -235,6 +235,11 @@ final class Routes: Sendable {
         let output: GitBackend.Output
         if exists {
             output = try await runGit(service, id: id, repository: repositories.path(id), input: input, protocolHeader: protocolHeader)
+        } else if try Self.isProbe(input) {
+            // git sends a bare flush before a large push to see that the request would be
+            // accepted; for a new id it is answered as the empty repository would, creating nothing.
+            output = try await runGit(service, id: id, repository: repositories.emptyTemplate, input: input,
+                                      protocolHeader: protocolHeader)
         } else {
             output = try await create(id, owner: user.pubkey, input: input, protocolHeader: protocolHeader)
         }
@@ -273,6 +278,12 @@ final class Routes: Sendable {
             logger.error("git failed", metadata: ["repo": "\(id)", "error": "\(error)"])
             throw ServeFailure(500, "git failed")
         }
+    }
+
+    /// True when the body is git's probe: a single flush packet, `0000`.
+    private static func isProbe(_ input: SpoolFile) throws -> Bool {
+        try input.rewind()
+        return try input.read(upTo: 5) == Array("0000".utf8)
     }
 
     /// 403 once `owner` has as many repositories as allowed (counting those being created).

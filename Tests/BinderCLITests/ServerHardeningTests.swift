@@ -139,6 +139,8 @@ final class ServerHardeningTests: XCTestCase {
         XCTAssertEqual(try attack(["post", server.url + "/api/mgit/repos/fresh/git-upload-pack", "100", alice.tokenFile]), "403")
         XCTAssertEqual(try attack(["post", server.url + "/api/mgit/repos/fresh/git-receive-pack", "0", alice.tokenFile]), "400")
         XCTAssertEqual(try attack(["post", server.url + "/api/mgit/repos/fresh/git-receive-pack", "100", alice.tokenFile]), "400")
+        // git's probe before a large push (a bare flush) is answered, and creates nothing either.
+        XCTAssertEqual(try attack(["post", server.url + "/api/mgit/repos/fresh/git-receive-pack", "text:0000", alice.tokenFile]), "200")
         XCTAssertEqual(repositoryFolders(), [], "nothing created")
         XCTAssertEqual(try get("/api/mgit/user/repositories", tokenFile: alice.tokenFile).body.trimmingCharacters(in: .whitespacesAndNewlines), "[]")
 
@@ -148,6 +150,12 @@ final class ServerHardeningTests: XCTestCase {
         XCTAssertEqual(repositoryFolders(), ["fresh.git"])
         XCTAssertEqual(try String(contentsOfFile: server.repos + "/fresh.git/binder-owner", encoding: .utf8), alice.pubkey + "\n")
         XCTAssertEqual(try server.git("fresh", "rev-parse main"), try shell("git -C '\(work)' rev-parse main").stdout)
+
+        // A first push larger than git's post buffer (1 MiB) is probed, then sent chunked.
+        let large = try workTree("large", bytes: 3 << 20)
+        let pushed = try push(large, to: "large", tokenFile: alice.tokenFile)
+        XCTAssertEqual(pushed.status, 0, pushed.stderr)
+        XCTAssertEqual(try server.git("large", "rev-parse main"), try shell("git -C '\(large)' rev-parse main").stdout)
     }
 
     /// Push-to-create never applies to a repository that exists: another user's push, fetch and

@@ -10,8 +10,9 @@ usage:
   server_attacks.py bomb URL MEGABYTES TOKEN [SERVICE]
       POSTs a gzip body that inflates to MEGABYTES MiB of zeros (TOKEN: a file, "none" or
       "bogus"); prints the HTTP status, or "reset" if the server cut the connection first.
-  server_attacks.py post URL BODY_BYTES TOKEN [ENCODING]
-      POSTs BODY_BYTES zero bytes (plain or gzip); prints the status or "reset".
+  server_attacks.py post URL BODY TOKEN [ENCODING]
+      POSTs BODY (a number: that many zero bytes; text:T: the text T) plain or gzip;
+      prints the status or "reset".
   server_attacks.py logins HOST PORT COUNT SOURCE [PATH]
       POSTs COUNT login challenges (or `{}` to PATH) from SOURCE; prints the statuses.
   server_attacks.py cap HOST PORT COUNT SOURCE
@@ -86,8 +87,8 @@ def bomb(url, megabytes, token, service="git-upload-pack"):
     return send(url, bomb_chunks(megabytes), headers)
 
 
-def post(url, size, token, encoding="plain"):
-    body = bytes(size)
+def post(url, body, token, encoding="plain"):
+    body = body[5:].encode() if body.startswith("text:") else bytes(int(body))
     headers = token_header(token)
     if encoding == "gzip":
         body = gzip.compress(body)
@@ -212,7 +213,7 @@ def main(argv):
     elif command == "bomb":
         print(bomb(argv[2], int(argv[3]), argv[4], *(argv[5:6])))
     elif command == "post":
-        print(post(argv[2], int(argv[3]), argv[4], *(argv[5:6])))
+        print(post(argv[2], argv[3], argv[4], *(argv[5:6])))
     elif command == "logins":
         print(logins(argv[2], int(argv[3]), int(argv[4]), argv[5], *(argv[6:7])))
     elif command == "cap":
