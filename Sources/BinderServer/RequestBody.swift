@@ -4,13 +4,16 @@ import Hummingbird
 import NIOCore
 
 /// Turns the bytes of a request body as they arrive into the body itself: inflates `gzip` and
-/// `deflate` (git gzips large requests) through a fixed 64 KiB window, counting **decompressed**
-/// bytes, and throws as soon as they pass `limit`. A few KB that would inflate to a gigabyte
-/// cost at most `limit` bytes and one window, never more.
+/// `deflate` (git gzips large fetch requests) through a fixed 64 KiB window, counting
+/// **decompressed** bytes, and throws as soon as they pass `limit`. A few KB that would inflate
+/// to a gigabyte cost at most `limit` bytes and one window, never more; and once past 1 MiB,
+/// a body may not inflate to more than 100 times what was received (git's requests, JSON and
+/// packs compress a few times at most), so a bomb is cut after about 1 MiB whatever the limit.
 @_spi(Fuzzing)
 public final class BodyInflater {
     public enum Failure: Error, Equatable {
         case tooLarge
+        case inflatesTooFar
         case unsupportedEncoding
         case corrupt
     }
@@ -18,6 +21,10 @@ public final class BodyInflater {
     private let decompressor: ZlibDecompressor?
     private let limit: Int
     private var window: ByteBuffer
+    /// Compressed bytes received so far.
+    private var received = 0
+    static let ratioFloor = 1 << 20
+    static let maximumRatio = 100
     public private(set) var count = 0
 
     /// `encoding`: the request's `Content-Encoding` (nil or `identity`: none).
@@ -55,6 +62,7 @@ public final class BodyInflater {
             return
         }
         var input = chunk
+        received += chunk.readableBytes
         while input.readableBytes > 0 {
             window.clear()
             let before = input.readableBytes
@@ -69,6 +77,7 @@ public final class BodyInflater {
             if window.readableBytes == 0 && input.readableBytes == before { throw Failure.corrupt }
             count += window.readableBytes
             guard count <= limit else { throw Failure.tooLarge }
+            guard count <= max(Self.ratioFloor, Self.maximumRatio * received) else { throw Failure.inflatesTooFar }
             if window.readableBytes > 0 { try emit(window) }
         }
     }
@@ -112,6 +121,7 @@ enum RequestBodyReader {
         } catch let failure as BodyInflater.Failure {
             switch failure {
             case .tooLarge: throw ServeFailure(413, "request body too large")
+            case .inflatesTooFar: throw ServeFailure(413, "compressed request body inflates too far")
             case .unsupportedEncoding: throw ServeFailure(415, "unsupported Content-Encoding")
             case .corrupt: throw ServeFailure(400, "corrupt compressed body")
             }

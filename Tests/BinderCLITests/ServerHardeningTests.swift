@@ -93,8 +93,9 @@ final class ServerHardeningTests: XCTestCase {
     }
 
     /// Four gzip bombs at once (each 1 GiB of zeros in about 1 MB), anonymous, with a forged
-    /// token and with a real one: each is cut at its endpoint's limit (counted after
-    /// inflating), and the server's peak memory stays far below one bomb.
+    /// token and with a real one: each is cut at its endpoint's limit counted after inflating
+    /// (or, past 1 MiB, as it inflates more than 100 times), and the server's peak memory stays
+    /// far below one bomb.
     func testGzipBombsAreCutAtTheLimitAndMemoryStaysBounded() throws {
         try start(["--max-push-bytes", "\(16 << 20)"])
         let alice = try user("alice")

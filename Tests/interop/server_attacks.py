@@ -19,10 +19,12 @@ usage:
       Opens COUNT silent connections from SOURCE and prints how many the server closed within
       a second (those past its per-address cap).
 """
+import functools
 import gzip
 import http.client
 import json
 import selectors
+import signal
 import socket
 import struct
 import sys
@@ -65,6 +67,7 @@ def send(url, body_chunks, headers):
         connection.close()
 
 
+@functools.lru_cache(maxsize=4)
 def bomb_chunks(megabytes):
     """A valid gzip stream of MEGABYTES MiB of zeros, about 1 KiB per MiB. One MiB is deflated
     once and ended with a full flush (which resets the compressor), so the same bytes stand for
@@ -78,7 +81,7 @@ def bomb_chunks(megabytes):
         crc = zlib.crc32(block, crc)
     header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
     trailer = struct.pack("<II", crc, (megabytes << 20) & 0xFFFFFFFF)
-    return [header] + [once] * megabytes + [end, trailer]
+    return tuple([header] + [once] * megabytes + [end, trailer])
 
 
 def bomb(url, megabytes, token, service="git-upload-pack"):
@@ -169,9 +172,11 @@ def slowloris(host, port, count, seconds, report_path, sources):
         if by_server:
             summary["closed_by_server"] += 1
 
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))   # stop early, still report
     last_trickle = 0.0
     attempts = 0
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and not stopping:
         # Top up, at most COUNT new connections a round and 20 * COUNT in all (bounded).
         missing = count - len(open_sockets)
         for _ in range(missing):
