@@ -52,6 +52,13 @@ def memory(pid):
     return rss, peak
 
 
+def cpu_seconds(pid):
+    """User + system CPU time of a process so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def percentile(values, p):
     ordered = sorted(values)
     if not ordered:
@@ -139,8 +146,10 @@ def main():
         size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(os.path.join(repos, "bench.git")) for f in fs)
 
         log(f"quiet: clones for {options.seconds:.0f} s")
-        started = time.monotonic()
+        started, cpu = time.monotonic(), cpu_seconds(server.pid)
         quiet = summarize(*clones(url, token_file, work, options.seconds, 2000), time.monotonic() - started)
+        quiet["server_cpu_share"] = round((cpu_seconds(server.pid) - cpu) / (time.monotonic() - started), 2)
+        quiet["load_average"] = os.getloadavg()[0]
         quiet_rss, _ = memory(server.pid)
 
         log(f"attack: {options.slow} slow connections and {options.bombs} gzip bombs")
@@ -180,8 +189,10 @@ def main():
                 time.sleep(0.5)
         watcher = threading.Thread(target=sampler)
         watcher.start()
-        started = time.monotonic()
+        started, cpu = time.monotonic(), cpu_seconds(server.pid)
         attacked = summarize(*clones(url, token_file, work, options.seconds, 2000), time.monotonic() - started)
+        attacked["server_cpu_share"] = round((cpu_seconds(server.pid) - cpu) / (time.monotonic() - started), 2)
+        attacked["load_average"] = os.getloadavg()[0]
         stop.set()
         for thread in bombers + [watcher]:
             thread.join(timeout=120)
@@ -203,10 +214,11 @@ def main():
         os.makedirs(options.out, exist_ok=True)
         with open(os.path.join(options.out, "server.json"), "w") as f:
             json.dump(results, f, indent=2)
-        print(f"| phase | clones/s | median | p99 | max | failed |\n|---|---|---|---|---|---|")
+        print("| phase | clones/s | median | p99 | max | failed | server CPU (cores) | load avg |\n|---|---|---|---|---|---|---|---|")
         for name, phase in (("quiet", quiet), ("under attack", attacked)):
             print(f"| {name} | {phase['clones_per_second']} | {phase['median_ms']} ms | {phase['p99_ms']} ms | "
-                  f"{phase['max_ms']} ms | {phase['failures']} of {phase['clones'] + phase['failures']} |")
+                  f"{phase['max_ms']} ms | {phase['failures']} of {phase['clones'] + phase['failures']} | "
+                  f"{phase['server_cpu_share']} | {phase['load_average']:.1f} |")
         print(f"\nrepository: {size // 1024} KiB on disk; bombs answered: {results['bombs_answered']}; "
               f"slowloris: {slow}\nserver RSS (MiB): {results['server_rss_mib']}")
     finally:
