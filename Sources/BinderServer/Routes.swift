@@ -221,10 +221,16 @@ final class Routes: Sendable {
             throw ServeFailure(403, "not authorized for this repository")
         }
         let limit: Int
+        // A creation holds its place in the owner's quota from here until it is published or fails.
+        var reserved = false
+        defer { if reserved { creating.withLock { $0[user.pubkey, default: 1] -= 1 } } }
         if service == .uploadPack {
             limit = limits.fetchRequestBytes
         } else {
-            if !exists { try checkRepositoryQuota(user.pubkey) }
+            if !exists {
+                try checkRepositoryQuota(user.pubkey, reserve: true)
+                reserved = true
+            }
             let left = limits.bytesPerUser - repositories.usage(owner: user.pubkey).bytes
             guard left > 0 else { throw ServeFailure(413, "storage quota used up") }
             limit = Int(min(Int64(limits.pushBytes), left))
@@ -253,8 +259,6 @@ final class Routes: Sendable {
         guard let push = ReceivePackRequest.parse(try input.read(upTo: 1 << 20)), push.createsBranchesWithObjects else {
             throw ServeFailure(400, "a new repository is created only by a push that brings a branch and its objects")
         }
-        creating.withLock { $0[owner, default: 0] += 1 }
-        defer { creating.withLock { $0[owner, default: 1] -= 1 } }
         let staging: String
         do { staging = try repositories.stage(id, owner: owner) } catch {
             logger.error("staging failed: \(error)")
@@ -286,12 +290,16 @@ final class Routes: Sendable {
         return try input.read(upTo: 5) == Array("0000".utf8)
     }
 
-    /// 403 once `owner` has as many repositories as allowed (counting those being created).
-    private func checkRepositoryQuota(_ owner: String) throws {
-        let pending = creating.withLock { $0[owner, default: 0] }
-        guard repositories.usage(owner: owner).repositories + pending < limits.repositoriesPerUser else {
-            throw ServeFailure(403, "repository quota reached (\(limits.repositoriesPerUser) per user)")
+    /// 403 once `owner` has as many repositories as allowed, counting those being created;
+    /// with `reserve`, the check also counts one more creation for `owner` (released by the caller).
+    private func checkRepositoryQuota(_ owner: String, reserve: Bool = false) throws {
+        let owned = repositories.usage(owner: owner).repositories
+        let allowed = creating.withLock { creating -> Bool in
+            guard owned + creating[owner, default: 0] < limits.repositoriesPerUser else { return false }
+            if reserve { creating[owner, default: 0] += 1 }
+            return true
         }
+        guard allowed else { throw ServeFailure(403, "repository quota reached (\(limits.repositoriesPerUser) per user)") }
     }
 
     /// git's stdout, streamed from its spool file.
