@@ -248,6 +248,23 @@ final class ServerHardeningTests: XCTestCase {
         XCTAssertGreaterThan(summary["closed_by_server"] ?? 0, 1000, "slow headers are cut: \(summary)")
     }
 
+    /// A body that trickles in (under 1 KiB per --body-timeout window) is cut, with a token or
+    /// without one; a connection that never finishes its headers is cut after --header-timeout.
+    func testSlowBodiesAndSlowHeadersAreCut() throws {
+        try start(["--body-timeout", "2", "--header-timeout", "2"])
+        let alice = try user("alice")
+        XCTAssertEqual(try push(try workTree("w"), to: "alices", tokenFile: alice.tokenFile).status, 0)
+        XCTAssertEqual(try attack(["slowbody", server.url + "/api/mgit/repos/alices/git-upload-pack", alice.tokenFile, "30"]), "closed")
+        XCTAssertEqual(try attack(["slowbody", server.url + "/api/auth/nostr/verify", "none", "30", "1000"]), "closed")
+        // Slow headers: 20 connections that never end their head are all cut.
+        let report = root.root.appendingPathComponent("slow-headers").path
+        _ = try attack(["slowloris", "127.0.0.1", "\(server.port)", "20", "8", report, "127.0.0.5"])
+        let summaryLine = try XCTUnwrap((try String(contentsOfFile: report, encoding: .utf8)).split(separator: "\n").last)
+        let summary = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(summaryLine.utf8)) as? [String: Int])
+        XCTAssertGreaterThanOrEqual(summary["closed_by_server"] ?? 0, 20, "\(summary)")
+        XCTAssertEqual(try get("/api/mgit/user/repositories", tokenFile: alice.tokenFile).status, 200, "the server still serves")
+    }
+
     /// The login endpoints answer 429 past --logins-per-minute from one address; other
     /// addresses are not affected.
     func testLoginRequestsAreRateLimitedPerAddress() throws {

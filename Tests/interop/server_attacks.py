@@ -15,6 +15,9 @@ usage:
       prints the status or "reset".
   server_attacks.py logins HOST PORT COUNT SOURCE [PATH]
       POSTs COUNT login challenges (or `{}` to PATH) from SOURCE; prints the statuses.
+  server_attacks.py slowbody URL TOKEN SECONDS [LENGTH]
+      Starts a POST of LENGTH bytes (default 100,000), sends 10 of them, then waits up to SECONDS for the
+      server to close the connection; prints "closed" or "open".
   server_attacks.py cap HOST PORT COUNT SOURCE
       Opens COUNT silent connections from SOURCE and prints how many the server closed within
       a second (those past its per-address cap).
@@ -113,6 +116,25 @@ def logins(host, port, count, source, path="/api/auth/nostr/challenge"):
         finally:
             connection.close()
     return " ".join(statuses)
+
+
+def slowbody(url, token, seconds, length=100000):
+    parts = urllib.parse.urlsplit(url)
+    s = socket.create_connection((parts.hostname, parts.port), timeout=5)
+    headers = "".join("%s: %s\r\n" % item for item in token_header(token).items())
+    s.sendall(("POST %s HTTP/1.1\r\nHost: %s\r\n%sContent-Length: %d\r\n\r\n"
+               % (parts.path, parts.hostname, headers, length)).encode() + bytes(10))
+    s.settimeout(seconds)
+    try:
+        while s.recv(4096):
+            pass  # an answer may come before the close
+        return "closed"
+    except socket.timeout:
+        return "open"
+    except OSError:
+        return "closed"
+    finally:
+        s.close()
 
 
 def cap(host, port, count, source):
@@ -221,6 +243,8 @@ def main(argv):
         print(post(argv[2], argv[3], argv[4], *(argv[5:6])))
     elif command == "logins":
         print(logins(argv[2], int(argv[3]), int(argv[4]), argv[5], *(argv[6:7])))
+    elif command == "slowbody":
+        print(slowbody(argv[2], argv[3], float(argv[4]), *[int(a) for a in argv[5:6]]))
     elif command == "cap":
         print(cap(argv[2], int(argv[3]), int(argv[4]), argv[5]))
     else:
