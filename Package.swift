@@ -22,6 +22,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.0"),
         .package(url: "https://github.com/JohnSundell/Ink", from: "0.6.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
     ],
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
@@ -51,14 +53,16 @@ let package = Package(
             "BinderCore", "BinderCrypto", "BinderGit", "BinderSystem",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        // `binder serve`: the same protocol, self-hosted (SwiftNIO; git's own upload/receive-pack).
+        // `binder serve`: the same protocol, self-hosted (Hummingbird for HTTP; git's own
+        // upload/receive-pack; CompressNIO inflates gzip request bodies within a limit).
         .target(name: "BinderServer", dependencies: [
             "BinderCrypto", "BinderGit", "BinderSystem",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdCore", package: "hummingbird"),
+            .product(name: "CompressNIO", package: "compress-nio"),
             .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-            .product(name: "NIOHTTP1", package: "swift-nio"),
-            .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
+            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
         ]),
         // `binder export`: PDF (Pango over Cairo), one-file HTML (Ink), a FHIR R4 document Bundle.
         .target(name: "BinderExport", dependencies: [

@@ -1190,6 +1190,11 @@ def main():
                         help="only the .binder/ rows, on a binder written in bulk (binder alone; minutes)")
     parser.add_argument("--import-only", action="store_true", help="stop after the import row (and its checks)")
     parser.add_argument("--keep", action="store_true", help="keep the corpus and layouts (unmounted) under OUT")
+    parser.add_argument("--server", action="store_true",
+                        help="benchmark `binder serve` under attack instead (scripts/bench_server.py; its own options follow)")
+    if "--server" in sys.argv[1:]:
+        rest = [a for a in sys.argv[1:] if a != "--server"]
+        os.execv(sys.executable, [sys.executable, os.path.join(ROOT, "scripts", "bench_server.py")] + rest)
     options = parser.parse_args()
     if options.entries is None:
         options.entries = 2000 if options.quick else 10000

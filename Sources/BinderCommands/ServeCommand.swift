@@ -8,9 +8,13 @@ struct ServeCommand: ParsableCommand {
         commandName: "serve",
         abstract: "Run a binder server (the Limbo Health protocol: Nostr login, listing, git Smart HTTP) on your own machine.",
         discussion: """
-        Repositories are kept as DIR/<repoId>.git, owned by whoever pushed first. Tokens are HS256 \
-        JWTs signed with a secret kept in DIR/.binder-serve (--rotate-secret revokes them all). \
-        Serve over https by putting a TLS proxy in front; clients refuse plain http except on loopback.
+        Repositories are kept as DIR/<repoId>.git, created by their owner's first push (a push that \
+        brings a branch; ids are lowercase letters, digits, '-', '_' and '.'). Tokens are HS256 JWTs \
+        signed with a secret kept in DIR/.binder-serve (--rotate-secret revokes them all). Bodies are \
+        read only after the token is checked, within limits counted after decompression; each user \
+        has a quota of repositories and bytes; logins are rate-limited per address; slow or idle \
+        connections are closed. Serve over https by putting a TLS proxy in front; clients refuse plain \
+        http except on loopback.
         """)
 
     @Option(help: "The folder holding the repositories (created if missing).")
@@ -23,24 +27,50 @@ struct ServeCommand: ParsableCommand {
     var tokenLifetime: Int64 = 86_400
     @Flag(name: .customLong("rotate-secret"), help: "Make a new token-signing secret, revoking every token issued so far.")
     var rotateSecret = false
+    @Option(name: .customLong("max-repos-per-user"), help: "Repositories one user may own.")
+    var maxReposPerUser: Int = 100
+    @Option(name: .customLong("max-bytes-per-user"), help: "Bytes one user's repositories may take on disk.")
+    var maxBytesPerUser: Int64 = 1 << 30
+    @Option(name: .customLong("max-push-bytes"), help: "Largest push (bytes, after decompression).")
+    var maxPushBytes: Int = 512 << 20
+    @Option(name: .customLong("logins-per-minute"), help: "Login challenges (and verifies) per minute from one address.")
+    var loginsPerMinute: Int = 30
+    @Option(name: .customLong("connections-per-address"), help: "Connections one address may hold open at once.")
+    var connectionsPerAddress: Int = 32
+    @Option(name: .customLong("header-timeout"), help: "Seconds a connection may take to send a request's headers (or stay idle).")
+    var headerTimeout: Int = 10
+    @Option(name: .customLong("body-timeout"), help: "Seconds in which a request body must bring at least 1 KiB, window after window.")
+    var bodyTimeout: Int = 15
     /// Testing aid: this fraction of git requests fails with 503.
     @Option(name: .customLong("fault-rate"), help: .hidden)
     var faultRate: Double = 0
 
     func run() throws {
+        for (name, value) in [("--max-repos-per-user", Int64(maxReposPerUser)), ("--max-bytes-per-user", maxBytesPerUser),
+                              ("--max-push-bytes", Int64(maxPushBytes)), ("--logins-per-minute", Int64(loginsPerMinute)),
+                              ("--connections-per-address", Int64(connectionsPerAddress)), ("--header-timeout", Int64(headerTimeout)),
+                              ("--body-timeout", Int64(bodyTimeout))] where value < 1 {
+            throw CommandFailure("\(name) must be at least 1")
+        }
         guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
               (0...65535).contains(port) else {
             throw CommandFailure("--listen: '\(listen)' is not HOST:PORT")
         }
-        var host = String(listen[..<colon])
-        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        var parsedHost = String(listen[..<colon])
+        if parsedHost.hasPrefix("[") && parsedHost.hasSuffix("]") { parsedHost = String(parsedHost.dropFirst().dropLast()) }
+        let host = parsedHost
         let root = URL(fileURLWithPath: repos).standardizedFileURL.path
         var logger = Logger(label: "binder.serve") { label in StreamLogHandler.standardError(label: label) }
         logger.logLevel = .info
         let server: BinderServer
         do {
+            let limits = ServeLimits(repositoriesPerUser: maxReposPerUser, bytesPerUser: maxBytesPerUser, pushBytes: maxPushBytes,
+                                     loginsPerMinute: loginsPerMinute)
+            let connections = ConnectionLimits(perAddress: connectionsPerAddress, headerTimeout: .seconds(headerTimeout),
+                                               bodyWindow: .seconds(bodyTimeout))
             server = try BinderServer(options: .init(repositories: root, host: host, port: port, tokenLifetime: tokenLifetime,
-                                                     rotateSecret: rotateSecret, publicURL: publicURL, faultRate: faultRate),
+                                                     rotateSecret: rotateSecret, publicURL: publicURL, faultRate: faultRate,
+                                                     limits: limits, connections: connections),
                                       logger: logger)
         } catch { throw CommandFailure("\(error)") }
         do {

@@ -2,58 +2,111 @@ import BinderGit
 import Foundation
 
 /// The server's bare repositories: `<root>/<repoId>.git`, each with its owner's public key in
-/// `binder-owner` beside git's own files. Created on first push ("push-to-create").
+/// `binder-owner` beside git's own files. A repository is made in a staging folder, receives
+/// the first push there, and is renamed into place only once that push has stored a branch
+/// ("push-to-create"): an empty or failed push leaves nothing behind.
 struct RepositoryStore: Sendable {
     let root: String
 
-    struct Summary: Codable, Sendable {
-        let repoId: String
-        let name: String
-        let owner: String
-        let role: String
-        /// ISO 8601 time of the last commit of main; nil for an empty repository.
-        let lastCommit: String?
+    /// The server's own folder (token secret, staging, spool): never a repository id.
+    var serverFolder: String { root + "/.binder-serve" }
+    var stagingFolder: String { serverFolder + "/staging" }
+    var spoolFolder: String { serverFolder + "/spool" }
+    /// An empty repository whose advertisement answers for ids that do not exist yet.
+    var emptyTemplate: String { serverFolder + "/empty.git" }
+
+    /// Makes the server's folders, clearing what an earlier run left in staging and spool.
+    func prepare() throws {
+        let fm = FileManager.default
+        for folder in [serverFolder, stagingFolder, spoolFolder] {
+            try fm.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        for folder in [stagingFolder, spoolFolder] {
+            for name in (try? fm.contentsOfDirectory(atPath: folder)) ?? [] { try? fm.removeItem(atPath: folder + "/" + name) }
+        }
+        if !fm.fileExists(atPath: emptyTemplate + "/HEAD") {
+            try? fm.removeItem(atPath: emptyTemplate)
+            _ = try GitRepository.create(path: emptyTemplate, bare: true)
+        }
     }
 
-    /// Repository ids become folder names (`GitRepository.isValidRepositoryID`).
-    static func isValidID(_ id: String) -> Bool { GitRepository.isValidRepositoryID(id) }
-
+    /// `id` must be valid (`RepositoryID.isValid`): it becomes a folder name.
     func path(_ id: String) -> String { root + "/" + id + ".git" }
 
     func exists(_ id: String) -> Bool { FileManager.default.fileExists(atPath: path(id) + "/HEAD") }
 
-    func owner(_ id: String) -> String? {
-        guard let data = FileManager.default.contents(atPath: path(id) + "/binder-owner") else { return nil }
+    func owner(_ id: String) -> String? { Self.owner(ofRepositoryAt: path(id)) }
+
+    private static func owner(ofRepositoryAt path: String) -> String? {
+        guard let data = FileManager.default.contents(atPath: path + "/binder-owner") else { return nil }
         return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// Creates an empty bare repository owned by `owner`, refusing non-fast-forward pushes and
-    /// deletions (the server never loses history). Racing creators: the first one wins.
-    func create(_ id: String, owner: String) throws {
-        let final = path(id)
-        let staging = root + "/.binder-serve/new-\(id)-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: staging) }
+    /// A new empty bare repository owned by `owner` in the staging folder, refusing
+    /// non-fast-forward pushes and deletions (the server never loses history) and checking
+    /// every object pushed into it.
+    func stage(_ id: String, owner: String) throws -> String {
+        let staging = stagingFolder + "/\(id)-\(UUID().uuidString).git"
         let repository = try GitRepository.create(path: staging, bare: true)
         try repository.setConfigValue("receive.denyNonFastForwards", "true")
         try repository.setConfigValue("receive.denyDeletes", "true")
+        try repository.setConfigValue("receive.fsckObjects", "true")
         try Data((owner + "\n").utf8).write(to: URL(fileURLWithPath: staging + "/binder-owner"))
-        if rename(staging, final) != 0 && !exists(id) {
-            throw ServerError.setup("cannot create repository \(id): \(String(cString: strerror(errno)))")
+        return staging
+    }
+
+    /// True when a push stored at least one branch in the repository at `path`.
+    func hasBranch(at path: String) -> Bool {
+        let fm = FileManager.default
+        if let packed = fm.contents(atPath: path + "/packed-refs"),
+           String(decoding: packed, as: UTF8.self).contains(" refs/heads/") { return true }
+        guard let walker = fm.enumerator(atPath: path + "/refs/heads") else { return false }
+        for case let name as String in walker {
+            var isFolder: ObjCBool = false
+            if fm.fileExists(atPath: path + "/refs/heads/" + name, isDirectory: &isFolder), !isFolder.boolValue { return true }
+        }
+        return false
+    }
+
+    /// Moves a staged repository into place as `id`; false if `id` exists meanwhile (the
+    /// first creator wins; the staged copy is then the caller's to remove).
+    func publish(_ staging: String, as id: String) -> Bool {
+        rename(staging, path(id)) == 0
+    }
+
+    /// How many repositories `owner` has and how many bytes they take.
+    func usage(owner: String) -> (repositories: Int, bytes: Int64) {
+        let fm = FileManager.default
+        var repositories = 0, bytes: Int64 = 0
+        for id in ids() where self.owner(id) == owner {
+            repositories += 1
+            guard let walker = fm.enumerator(at: URL(fileURLWithPath: path(id)), includingPropertiesForKeys: [.fileSizeKey]) else { continue }
+            for case let url as URL in walker {
+                bytes += Int64((try? url.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0)
+            }
+        }
+        return (repositories, bytes)
+    }
+
+    /// Every repository id on the server.
+    private func ids() -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+        return names.sorted().compactMap { name in
+            guard name.hasSuffix(".git") else { return nil }
+            let id = String(name.dropLast(4))
+            return RepositoryID.isValid(id) ? id : nil
         }
     }
 
-    func list(owner: String) -> [Summary] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
-        return names.sorted().compactMap { name -> Summary? in
-            guard name.hasSuffix(".git") else { return nil }
-            let id = String(name.dropLast(4))
-            guard Self.isValidID(id), self.owner(id) == owner else { return nil }
+    func list(owner: String) -> [RepositorySummary] {
+        ids().compactMap { id -> RepositorySummary? in
+            guard self.owner(id) == owner else { return nil }
             var last: String? = nil
             if let repository = try? GitRepository.open(path: path(id)), let tip = try? repository.branchTip(),
                let info = try? repository.commit(tip) {
                 last = ISO8601DateFormatter().string(from: info.committer.time)
             }
-            return Summary(repoId: id, name: id, owner: owner, role: "owner", lastCommit: last)
+            return RepositorySummary(repoId: id, name: id, owner: owner, role: "owner", lastCommit: last)
         }
     }
 }

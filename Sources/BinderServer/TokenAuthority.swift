@@ -50,11 +50,17 @@ final class TokenAuthority: Sendable {
         return fresh
     }
 
-    func issue(pubkey: String, userType: String, now: Int64, lifetime: Int64? = nil) -> String {
+    /// The JOSE header: only HS256 is accepted.
+    private struct Header: Codable {
+        let alg: String
+        let typ: String?
+    }
+
+    func issue(pubkey: String, userType: String, now: Int64, lifetime: Int64? = nil) throws -> String {
         let claims = Claims(pubkey: pubkey, userType: userType, iat: now, exp: now + (lifetime ?? self.lifetime),
                             jti: Hex.encode(randomBytes(12)))
         let header = Base64URL.encode(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
-        let payload = Base64URL.encode(Array((try! JSONEncoder().encode(claims))))
+        let payload = Base64URL.encode(Array(try JSONEncoder().encode(claims)))
         let signingInput = header + "." + payload
         return signingInput + "." + Base64URL.encode(HMACSHA256.tag(Array(signingInput.utf8), key: secret))
     }
@@ -64,8 +70,9 @@ final class TokenAuthority: Sendable {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let header = Base64URL.decode(parts[0]), let payload = Base64URL.decode(parts[1]),
               let signature = Base64URL.decode(parts[2]) else { throw .malformed }
-        guard let headerObject = try? JSONSerialization.jsonObject(with: Data(header)) as? [String: Any],
-              headerObject["alg"] as? String == "HS256" else { throw .malformed }
+        guard let decoded = try? JSONDecoder().decode(Header.self, from: Data(header)), decoded.alg == "HS256" else {
+            throw .malformed
+        }
         guard HMACSHA256.verify(signature, message: Array((parts[0] + "." + parts[1]).utf8), key: secret) else {
             throw .badSignature
         }

@@ -2,7 +2,7 @@
 """Writes the seed corpora in Tests/Fuzz/corpus/ from the shared test vectors (and a few
 hand-written documents with invented content). Run from the repository root; `scripts/fuzz
 --merge` later adds what fuzzing discovers. Input layouts are described in Tests/Fuzz/binder-fuzz."""
-import base64, hashlib, hmac, json, os, struct
+import base64, gzip, hashlib, hmac, json, os, struct, zlib
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 
@@ -174,7 +174,23 @@ write("timestamps", "time-now", b"\1" + struct.pack(">qi", 1_763_767_000, 123_45
 write("timestamps", "time-min", b"\1" + struct.pack(">qi", -(2 ** 63), -1))
 write("timestamps", "time-max", b"\1" + struct.pack(">qi", 2 ** 63 - 1, 2 ** 31 - 1))
 
-# server-request: request targets.
-for i, uri in enumerate(["/api/mgit/repos/abc/info/refs?service=git-upload-pack", "/api/auth/nostr/challenge",
-                         "/a%20b?x=%zz&=&y", "/?&&=&a=b=c"]):
-    write("server-request", f"uri-{i}", uri)
+# server-request: the first byte picks the decoder: 0 a repository id, 1 the start of a
+# receive-pack body, 2 a request body (then 0: gzip, 1: deflate).
+for i, repo in enumerate(["binder-1739999999999", "scan-0a1b", "-upload", "ARepo", "%61", "a..b", "x.git"]):
+    write("server-request", f"id-{i}", b"\0" + repo.encode())
+
+
+def pkt(text):
+    return b"%04x" % (len(text) + 4) + text
+
+
+zero, one = b"0" * 40, b"1" * 40
+create = pkt(zero + b" " + one + b" refs/heads/main\0report-status side-band-64k\n") + b"0000"
+pack = b"PACK" + struct.pack(">II", 2, 3)
+write("server-request", "push-create", b"\1" + create + pack)
+write("server-request", "push-options", b"\1" + pkt(zero + b" " + one + b" refs/heads/main\0push-options\n") + b"0000"
+      + pkt(b"ci.skip\n") + b"0000" + pack)
+write("server-request", "push-empty", b"\1")
+write("server-request", "push-no-pack", b"\1" + create)
+write("server-request", "gzip-zeros", b"\2\0" + gzip.compress(bytes(1 << 20)))
+write("server-request", "deflate-text", b"\2\1" + zlib.compress(b"0000" * 64))

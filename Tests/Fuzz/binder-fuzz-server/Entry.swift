@@ -1,16 +1,31 @@
 import Foundation
 @_spi(Fuzzing) import BinderServer
 
-// The server's own parsing of what a client sends, kept thin (the login body is `NostrEvent`'s
-// JSON, fuzzed by binder-fuzz's nostr-event target). Built by `scripts/fuzz server-request`
-// only: it instruments SwiftNIO too, which takes minutes. A plain build replays files.
-
-/// Input: a request target (`/path?query`), as the first line of a request carries it.
-func fuzzRequestTarget(_ bytes: [UInt8]) {
-    let uri = String(decoding: bytes, as: UTF8.self)
-    let (path, query) = RequestTarget.split(uri)
-    if !uri.contains("?") && !uri.contains("%") && path != uri { abort() }
-    _ = query
+// What the server reads from a client before anything else sees it, kept thin (the login body
+// is `NostrEvent`'s JSON, fuzzed by binder-fuzz's nostr-event target; HTTP parsing is
+// Hummingbird's and SwiftNIO's). Built by `scripts/fuzz server-request` only: it instruments
+// Hummingbird and SwiftNIO too, which takes minutes. A plain build replays files.
+// The first byte picks the decoder: a repository id from a request path, the start of a
+// receive-pack body (push-to-create reads it), or a gzip/deflate request body.
+func fuzzServerInput(_ bytes: [UInt8]) {
+    guard let selector = bytes.first else { return }
+    let rest = Array(bytes.dropFirst())
+    switch selector % 3 {
+    case 0:
+        let id = String(decoding: rest, as: UTF8.self)
+        // A valid id is a plain folder name: never an option, hidden, nested, or upper case.
+        if RepositoryID.isValid(id) && (id.hasPrefix("-") || id.hasPrefix(".") || id.contains("/") || id.contains("%")
+                                        || id.lowercased() != id || id.utf8.count > RepositoryID.maxLength) { abort() }
+    case 1:
+        if let request = ReceivePackRequest.parse(rest), request.createsBranchesWithObjects,
+           request.commands.isEmpty || request.packObjects == nil { abort() }
+    default:
+        // Decompressed bytes never pass the limit, whatever the input.
+        let limit = 1 << 16
+        guard let inflater = try? BodyInflater(encoding: rest.first.map { $0 % 2 == 0 ? "gzip" : "deflate" }, limit: limit) else { return }
+        let emitted = (try? inflater.feed(bytes: Array(rest.dropFirst()))) ?? 0
+        if emitted > limit { abort() }
+    }
 }
 
 #if BINDER_LIBFUZZER
@@ -26,7 +41,7 @@ enum Fuzz {
         var argc = CommandLine.argc
         var argv = CommandLine.unsafeArgv
         exit(LLVMFuzzerRunDriver(&argc, &argv) { data, size in
-            fuzzRequestTarget(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
+            fuzzServerInput(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
             return 0
         })
     }
@@ -37,7 +52,7 @@ enum Replay {
     static func main() {
         for path in CommandLine.arguments.dropFirst() {
             guard let data = FileManager.default.contents(atPath: path) else { print("cannot read \(path)"); exit(1) }
-            fuzzRequestTarget([UInt8](data))
+            fuzzServerInput([UInt8](data))
             print("ok \(path)")
         }
     }

@@ -1,0 +1,140 @@
+import Dispatch
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import Synchronization
+
+/// `binder serve`: the mgit-api protocol over HTTP/1.1 on Hummingbird. Routing, request
+/// decoding and middleware are Hummingbird's; the connection guard (per-address cap, header
+/// and body timeouts), body limits counted after decompression, login rate limits and the git
+/// Smart HTTP exchange are ours.
+public final class BinderServer: Sendable {
+    public struct Options: Sendable {
+        public var repositories: String
+        public var host: String
+        public var port: Int
+        public var tokenLifetime: Int64
+        public var rotateSecret: Bool
+        public var publicURL: String?
+        public var faultRate: Double
+        public var limits: ServeLimits
+        public var connections: ConnectionLimits
+        /// Connections open at once in all; past it the server stops accepting until one closes.
+        public var maxConnections: Int
+
+        public init(repositories: String, host: String = "127.0.0.1", port: Int = 8417, tokenLifetime: Int64 = 86_400,
+                    rotateSecret: Bool = false, publicURL: String? = nil, faultRate: Double = 0,
+                    limits: ServeLimits = ServeLimits(), connections: ConnectionLimits = ConnectionLimits(),
+                    maxConnections: Int = 4096) {
+            self.repositories = repositories
+            self.host = host
+            self.port = port
+            self.tokenLifetime = tokenLifetime
+            self.rotateSecret = rotateSecret
+            self.publicURL = publicURL
+            self.faultRate = faultRate
+            self.limits = limits
+            self.connections = connections
+            self.maxConnections = maxConnections
+        }
+    }
+
+    private let options: Options
+    private let routes: Routes
+    private let logger: Logger
+
+    public init(options: Options, logger: Logger) throws {
+        self.options = options
+        self.logger = logger
+        let store = RepositoryStore(root: options.repositories)
+        try FileManager.default.createDirectory(atPath: options.repositories, withIntermediateDirectories: true)
+        do { try store.prepare() } catch { throw ServerError.setup("cannot prepare \(store.serverFolder): \(error)") }
+        let secret = try TokenAuthority.loadSecret(at: store.serverFolder + "/jwt-secret", rotate: options.rotateSecret)
+        routes = Routes(repositories: store, tokens: TokenAuthority(secret: secret, lifetime: options.tokenLifetime),
+                        limits: options.limits, logger: logger, publicURL: options.publicURL, faultRate: options.faultRate)
+    }
+
+    /// Binds and serves until `SIGINT`/`SIGTERM`; `ready` is told the bound port first.
+    public func run(ready: @escaping @Sendable (Int) -> Void) throws {
+        Self.raiseDescriptorLimit()
+        let router = Router(context: ServeContext.self)
+        router.add(middleware: RequestLog(logger: logger))
+        routes.register(on: router)
+        let ledger = AddressLedger(), connections = options.connections
+        let server = HTTPServerBuilder.http1(configuration: .init(
+            additionalChannelHandlers: [ConnectionGuard(limits: connections, ledger: ledger)],
+            idleTimeout: nil,
+            httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 << 10, maxHeaderListSize: 32 << 10, maxHeaderFieldCount: 100)))
+        let bound = Mutex<Int?>(nil)
+        let app = Application(
+            router: router, server: server,
+            configuration: .init(address: .hostname(options.host, port: options.port), serverName: nil, backlog: 1024,
+                                 availableConnectionsDelegate: MaximumAvailableConnections(options.maxConnections, logger: logger)),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? 0
+                bound.withLock { $0 = port }
+                ready(port)
+            },
+            logger: logger)
+        let finished = DispatchSemaphore(value: 0)
+        let failure = Mutex<(any Error)?>(nil)
+        Task {
+            do { try await app.runService() } catch { failure.withLock { $0 = error } }
+            finished.signal()
+        }
+        finished.wait()
+        if let error = failure.withLock({ $0 }) {
+            throw ServerError.setup(bound.withLock { $0 } == nil
+                                    ? "cannot listen on \(options.host):\(options.port): \(error)" : "\(error)")
+        }
+    }
+
+    /// 1,000 idle connections need 1,000 descriptors: use the hard limit, not the soft one.
+    private static func raiseDescriptorLimit() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+}
+
+/// Logs each request: method, path (never the query string or headers: a token could be in
+/// them), status and time. Errors other than `ServeFailure` become a plain 500.
+struct RequestLog: RouterMiddleware {
+    typealias Context = ServeContext
+    let logger: Logger
+
+    func handle(_ request: Request, context: ServeContext, next: (Request, ServeContext) async throws -> Response) async throws -> Response {
+        let started = ContinuousClock.now
+        func log(_ status: Int) {
+            let elapsed = started.duration(to: .now)
+            let ms = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
+            logger.info("\(request.method) \(request.uri.path) \(status)", metadata: ["ms": "\(ms)", "from": "\(context.remoteAddress)"])
+        }
+        do {
+            let response = try await next(request, context)
+            log(response.status.code)
+            return response
+        } catch let failure as ServeFailure {
+            log(failure.code)
+            throw failure
+        } catch let error as HTTPError {
+            // Hummingbird's own refusals (no such endpoint, say), answered like ours.
+            log(error.status.code)
+            throw ServeFailure(error.status.code, error.status.reasonPhrase.lowercased())
+        } catch {
+            logger.error("request failed: \(error)")
+            log(500)
+            throw ServeFailure(500, "internal error")
+        }
+    }
+}
+
+enum ServerError: Error, CustomStringConvertible {
+    case setup(String)
+    var description: String {
+        switch self { case .setup(let why): return why }
+    }
+}

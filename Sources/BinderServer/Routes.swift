@@ -1,0 +1,321 @@
+import BinderCrypto
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import Synchronization
+
+/// Per-user and per-request limits of `binder serve` (all configurable; see ServeCommand).
+public struct ServeLimits: Sendable {
+    /// Repositories one user may own.
+    public var repositoriesPerUser: Int
+    /// Bytes one user's repositories may take on disk; a push may bring at most what is left.
+    public var bytesPerUser: Int64
+    /// Largest push (receive-pack body, decompressed).
+    public var pushBytes: Int
+    /// Largest fetch request (upload-pack body, decompressed: wants and haves).
+    public var fetchRequestBytes: Int
+    /// Largest JSON body (the login), for anyone.
+    public var jsonBytes: Int
+    /// Challenge and verify requests per minute from one address (each).
+    public var loginsPerMinute: Int
+    /// git processes running at once.
+    public var gitProcesses: Int
+    public var gitTimeout: Duration
+
+    public init(repositoriesPerUser: Int = 100, bytesPerUser: Int64 = 1 << 30, pushBytes: Int = 512 << 20,
+                fetchRequestBytes: Int = 8 << 20, jsonBytes: Int = 16 << 10, loginsPerMinute: Int = 30,
+                gitProcesses: Int = 8, gitTimeout: Duration = .seconds(600)) {
+        self.repositoriesPerUser = repositoriesPerUser
+        self.bytesPerUser = bytesPerUser
+        self.pushBytes = pushBytes
+        self.fetchRequestBytes = fetchRequestBytes
+        self.jsonBytes = jsonBytes
+        self.loginsPerMinute = loginsPerMinute
+        self.gitProcesses = gitProcesses
+        self.gitTimeout = gitTimeout
+    }
+}
+
+/// The mgit-api endpoints (docs/FORMAT.md, "The server"). Every endpoint that needs a token
+/// checks it before reading a byte of the body; bodies are read through `RequestBodyReader`
+/// within the endpoint's limit. Status codes follow limbo.health's (401 token, 403 refused,
+/// including upload-pack of an id that does not exist), with stricter creation rules.
+final class Routes: Sendable {
+    let repositories: RepositoryStore
+    let tokens: TokenAuthority
+    let challenges = ChallengeBook()
+    let git: GitBackend
+    let limits: ServeLimits
+    let logger: Logger
+    /// The base URL put in QR payloads; nil: taken from the request's Host header.
+    let publicURL: String?
+    /// Testing aid: this fraction of git requests fails with 503 (0: none), chosen by a fixed
+    /// pseudo-random sequence so that a run can be repeated.
+    let faultRate: Double
+    private let gitRequests = Atomic<Int>(0)
+    private let challengeLimiter: RateLimiter
+    private let verifyLimiter: RateLimiter
+    /// Repositories being created per owner (counted against the quota until published).
+    private let creating = Mutex<[String: Int]>([:])
+    /// How far a login event's `created_at` may be from the server's clock.
+    static let clockSkew: Int64 = 600
+    static let gitProtocol = HTTPFields.Element.Name("Git-Protocol")
+
+    init(repositories: RepositoryStore, tokens: TokenAuthority, limits: ServeLimits, logger: Logger, publicURL: String?,
+         faultRate: Double) {
+        self.repositories = repositories
+        self.tokens = tokens
+        self.limits = limits
+        self.logger = logger
+        self.publicURL = publicURL
+        self.faultRate = faultRate
+        git = GitBackend(spool: repositories.spoolFolder, slots: ProcessSlots(limits.gitProcesses), timeout: limits.gitTimeout)
+        challengeLimiter = RateLimiter(perMinute: limits.loginsPerMinute)
+        verifyLimiter = RateLimiter(perMinute: limits.loginsPerMinute)
+    }
+
+    func register(on router: Router<ServeContext>) {
+        router.post("/api/auth/nostr/challenge") { request, context in try await self.challenge(request, context) }
+        router.post("/api/auth/nostr/verify") { request, context in try await self.verify(request, context) }
+        router.get("/api/mgit/user/repositories") { request, _ in try self.list(request) }
+        router.get("/api/mgit/qr/clone/:repoId") { request, context in try self.qrPayload(request, context) }
+        router.get("/api/mgit/repos/:repoId/info/refs") { request, context in try await self.advertise(request, context) }
+        router.post("/api/mgit/repos/:repoId/git-upload-pack") { request, context in
+            try await self.exchange(.uploadPack, request, context)
+        }
+        router.post("/api/mgit/repos/:repoId/git-receive-pack") { request, context in
+            try await self.exchange(.receivePack, request, context)
+        }
+    }
+
+    /// A number in [0, 1) for the nth request (splitmix64): the same run injects the same faults.
+    static func draw(_ n: Int) -> Double {
+        var z = UInt64(truncatingIfNeeded: n) &* 0x9E37_79B9_7F4A_7C15
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        z ^= z >> 31
+        return Double(z >> 11) / Double(1 << 53)
+    }
+
+    private static var now: Int64 { Int64(Date().timeIntervalSince1970) }
+
+    // MARK: - Login
+
+    private func challenge(_ request: Request, _ context: ServeContext) async throws -> Response {
+        guard challengeLimiter.allow(context.remoteAddress) else { throw ServeFailure(429, "too many login attempts; wait a minute") }
+        _ = try await RequestBodyReader.collect(request, limit: limits.jsonBytes)
+        return JSONReply.response(200, ChallengeReply(challenge: challenges.make(now: Self.now)))
+    }
+
+    private func verify(_ request: Request, _ context: ServeContext) async throws -> Response {
+        guard verifyLimiter.allow(context.remoteAddress) else { throw ServeFailure(429, "too many login attempts; wait a minute") }
+        let body = try await RequestBodyReader.collect(request, limit: limits.jsonBytes)
+        let verify = try JSONReply.decode(VerifyRequest.self, from: body, expected: "{signedEvent, challenge, userType}")
+        let now = Self.now
+        // Single use: a challenge is consumed by the first attempt that names it.
+        guard challenges.consume(verify.challenge, now: now) else { throw ServeFailure(401, "unknown or expired challenge") }
+        let e = verify.signedEvent
+        guard e.kind == 22242 else { throw ServeFailure(401, "event kind must be 22242") }
+        guard e.content == verify.challenge, e.tags.contains(["challenge", verify.challenge]) else {
+            throw ServeFailure(401, "event does not answer the challenge")
+        }
+        guard e.isFresh(now: now, allowedSkew: Self.clockSkew) else { throw ServeFailure(401, "event created_at is not fresh") }
+        do { try e.verify() } catch { throw ServeFailure(401, "event signature: \(error)") }
+        let userType = verify.userType ?? "patient"
+        guard ["patient", "provider"].contains(userType) else { throw ServeFailure(400, "unknown userType") }
+        let token = try tokens.issue(pubkey: e.pubkey, userType: userType, now: now)
+        logger.info("login", metadata: ["pubkey": "\(e.pubkey.prefix(16))…"])
+        return JSONReply.response(200, VerifyReply(token: token, pubkey: e.pubkey, metadata: .init(userType: userType)))
+    }
+
+    /// The token's claims; 401 for a missing, malformed, forged or expired one.
+    private func authenticate(_ request: Request) throws -> TokenAuthority.Claims {
+        guard let value = request.headers[.authorization], value.lowercased().hasPrefix("bearer ") else {
+            throw ServeFailure(401, "missing, bad or expired token")
+        }
+        let token = value.dropFirst(7).trimmingCharacters(in: .whitespaces)
+        guard !token.isEmpty, let claims = try? tokens.check(token, now: Self.now) else {
+            throw ServeFailure(401, "missing, bad or expired token")
+        }
+        return claims
+    }
+
+    /// The path's repository id, exactly as sent; 400 unless `RepositoryID.isValid`.
+    private func repositoryID(_ context: ServeContext) throws -> String {
+        guard let id = context.parameters.get("repoId"), RepositoryID.isValid(id) else {
+            throw ServeFailure(400, "bad repository id")
+        }
+        return id
+    }
+
+    // MARK: - Repositories
+
+    private func list(_ request: Request) throws -> Response {
+        let user = try authenticate(request)
+        return JSONReply.response(200, repositories.list(owner: user.pubkey))
+    }
+
+    private func qrPayload(_ request: Request, _ context: ServeContext) throws -> Response {
+        let user = try authenticate(request)
+        let id = try repositoryID(context)
+        guard repositories.exists(id) else { throw ServeFailure(404, "no such repository") }
+        guard repositories.owner(id) == user.pubkey else { throw ServeFailure(403, "not your repository") }
+        let base = publicURL ?? "http://" + (request.head.authority ?? "127.0.0.1")
+        // The QR's token is for one clone: short-lived.
+        let token = try tokens.issue(pubkey: user.pubkey, userType: user.userType, now: Self.now, lifetime: 600)
+        return JSONReply.response(200, ClonePayloadReply(action: "mgit_clone", clone_url: base + "/api/mgit/repos/" + id,
+                                                         jwt_token: token, repo_name: id))
+    }
+
+    // MARK: - Git Smart HTTP
+
+    private func injectFault() throws {
+        if faultRate > 0, Self.draw(gitRequests.add(1, ordering: .relaxed).newValue) < faultRate {
+            throw ServeFailure(503, "injected fault")
+        }
+    }
+
+    /// `GET info/refs?service=…`. For an id that does not exist: receive-pack answers 200 with
+    /// no refs (so the client pushes; nothing is created yet), upload-pack 403.
+    private func advertise(_ request: Request, _ context: ServeContext) async throws -> Response {
+        try injectFault()
+        let user = try authenticate(request)
+        let id = try repositoryID(context)
+        guard let name = request.uri.queryParameters.get("service"), let service = GitBackend.Service(rawValue: name) else {
+            throw ServeFailure(400, "service not supported (only smart HTTP is served)")
+        }
+        let repository: String
+        if repositories.exists(id) {
+            guard repositories.owner(id) == user.pubkey else { throw ServeFailure(403, "not authorized for this repository") }
+            repository = repositories.path(id)
+        } else {
+            guard service == .receivePack else { throw ServeFailure(403, "not authorized for this repository") }
+            try checkRepositoryQuota(user.pubkey)
+            repository = repositories.emptyTemplate
+        }
+        let body: [UInt8]
+        let protocolHeader = Self.gitProtocol.flatMap { request.headers[$0] }
+        do {
+            body = try await git.advertisement(service, repository: repository, protocolHeader: protocolHeader)
+        } catch {
+            logger.error("git failed", metadata: ["repo": "\(id)", "error": "\(error)"])
+            throw ServeFailure(500, "git failed")
+        }
+        return Response(status: .ok, headers: [.contentType: "application/x-\(service.rawValue)-advertisement",
+                                               .cacheControl: "no-cache"],
+                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
+    /// `POST git-upload-pack` / `git-receive-pack`: owner checked and limits worked out before
+    /// the body is read; a receive-pack for a new id creates the repository only if its push
+    /// stores a branch.
+    private func exchange(_ service: GitBackend.Service, _ request: Request, _ context: ServeContext) async throws -> Response {
+        try injectFault()
+        let user = try authenticate(request)
+        let id = try repositoryID(context)
+        let exists = repositories.exists(id)
+        if exists {
+            guard repositories.owner(id) == user.pubkey else { throw ServeFailure(403, "not authorized for this repository") }
+        } else if service == .uploadPack {
+            throw ServeFailure(403, "not authorized for this repository")
+        }
+        let limit: Int
+        // A creation holds its place in the owner's quota from here until it is published or fails.
+        var reserved = false
+        defer { if reserved { creating.withLock { $0[user.pubkey, default: 1] -= 1 } } }
+        if service == .uploadPack {
+            limit = limits.fetchRequestBytes
+        } else {
+            if !exists {
+                try checkRepositoryQuota(user.pubkey, reserve: true)
+                reserved = true
+            }
+            let left = limits.bytesPerUser - repositories.usage(owner: user.pubkey).bytes
+            guard left > 0 else { throw ServeFailure(413, "storage quota used up") }
+            limit = Int(min(Int64(limits.pushBytes), left))
+        }
+        let input = try SpoolFile(folder: repositories.spoolFolder)
+        try await RequestBodyReader.spool(request, limit: limit, to: input)
+        let protocolHeader = Self.gitProtocol.flatMap { request.headers[$0] }
+        let output: GitBackend.Output
+        if exists {
+            output = try await runGit(service, id: id, repository: repositories.path(id), input: input, protocolHeader: protocolHeader)
+        } else if try Self.isProbe(input) {
+            // git sends a bare flush before a large push to see that the request would be
+            // accepted; for a new id it is answered as the empty repository would, creating nothing.
+            output = try await runGit(service, id: id, repository: repositories.emptyTemplate, input: input,
+                                      protocolHeader: protocolHeader)
+        } else {
+            output = try await create(id, owner: user.pubkey, input: input, protocolHeader: protocolHeader)
+        }
+        return Self.gitResponse(service, output)
+    }
+
+    /// Push-to-create: the body must create branches and carry a pack; it is received into a
+    /// staged repository that is moved into place only if a branch was stored.
+    private func create(_ id: String, owner: String, input: SpoolFile, protocolHeader: String?) async throws -> GitBackend.Output {
+        try input.rewind()
+        guard let push = ReceivePackRequest.parse(try input.read(upTo: 1 << 20)), push.createsBranchesWithObjects else {
+            throw ServeFailure(400, "a new repository is created only by a push that brings a branch and its objects")
+        }
+        let staging: String
+        do { staging = try repositories.stage(id, owner: owner) } catch {
+            logger.error("staging failed: \(error)")
+            throw ServeFailure(500, "cannot create the repository")
+        }
+        defer { try? FileManager.default.removeItem(atPath: staging) }
+        let output = try await runGit(.receivePack, id: id, repository: staging, input: input, protocolHeader: protocolHeader)
+        guard repositories.hasBranch(at: staging) else { return output }   // git's report says why
+        guard repositories.publish(staging, as: id) else { throw ServeFailure(403, "not authorized for this repository") }
+        logger.info("created repository", metadata: ["repo": "\(id)"])
+        return output
+    }
+
+    private func runGit(_ service: GitBackend.Service, id: String, repository: String, input: SpoolFile,
+                        protocolHeader: String?) async throws -> GitBackend.Output {
+        do {
+            let output = try await git.serve(service, repository: repository, input: input, protocolHeader: protocolHeader)
+            guard output.status == 0 else { throw GitFailure(description: "exit \(output.status): \(output.errors)") }
+            return output
+        } catch {
+            logger.error("git failed", metadata: ["repo": "\(id)", "error": "\(error)"])
+            throw ServeFailure(500, "git failed")
+        }
+    }
+
+    /// True when the body is git's probe: a single flush packet, `0000`.
+    private static func isProbe(_ input: SpoolFile) throws -> Bool {
+        try input.rewind()
+        return try input.read(upTo: 5) == Array("0000".utf8)
+    }
+
+    /// 403 once `owner` has as many repositories as allowed, counting those being created;
+    /// with `reserve`, the check also counts one more creation for `owner` (released by the caller).
+    private func checkRepositoryQuota(_ owner: String, reserve: Bool = false) throws {
+        let owned = repositories.usage(owner: owner).repositories
+        let allowed = creating.withLock { creating -> Bool in
+            guard owned + creating[owner, default: 0] < limits.repositoriesPerUser else { return false }
+            if reserve { creating[owner, default: 0] += 1 }
+            return true
+        }
+        guard allowed else { throw ServeFailure(403, "repository quota reached (\(limits.repositoriesPerUser) per user)") }
+    }
+
+    /// git's stdout, streamed from its spool file.
+    private static func gitResponse(_ service: GitBackend.Service, _ output: GitBackend.Output) -> Response {
+        let stdout = output.stdout
+        let size = stdout.size
+        try? stdout.rewind()
+        let body = ResponseBody(contentLength: size) { writer in
+            while true {
+                let chunk = try stdout.read(upTo: 256 << 10)
+                if chunk.isEmpty { break }
+                try await writer.write(ByteBuffer(bytes: chunk))
+            }
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: [.contentType: "application/x-\(service.rawValue)-result", .cacheControl: "no-cache"],
+                        body: body)
+    }
+}

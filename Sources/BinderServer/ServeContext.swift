@@ -1,0 +1,109 @@
+import BinderCrypto
+import Foundation
+import Hummingbird
+import NIOCore
+
+/// Each request's context: Hummingbird's own, plus the address it came from (for the rate
+/// limits) and JSON encoding as the protocol writes it.
+struct ServeContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    /// The client's IP address ("unknown" for a socket without one).
+    let remoteAddress: String
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress?.ipAddress ?? "unknown"
+    }
+
+    /// Hummingbird's own body collection is not used (see `RequestBodyReader`); kept small.
+    var maxUploadSize: Int { 16 << 10 }
+}
+
+/// A refusal, answered as `{"error": "…"}` with its status (and `WWW-Authenticate` for 401).
+struct ServeFailure: HTTPResponseError, CustomStringConvertible {
+    let code: Int
+    let message: String
+
+    init(_ code: Int, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    var status: HTTPResponse.Status { .init(code: code) }
+    var description: String { "\(code) \(message)" }
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        var response = JSONReply.response(code, ErrorReply(error: message))
+        if code == 401 { response.headers[.wwwAuthenticate] = "Bearer" }
+        if code == 429 { response.headers[.retryAfter] = "60" }
+        if code == 413 || code == 429 { response.headers[.connection] = "close" }
+        return response
+    }
+}
+
+enum JSONReply {
+    static func response<Value: Encodable>(_ code: Int, _ value: Value) -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = (try? encoder.encode(value)) ?? Data(#"{"error":"cannot encode the answer"}"#.utf8)
+        return Response(status: .init(code: code), headers: [.contentType: "application/json"],
+                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// `body` as `Value`, or 400 naming what was expected.
+    static func decode<Value: Decodable>(_ type: Value.Type, from body: ByteBuffer, expected: String) throws -> Value {
+        do { return try JSONDecoder().decode(type, from: Data(body.readableBytesView)) } catch {
+            throw ServeFailure(400, "expected \(expected)")
+        }
+    }
+}
+
+// MARK: - The protocol's JSON bodies (docs/FORMAT.md, "The server")
+
+struct ErrorReply: Encodable {
+    let error: String
+}
+
+struct ChallengeReply: Encodable {
+    let challenge: String
+}
+
+struct VerifyRequest: Decodable {
+    let signedEvent: NostrEvent
+    let challenge: String
+    let userType: String?
+}
+
+struct VerifyReply: Encodable {
+    struct Metadata: Encodable { let userType: String }
+    let token: String
+    let pubkey: String
+    let metadata: Metadata
+}
+
+/// One entry of `GET /api/mgit/user/repositories`.
+struct RepositorySummary: Codable, Sendable {
+    let repoId: String
+    let name: String
+    let owner: String
+    let role: String
+    /// ISO 8601 time of the last commit of main; null for an empty repository.
+    let lastCommit: String?
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(repoId, forKey: .repoId)
+        try container.encode(name, forKey: .name)
+        try container.encode(owner, forKey: .owner)
+        try container.encode(role, forKey: .role)
+        try container.encode(lastCommit, forKey: .lastCommit)   // null, not absent
+    }
+}
+
+/// The web app's QR payload, as JSON.
+struct ClonePayloadReply: Encodable {
+    let action: String
+    let clone_url: String
+    let jwt_token: String
+    let repo_name: String
+}

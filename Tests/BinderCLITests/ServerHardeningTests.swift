@@ -1,0 +1,306 @@
+import BinderCrypto
+import Foundation
+import XCTest
+
+/// `binder serve` against what an attacker sends (Tests/interop/server_attacks.py): each test
+/// runs a real server on loopback and checks one promise of SECURITY.md, "The server".
+final class ServerHardeningTests: XCTestCase {
+    var root: BinderSandbox!
+    var server: TestServer!
+
+    override func setUpWithError() throws {
+        root = try BinderSandbox()
+    }
+
+    override func tearDown() {
+        server?.stop()
+        server = nil; root = nil
+    }
+
+    func start(_ options: [String] = []) throws {
+        server = try TestServer(root: root.root, options: options)
+    }
+
+    static let attacks = URL(fileURLWithPath: MgitClient.script).deletingLastPathComponent()
+        .appendingPathComponent("server_attacks.py").path
+
+    func attack(_ arguments: [String]) throws -> String {
+        let run = try BinderSandbox.run(executable: "/usr/bin/env", ["python3", Self.attacks] + arguments)
+        XCTAssertEqual(run.status, 0, run.stderr)
+        return run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// A fresh key's token (file path) from the independent client.
+    func user(_ name: String) throws -> (token: String, tokenFile: String, pubkey: String) {
+        let key = SecretKey.generate()
+        let nsec = try root.file("\(name).nsec", String(decoding: key.nsec().copyBytes(), as: UTF8.self))
+        let run = try MgitClient.run(["login", server.url, nsec])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        let token = run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        return (token, try root.file("\(name).token", token), key.publicKey.hex)
+    }
+
+    func get(_ path: String, tokenFile: String?) throws -> (status: Int, body: String) {
+        let run = try MgitClient.run(["get", server.url, path] + (tokenFile.map { [$0] } ?? []))
+        let parts = run.stdout.split(separator: " ", maxSplits: 1)
+        return (Int(parts.first ?? "") ?? -1, parts.count > 1 ? String(parts[1]) : "")
+    }
+
+    /// A work tree with one commit holding `bytes` random bytes (or a small text).
+    func workTree(_ name: String, bytes: Int = 0) throws -> String {
+        let work = root.root.appendingPathComponent(name).path
+        let content = bytes > 0 ? "head -c \(bytes) /dev/urandom > blob.bin" : "echo ciphertext > a.json"
+        let made = try shell("git init -q -b main '\(work)' && cd '\(work)' && \(content) && git add -A && git -c user.name=t -c user.email=t@t commit -q -m 'Initialize binder'")
+        XCTAssertEqual(made.status, 0, made.stderr)
+        return work
+    }
+
+    func push(_ work: String, to id: String, tokenFile: String) throws -> BinderRun {
+        try shell("git -c http.extraHeader=\"Authorization: Bearer $(cat '\(tokenFile)')\" -C '\(work)' push -q '\(server.url)/api/mgit/repos/\(id)' main")
+    }
+
+    /// The server's folder, less its own `.binder-serve`.
+    func repositoryFolders() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: server.repos)) ?? []).filter { $0 != ".binder-serve" }.sorted()
+    }
+
+    /// The server process's resident set (current and peak), in MiB, from /proc.
+    func serverMemory() throws -> (rss: Int, peak: Int) {
+        let status = try String(contentsOfFile: "/proc/\(server.pid)/status", encoding: .utf8)
+        func field(_ name: String) -> Int {
+            let line = status.split(separator: "\n").first { $0.hasPrefix(name + ":") } ?? ""
+            return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) / 1024
+        }
+        return (field("VmRSS"), field("VmHWM"))
+    }
+
+    // MARK: - Bodies
+
+    /// An `Authorization` header that is not a valid token does not raise the body limit: the
+    /// login endpoint still refuses 200 KB, and git's endpoints answer 401 without reading.
+    func testABogusAuthorizationDoesNotRaiseTheBodyLimit() throws {
+        try start()
+        let alice = try user("alice")
+        XCTAssertEqual(try push(try workTree("w"), to: "alices", tokenFile: alice.tokenFile).status, 0)
+        let before = try server.git("alices", "rev-parse main")
+        XCTAssertEqual(try attack(["post", server.url + "/api/auth/nostr/verify", "200000", "bogus"]), "413")
+        XCTAssertEqual(try attack(["post", server.url + "/api/auth/nostr/verify", "200000", "bogus", "gzip"]), "413")
+        XCTAssertEqual(try attack(["post", server.url + "/api/mgit/repos/alices/git-upload-pack", "3000000", "bogus"]), "401")
+        XCTAssertEqual(try attack(["post", server.url + "/api/mgit/repos/alices/git-receive-pack", "3000000", "bogus"]), "401")
+        XCTAssertEqual(try attack(["post", server.url + "/api/mgit/repos/alices/git-receive-pack", "3000000", "none"]), "401")
+        XCTAssertEqual(try server.git("alices", "rev-parse main"), before)
+        XCTAssertEqual(try get("/api/mgit/user/repositories", tokenFile: alice.tokenFile).status, 200, "the server still serves")
+    }
+
+    /// Four gzip bombs at once (each 1 GiB of zeros in about 1 MB), anonymous, with a forged
+    /// token and with a real one: each is cut at its endpoint's limit counted after inflating
+    /// (or, past 1 MiB, as it inflates more than 100 times), and the server's peak memory stays
+    /// far below one bomb.
+    func testGzipBombsAreCutAtTheLimitAndMemoryStaysBounded() throws {
+        try start(["--max-push-bytes", "\(16 << 20)"])
+        let alice = try user("alice")
+        XCTAssertEqual(try push(try workTree("w"), to: "alices", tokenFile: alice.tokenFile).status, 0)
+        let base = server.url
+        let bombs = [
+            ("\(base)/api/auth/nostr/verify", "none", "git-upload-pack", "413"),
+            ("\(base)/api/mgit/repos/alices/git-upload-pack", "bogus", "git-upload-pack", "401"),
+            ("\(base)/api/mgit/repos/alices/git-upload-pack", alice.tokenFile, "git-upload-pack", "413"),
+            ("\(base)/api/mgit/repos/alices/git-receive-pack", alice.tokenFile, "git-receive-pack", "413"),
+        ]
+        let script = bombs.enumerated().map { index, bomb in
+            "python3 '\(Self.attacks)' bomb '\(bomb.0)' 1024 '\(bomb.1)' \(bomb.2) > '\(root.root.path)/bomb-\(index)' &"
+        }.joined(separator: "\n") + "\nwait"
+        let run = try shell(script)
+        XCTAssertEqual(run.status, 0, run.stderr)
+        for (index, bomb) in bombs.enumerated() {
+            let answer = try String(contentsOfFile: root.root.path + "/bomb-\(index)", encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            XCTAssertEqual(answer, bomb.3, "bomb \(index) at \(bomb.0)")
+        }
+        let memory = try serverMemory()
+        print("server memory after 4 gzip bombs: \(memory.rss) MiB resident, \(memory.peak) MiB peak")
+        XCTAssertLessThan(memory.peak, 200, "peak resident MiB of the server")
+        XCTAssertEqual(try get("/api/mgit/user/repositories", tokenFile: alice.tokenFile).status, 200, "the server still serves")
+        XCTAssertEqual(repositoryFolders(), ["alices.git"])
+    }
+
+    // MARK: - Creation
+
+    /// limbo.health's answers for an id that does not exist (receive-pack advertisement 200 with
+    /// no refs, upload-pack 403), but nothing is created until a push brings a branch: an
+    /// empty or pack-less receive-pack POST creates nothing.
+    func testAnUnknownIdIsAdvertisedEmptyAndOnlyAPackCreatesIt() throws {
+        try start()
+        let alice = try user("alice")
+        let advertised = try get("/api/mgit/repos/fresh/info/refs?service=git-receive-pack", tokenFile: alice.tokenFile)
+        XCTAssertEqual(advertised.status, 200)
+        XCTAssertTrue(advertised.body.contains("# service=git-receive-pack"), advertised.body)
+        XCTAssertTrue(advertised.body.contains("capabilities^{}"), "no refs: \(advertised.body)")
+        XCTAssertEqual(try get("/api/mgit/repos/fresh/info/refs?service=git-upload-pack", tokenFile: alice.tokenFile).status, 403)
+        XCTAssertEqual(try attack(["post", server.url + "/api/mgit/repos/fresh/git-upload-pack", "100", alice.tokenFile]), "403")
+        XCTAssertEqual(try attack(["post", server.url + "/api/mgit/repos/fresh/git-receive-pack", "0", alice.tokenFile]), "400")
+        XCTAssertEqual(try attack(["post", server.url + "/api/mgit/repos/fresh/git-receive-pack", "100", alice.tokenFile]), "400")
+        // git's probe before a large push (a bare flush) is answered, and creates nothing either.
+        XCTAssertEqual(try attack(["post", server.url + "/api/mgit/repos/fresh/git-receive-pack", "text:0000", alice.tokenFile]), "200")
+        XCTAssertEqual(repositoryFolders(), [], "nothing created")
+        XCTAssertEqual(try get("/api/mgit/user/repositories", tokenFile: alice.tokenFile).body.trimmingCharacters(in: .whitespacesAndNewlines), "[]")
+
+        // A push that brings a branch creates it, owned by the pusher.
+        let work = try workTree("w")
+        XCTAssertEqual(try push(work, to: "fresh", tokenFile: alice.tokenFile).status, 0)
+        XCTAssertEqual(repositoryFolders(), ["fresh.git"])
+        XCTAssertEqual(try String(contentsOfFile: server.repos + "/fresh.git/binder-owner", encoding: .utf8), alice.pubkey + "\n")
+        XCTAssertEqual(try server.git("fresh", "rev-parse main"), try shell("git -C '\(work)' rev-parse main").stdout)
+
+        // A first push larger than git's post buffer (1 MiB) is probed, then sent chunked.
+        let large = try workTree("large", bytes: 3 << 20)
+        let pushed = try push(large, to: "large", tokenFile: alice.tokenFile)
+        XCTAssertEqual(pushed.status, 0, pushed.stderr)
+        XCTAssertEqual(try server.git("large", "rev-parse main"), try shell("git -C '\(large)' rev-parse main").stdout)
+    }
+
+    /// Push-to-create never applies to a repository that exists: another user's push, fetch and
+    /// advertisement of it are refused (403) and it is left as it was.
+    func testAnotherUserCannotPushToMyRepository() throws {
+        try start()
+        let alice = try user("alice"), bob = try user("bob")
+        XCTAssertEqual(try push(try workTree("alice-work"), to: "alices", tokenFile: alice.tokenFile).status, 0)
+        let before = try server.git("alices", "rev-parse main")
+        let bobsWork = try workTree("bob-work")
+        let intrusion = try push(bobsWork, to: "alices", tokenFile: bob.tokenFile)
+        XCTAssertNotEqual(intrusion.status, 0)
+        XCTAssertTrue(intrusion.stderr.contains("403"), intrusion.stderr)
+        XCTAssertEqual(try shell("git -c http.extraHeader=\"Authorization: Bearer $(cat '\(bob.tokenFile)')\" -C '\(bobsWork)' push -q --force '\(server.url)/api/mgit/repos/alices' main").status == 0, false)
+        XCTAssertEqual(try server.git("alices", "rev-parse main"), before)
+        XCTAssertEqual(try get("/api/mgit/repos/alices/info/refs?service=git-receive-pack", tokenFile: bob.tokenFile).status, 403)
+        XCTAssertEqual(try attack(["post", server.url + "/api/mgit/repos/alices/git-receive-pack", "100", bob.tokenFile]), "403")
+        XCTAssertEqual(try String(contentsOfFile: server.repos + "/alices.git/binder-owner", encoding: .utf8), alice.pubkey + "\n")
+        // Bob's own id is his.
+        XCTAssertEqual(try push(bobsWork, to: "bobs", tokenFile: bob.tokenFile).status, 0)
+        XCTAssertEqual(repositoryFolders(), ["alices.git", "bobs.git"])
+    }
+
+    /// Each user may own at most --max-repos-per-user repositories taking --max-bytes-per-user.
+    func testQuotasLimitRepositoriesAndBytesPerUser() throws {
+        try start(["--max-repos-per-user", "2", "--max-bytes-per-user", "400000"])
+        let alice = try user("alice"), bob = try user("bob")
+        let small = try workTree("small")
+        XCTAssertEqual(try push(small, to: "one", tokenFile: alice.tokenFile).status, 0)
+        XCTAssertEqual(try push(small, to: "two", tokenFile: alice.tokenFile).status, 0)
+        let third = try push(small, to: "three", tokenFile: alice.tokenFile)
+        XCTAssertNotEqual(third.status, 0, "a third repository is over the quota")
+        XCTAssertEqual(try get("/api/mgit/repos/three/info/refs?service=git-receive-pack", tokenFile: alice.tokenFile).status, 403)
+        XCTAssertEqual(repositoryFolders(), ["one.git", "two.git"])
+
+        let before = try server.git("one", "rev-parse main")
+        let big = try workTree("big", bytes: 600_000)
+        XCTAssertEqual(try shell("cd '\(small)' && git -c user.name=t -c user.email=t@t pull -q --no-rebase --allow-unrelated-histories '\(big)' main").status, 0)
+        let tooBig = try push(small, to: "one", tokenFile: alice.tokenFile)
+        XCTAssertNotEqual(tooBig.status, 0, "600 KB do not fit in what is left of 400 KB")
+        XCTAssertTrue(tooBig.stderr.contains("413"), tooBig.stderr)
+        XCTAssertEqual(try server.git("one", "rev-parse main"), before)
+
+        // Quotas are per user: Bob still has his.
+        XCTAssertEqual(try push(try workTree("bob-work"), to: "bobs", tokenFile: bob.tokenFile).status, 0)
+        XCTAssertEqual(repositoryFolders(), ["bobs.git", "one.git", "two.git"])
+    }
+
+    // MARK: - Connections and rates
+
+    /// 1,000 slowloris connections (headers never finished, reconnected as the server drops
+    /// them) from 20 addresses, and one address trying more than its cap: a legitimate login
+    /// and `binder clone` from another address complete meanwhile.
+    func testSlowlorisConnectionsDoNotStopAClone() throws {
+        try start(["--header-timeout", "3", "--connections-per-address", "50"])
+        let nsec = String(decoding: SecretKey.generate().nsec().copyBytes(), as: UTF8.self)
+        let laptop = try Device(nsec: nsec), phone = try Device(nsec: nsec)
+        try laptop.binder(["create", "health"])
+        let token = try MgitClient.run(["login", server.url, laptop.nsecFile]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let tokenFile = try root.file("laptop.token", token)
+        XCTAssertEqual(try push(laptop.repository("health"), to: "health", tokenFile: tokenFile).status, 0)
+
+        // Past the cap: of 80 silent connections from one address, 30 are closed at once.
+        XCTAssertEqual(try attack(["cap", "127.0.0.1", "\(server.port)", "80", "127.0.0.99"]), "30")
+
+        let report = root.root.appendingPathComponent("slowloris").path
+        let sources = (2...21).map { "127.0.0.\($0)" }
+        let flood = Process()
+        flood.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        flood.arguments = ["python3", Self.attacks, "slowloris", "127.0.0.1", "\(server.port)", "1000", "40", report] + sources
+        flood.standardOutput = FileHandle.nullDevice
+        try flood.run()
+        defer { if flood.isRunning { flood.terminate() } }
+        eventually(60, "1,000 slow connections are open") {
+            let lines = ((try? String(contentsOfFile: report, encoding: .utf8)) ?? "").split(separator: "\n")
+            return lines.contains { $0.hasPrefix("open ") && (Int($0.dropFirst(5)) ?? 0) >= 1000 }
+        }
+
+        try phone.binder(["login", "--server", server.url])
+        let cloned = try phone.binder(["clone", "health"])
+        XCTAssertTrue(cloned.stdout.contains("Cloned health"), cloned.stdout)
+        XCTAssertEqual(try phone.tip("health"), try laptop.tip("health"))
+        XCTAssertTrue(flood.isRunning, "the clone completed while the flood was on")
+
+        flood.waitUntilExit()
+        let summaryLine = try XCTUnwrap((try String(contentsOfFile: report, encoding: .utf8)).split(separator: "\n").last)
+        let summary = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(summaryLine.utf8)) as? [String: Int])
+        XCTAssertGreaterThanOrEqual(summary["max_open"] ?? 0, 1000, "\(summary)")
+        XCTAssertGreaterThan(summary["closed_by_server"] ?? 0, 1000, "slow headers are cut: \(summary)")
+    }
+
+    /// A body that trickles in (under 1 KiB per --body-timeout window) is cut, with a token or
+    /// without one; a connection that never finishes its headers is cut after --header-timeout.
+    func testSlowBodiesAndSlowHeadersAreCut() throws {
+        try start(["--body-timeout", "2", "--header-timeout", "2"])
+        let alice = try user("alice")
+        XCTAssertEqual(try push(try workTree("w"), to: "alices", tokenFile: alice.tokenFile).status, 0)
+        XCTAssertEqual(try attack(["slowbody", server.url + "/api/mgit/repos/alices/git-upload-pack", alice.tokenFile, "30"]), "closed")
+        XCTAssertEqual(try attack(["slowbody", server.url + "/api/auth/nostr/verify", "none", "30", "1000"]), "closed")
+        // Slow headers: 20 connections that never end their head are all cut.
+        let report = root.root.appendingPathComponent("slow-headers").path
+        _ = try attack(["slowloris", "127.0.0.1", "\(server.port)", "20", "8", report, "127.0.0.5"])
+        let summaryLine = try XCTUnwrap((try String(contentsOfFile: report, encoding: .utf8)).split(separator: "\n").last)
+        let summary = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(summaryLine.utf8)) as? [String: Int])
+        XCTAssertGreaterThanOrEqual(summary["closed_by_server"] ?? 0, 20, "\(summary)")
+        XCTAssertEqual(try get("/api/mgit/user/repositories", tokenFile: alice.tokenFile).status, 200, "the server still serves")
+    }
+
+    /// The login endpoints answer 429 past --logins-per-minute from one address; other
+    /// addresses are not affected.
+    func testLoginRequestsAreRateLimitedPerAddress() throws {
+        try start(["--logins-per-minute", "5"])
+        let statuses = try attack(["logins", "127.0.0.1", "\(server.port)", "8", "127.0.0.1"]).split(separator: " ")
+        XCTAssertEqual(statuses, ["200", "200", "200", "200", "200", "429", "429", "429"])
+        let nsec = try root.file("nsec", String(decoding: SecretKey.generate().nsec().copyBytes(), as: UTF8.self))
+        let refused = try MgitClient.run(["login", server.url, nsec])
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.stderr.contains("429"), refused.stderr)
+        XCTAssertEqual(try attack(["logins", "127.0.0.1", "\(server.port)", "1", "127.0.0.2"]), "200", "another address")
+        let verifies = try attack(["logins", "127.0.0.1", "\(server.port)", "7", "127.0.0.3", "/api/auth/nostr/verify"])
+        XCTAssertEqual(verifies.split(separator: " "), ["400", "400", "400", "400", "400", "429", "429"])
+    }
+
+    // MARK: - Repository ids
+
+    /// Ids are checked where they enter: an option-like, hidden, upper-case, percent-encoded,
+    /// dotted or overlong id is refused (400) by every endpoint and no folder is made.
+    func testHostileRepositoryIdsAreRefused() throws {
+        try start()
+        let alice = try user("alice")
+        let hostile = ["-upload", ".x", "ARepo", "%61repo", "a%2Fb", "..", "x.git", "x.lock", "a..b", "%2D%2Dupload-pack=x",
+                       String(repeating: "a", count: 101)]
+        for id in hostile {
+            XCTAssertEqual(try get("/api/mgit/repos/\(id)/info/refs?service=git-receive-pack", tokenFile: alice.tokenFile).status, 400, id)
+            XCTAssertEqual(try attack(["post", server.url + "/api/mgit/repos/\(id)/git-receive-pack", "100", alice.tokenFile]), "400", id)
+            XCTAssertEqual(try get("/api/mgit/qr/clone/\(id)", tokenFile: alice.tokenFile).status, 400, id)
+        }
+        let work = try workTree("w")
+        XCTAssertNotEqual(try push(work, to: "-upload", tokenFile: alice.tokenFile).status, 0)
+        XCTAssertNotEqual(try push(work, to: "ARepo", tokenFile: alice.tokenFile).status, 0)
+        XCTAssertEqual(repositoryFolders(), [])
+        // The lowercase id is fine, and its upper-case twin stays refused.
+        XCTAssertEqual(try push(work, to: "arepo", tokenFile: alice.tokenFile).status, 0)
+        XCTAssertNotEqual(try push(work, to: "ARepo", tokenFile: alice.tokenFile).status, 0)
+        XCTAssertEqual(repositoryFolders(), ["arepo.git"])
+    }
+}

