@@ -9,10 +9,11 @@ public struct ControlChannelError: Error, CustomStringConvertible {
 
 /// A running mount's control channel: a unix socket (0600, in binder's run folder, 0700) on
 /// which the user's other binder commands ask the mount to do what only the binder's one writer
-/// may do. One request line per connection (a word and arguments: `sync`; later `status`,
-/// `lock`), one answer line: `ok …` or `error …`. Only the mount's own user is answered.
+/// may do, or what only it knows. One request line per connection (a word and arguments:
+/// `sync`, `status`), one answer line: `ok …` or `error …`. Only the mount's own user is answered.
 public final class ControlServer: @unchecked Sendable {
-    public typealias Handler = @Sendable (_ request: String) -> String
+    /// Answers one request; may take long (a sync), and is awaited off the accepting thread.
+    public typealias Handler = @Sendable (_ request: String) async -> String
 
     public let path: String
     private let listener: Int32
@@ -47,8 +48,9 @@ public final class ControlServer: @unchecked Sendable {
 
     deinit { stop() }
 
-    /// Answers requests on a thread of its own, each connection on its own thread (a `sync`
-    /// may take long; it must not hold up the next request).
+    /// Accepts on a thread of its own; each connection's line is read on a thread of its own
+    /// (a slow client must not hold up the next) and answered by a task (a `sync` may take
+    /// long; nothing waits for it but that connection).
     public func start() {
         let thread = Thread { [self] in acceptLoop() }
         thread.name = "binder-control"
@@ -91,10 +93,14 @@ public final class ControlServer: @unchecked Sendable {
             }
             let handler = self.handler
             let worker = Thread {
-                if let request = ControlLine.read(connection) {
-                    ControlLine.write(connection, handler(request))
+                guard let request = ControlLine.read(connection) else {
+                    close(connection)
+                    return
                 }
-                close(connection)
+                Task {
+                    ControlLine.write(connection, await handler(request))
+                    close(connection)
+                }
             }
             worker.name = "binder-control-request"
             worker.start()
@@ -153,5 +159,17 @@ enum ControlLine {
             line += buffer[..<n]
         }
         return line.isEmpty ? nil : String(decoding: line, as: UTF8.self)
+    }
+}
+
+extension WriterLock {
+    /// The control socket of the mount that holds the binder, as its lock file names it, if
+    /// that daemon is alive (read without taking the lock: asking must never refuse a mount
+    /// that starts meanwhile). A stale file's socket fails to connect, which callers report.
+    public static func mountControl(gitDirectory: String) -> (holder: Holder, control: String)? {
+        guard let data = FileManager.default.contents(atPath: path(gitDirectory: gitDirectory)) else { return nil }
+        let holder = Holder(text: String(decoding: data.prefix(4096), as: UTF8.self))
+        guard holder.command == "mount", let control = holder.control, let pid = holder.pid, kill(pid, 0) == 0 else { return nil }
+        return (holder, control)
     }
 }
