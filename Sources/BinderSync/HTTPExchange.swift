@@ -42,7 +42,7 @@ struct HTTPAnswer: Sendable {
 
 /// binder's one HTTP client (AsyncHTTPClient): HTTPS with the system's trusted certificates,
 /// no redirects (a token never follows one), no decompression (what is counted is what
-/// arrives), a connect timeout of 10 s and an idle timeout of `BINDER_HTTP_IDLE_TIMEOUT`
+/// arrives), no retries of its own, a connect timeout of 10 s and an idle timeout of `BINDER_HTTP_IDLE_TIMEOUT`
 /// seconds (default 30) between two reads. Blocking calls: used from the command's thread
 /// and the sync thread (never from Swift concurrency's pool or an event loop).
 enum HTTPExchange {
@@ -54,6 +54,9 @@ enum HTTPExchange {
             timeout: .init(connect: .seconds(10), read: .milliseconds(Int64(max(0.1, idle) * 1000))),
             decompression: .disabled)
         configuration.httpVersion = .http1Only
+        // A refused or failed connection is reported at once: `RetryPolicy` is the one place
+        // that decides when to try again (AsyncHTTPClient would retry until the connect timeout).
+        configuration.connectionPool.retryConnectionEstablishment = false
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }()
 

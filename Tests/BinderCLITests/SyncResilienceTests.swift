@@ -97,6 +97,40 @@ final class SyncResilienceTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: device.sandbox.home.appendingPathComponent("accounts.json").path))
     }
 
+    /// Every answer is bounded: a server that stops answering is given up on (the idle timeout,
+    /// `BINDER_HTTP_IDLE_TIMEOUT` here 0.5 s), a ref advertisement past 1 MiB and a pack past
+    /// the pack cap (`BINDER_MAX_PACK_BYTES` here 1 KiB) are cut off, and nothing is kept of them.
+    func testStalledAndOversizedAnswersAreCutOff() throws {
+        let device = try Device(nsec: nsec)
+        let stalled = try FaultProxy(upstream: server, ["--stall-challenge"])
+        defer { stalled.stop() }
+        let login = try device.sandbox.run(["login", "--server", stalled.url], environment: ["BINDER_HTTP_IDLE_TIMEOUT": "0.5"])
+        assertFails(login, mentioning: "stopped answering (timed out)")
+        XCTAssertEqual(stalled.requests.filter { $0.last == "stall" }.count, 5, "tried five times, then gave up")
+
+        let huge = try FaultProxy(upstream: server, ["--huge-advertisement", "50000000"])
+        defer { huge.stop() }
+        try device.binder(["login", "--server", huge.url])
+        try device.binder(["create", "health"])
+        try device.mount("health", ["--no-sync"])
+        for i in 1...3 { try device.write("visits/record-\(i).md", "# Record \(i)\n" + String(repeating: "Lorem ipsum dolor sit amet. ", count: 40)) }
+        device.unmount()
+        assertFails(try device.binder(["sync", "health", "--repo-id", "health"], expectFailure: true),
+                    mentioning: "larger than 1048576 bytes (stopped reading)")
+        XCTAssertTrue(try device.binder(["status", "health"]).stdout.contains("sync: local only"), "nothing recorded of a failed first sync")
+
+        // The real server: the binder lands; a clone with a 1 KiB pack cap stops, one without it works.
+        try device.binder(["login", "--server", server.url])
+        try device.binder(["sync", "health", "--repo-id", "health"])
+        let phone = try Device(nsec: nsec)
+        try phone.binder(["login", "--server", server.url])
+        let capped = try phone.sandbox.run(["clone", "health"], environment: ["BINDER_MAX_PACK_BYTES": "1024"])
+        assertFails(capped, mentioning: "larger than 1024 bytes (stopped reading)")
+        XCTAssertEqual((try? FileManager.default.contentsOfDirectory(atPath: phone.binders)) ?? [], [], "a failed clone leaves nothing")
+        try phone.binder(["clone", "health"])
+        XCTAssertEqual(try phone.tip("health"), try device.tip("health"))
+    }
+
     /// Against limbo.health's rules (a fetch of an id that does not exist yet answers 403), a
     /// binder never synced is pushed first, under a new id nobody else can have; a fetch of an
     /// unknown id is "not there"; the phone's `scan-*` staging copies are not listed.

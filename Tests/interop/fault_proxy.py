@@ -7,6 +7,10 @@ tests: it forwards every request and answer unchanged, except that
   --huge-challenge BYTES
                     answers POST /api/auth/nostr/challenge with a JSON body of BYTES bytes,
                     streamed with no Content-Length (only a client that counts stops early);
+  --huge-advertisement BYTES
+                    answers every GET info/refs (a ref advertisement) with BYTES bytes of pkt-lines,
+                    streamed with no Content-Length;
+  --stall-challenge answers POST /api/auth/nostr/challenge with headers and then nothing, ever;
   --limbo           behaves like limbo.health for a repository that does not exist yet: an
                     upload-pack ref advertisement that the server answers 404 becomes 403
                     {"error":"Not authorized for this repository"}.
@@ -37,6 +41,8 @@ def main():
     parser.add_argument("--fail-every", type=int, default=0)
     parser.add_argument("--reset-every", type=int, default=0)
     parser.add_argument("--huge-challenge", type=int, default=0)
+    parser.add_argument("--huge-advertisement", type=int, default=0)
+    parser.add_argument("--stall-challenge", action="store_true")
     parser.add_argument("--limbo", action="store_true")
     options = parser.parse_args()
     upstream = urllib.parse.urlparse(options.upstream)
@@ -70,7 +76,15 @@ def main():
                 self.reply(number, 503, b'{"error":"injected fault"}')
                 return
             if options.huge_challenge and self.command == "POST" and self.path == "/api/auth/nostr/challenge":
-                self.huge_challenge(number)
+                self.stream(number, "application/json", b'{"challenge":"', b"a" * 65536, options.huge_challenge, b'"}')
+                return
+            if options.stall_challenge and self.command == "POST" and self.path == "/api/auth/nostr/challenge":
+                self.stall(number)
+                return
+            if options.huge_advertisement and self.command == "GET" and "/info/refs?service=" in self.path:
+                service = self.path.rsplit("=", 1)[-1]
+                line = b"0050" + b"0" * 40 + b" refs/heads/padding-padding-padding\n"
+                self.stream(number, f"application/x-{service}-advertisement", b"", line, options.huge_advertisement, b"0000")
                 return
             connection = http.client.HTTPConnection(upstream.hostname, upstream.port, timeout=60)
             headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
@@ -102,19 +116,34 @@ def main():
             self.end_headers()
             self.wfile.write(data)
 
-        def huge_challenge(self, number):
+        def stream(self, number, content_type, head, chunk, total, tail):
+            """A 200 answer of about `total` bytes, `chunk` repeated, ended by closing."""
             self.record(number, "huge")
             self.send_response(200)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Connection", "close")
             self.end_headers()
             self.close_connection = True
-            chunk = b"a" * 65536
             try:
-                self.wfile.write(b'{"challenge":"')
-                for _ in range(options.huge_challenge // len(chunk)):
+                self.wfile.write(head)
+                for _ in range(total // len(chunk)):
                     self.wfile.write(chunk)
-                self.wfile.write(b'"}')
+                self.wfile.write(tail)
+            except OSError:
+                pass
+
+        def stall(self, number):
+            """Headers, then silence until the client gives up."""
+            self.record(number, "stall")
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "100")
+            self.end_headers()
+            self.wfile.flush()
+            self.close_connection = True
+            try:
+                while self.connection.recv(1024):
+                    pass
             except OSError:
                 pass
 
