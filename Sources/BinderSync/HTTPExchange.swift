@@ -2,6 +2,8 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOPosix
+import NIOSSL
 import Synchronization
 
 /// How much of an answer binder reads, and how long it waits: every byte a server sends is
@@ -85,24 +87,29 @@ enum HTTPExchange {
         }
     }
 
-    /// Words for a failed exchange, and whether it was the certificate.
+    /// Words for a failed exchange, by the error's type: a TLS failure is `.untrusted` (no
+    /// use retrying), anything else that kept an answer from arriving is `.offline`.
     static func classify(_ error: any Error, host: String) -> SyncError {
-        let text = String(describing: error)
-        let lowered = text.lowercased()
-        if lowered.contains("certificate") || lowered.contains("handshakefailed") || lowered.contains("ssl") {
-            return .untrusted("\(host): \(text)")
-        }
-        if let client = error as? HTTPClientError {
+        switch error {
+        case is NIOSSLError, is BoringSSLError, is NIOSSLExtraError:
+            return .untrusted("\(host): \(error)")
+        case let client as HTTPClientError:
             switch client {
             case .readTimeout, .deadlineExceeded: return .offline("\(host) stopped answering (timed out)")
-            case .connectTimeout: return .offline("cannot connect to \(host) (timed out)")
+            case .connectTimeout, .tlsHandshakeTimeout: return .offline("cannot connect to \(host) (timed out)")
             case .remoteConnectionClosed: return .offline("\(host) closed the connection")
-            default: break
+            default: return .offline("\(host): \(client)")
             }
+        case let connection as NIOConnectionError:
+            let reasons = connection.connectionErrors.map { failure in
+                (failure.error as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(failure.error)"
+            }
+            return .offline("cannot connect to \(host)" + (reasons.isEmpty ? "" : ": " + Set(reasons).sorted().joined(separator: ", ")))
+        case let io as IOError:
+            return .offline("\(host): \(String(cString: strerror(io.errnoCode)))")
+        default:
+            return .offline("\(host): \(error)")
         }
-        if lowered.contains("connection refused") { return .offline("cannot connect to \(host): connection refused") }
-        if lowered.contains("connection reset") { return .offline("\(host) reset the connection") }
-        return .offline("\(host): \(text)")
     }
 }
 
