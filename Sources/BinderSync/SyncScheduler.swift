@@ -105,8 +105,10 @@ public actor SyncScheduler {
 
     /// Hooks the view and starts the loop.
     public func start() {
-        if let target = SyncTarget.read(repository) { configure(target) } else {
-            snapshot.withLock { $0.phase = "not configured" }
+        if engine == nil {
+            if let target = SyncTarget.read(repository) { configure(target) } else {
+                snapshot.withLock { $0.phase = "not configured" }
+            }
         }
         view.setSyncHooks(onCommit: { [weak self] _ in
             // With the view's write lock held: only signal.
@@ -162,6 +164,7 @@ public actor SyncScheduler {
                 guard engine != nil else { return .failure(.configuration(snapshot.withLock { $0.lastError } ?? "cannot set up syncing")) }
             }
         }
+        if engine == nil, let configured = SyncTarget.read(repository) { configure(configured) }
         guard engine != nil else { return .failure(.configuration("this binder has no server yet: 'binder sync' names one")) }
         return await perform()
     }
