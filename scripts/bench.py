@@ -668,6 +668,15 @@ class Bench:
         self.verify_layouts()
         self.results["disk_bytes"] = {name: layout.disk_bytes() for name, layout in self.layouts.items()}
 
+    def set_up_binder_in_bulk(self):
+        """Only the binder layout, written straight into git (for --views-only)."""
+        binder = Binder(self.out, self.binaries["binder"])
+        self.layouts = {"binder": binder}
+        binder.setup()
+        binder.unmount()
+        bulk_write_binder(binder, self.corpus, self.manifest["files"])
+        binder.mount()
+
     def verify_layouts(self):
         """Every layout shows the corpus: the same files, the same attachments, the marker count."""
         manifest = self.manifest
@@ -870,6 +879,38 @@ class Bench:
                     if len(os.listdir(folder)) != count:
                         raise BenchError(f"{name}: {len(os.listdir(folder))} records written, expected {count}")
 
+    def views_rows(self):
+        """`.binder/` (binder only): the timeline of every record, and the history of one record
+        saved `--history-versions` times, each listed with `ls -l`; goal under a second."""
+        binder = self.layouts["binder"]
+        o = self.options
+        folder = os.path.join(binder.root, "views-history")
+        os.makedirs(folder, exist_ok=True)
+        record = os.path.join(folder, "record.md")
+        log(f"views: saving one record {o.history_versions} times")
+        for i in range(o.history_versions):
+            atomic_save(record, f"---\ntype: note\n---\n# Version {i}\n\n{record_text(i)}".encode())
+        listings = {
+            f"views: ls -l .binder/timeline ({self.manifest['entries'] + self.manifest['attachments']} records)":
+                (f"ls -l '{binder.root}/.binder/timeline' | wc -l", self.manifest["entries"]),
+            f"views: ls -l .binder/history of a record with {o.history_versions} versions":
+                (f"ls -l '{binder.root}/.binder/history/views-history/record.md' | wc -l", o.history_versions),
+        }
+        for title, (command, at_least) in listings.items():
+            for mode, count in (("cold", o.cold_reps), ("warm", o.reps)):
+                row = {"mode": mode, "unit": "s", "samples": {"binder": []}, "capped": {}}
+                self.results["rows"][f"{title}, {mode}"] = row
+                if mode == "warm":
+                    shell(command)
+                for _ in range(count):
+                    if mode == "cold":
+                        self.prepare_cold(binder)
+                    seconds, output = timed_shell(command)
+                    if int(output.strip()) < at_least:
+                        raise BenchError(f"{title}: {output.strip()} lines, expected at least {at_least}")
+                    row["samples"]["binder"].append(seconds)
+                log(f"{title}, {mode}: " + ", ".join(f"{s:.3f}" for s in row["samples"]["binder"]))
+
     def primitives(self):
         tool = self.binaries.get("binder-bench")
         if not tool:
@@ -910,6 +951,10 @@ class Bench:
             log(f"corpus: {o.entries} entries, {o.attachments} attachments, seed {o.seed}")
             self.manifest = generate_corpus(self.corpus, o.entries, o.attachments, o.seed)
             self.results["corpus"] = {k: v for k, v in self.manifest.items() if k not in ("files",)}
+            if o.views_only:
+                self.set_up_binder_in_bulk()
+                self.views_rows()
+                return
             self.set_up_layouts()
             if o.import_only:
                 return
@@ -918,6 +963,7 @@ class Bench:
             self.memory()
             self.save_rows()
             self.write_rows()
+            self.views_rows()
             self.primitives()
         finally:
             self.results["machine"]["load_at_end"] = open("/proc/loadavg").read().split()[:3]
@@ -1023,6 +1069,11 @@ def render_table(results):
             met = rg is not None and rg <= 1.0
             goal = f"≤ gocryptfs+fsync: {'met' if met else 'NOT met'}"
             verdicts.append((f"{title} ({fmt_ratio(rg)} gocryptfs)", met))
+        if title.startswith("views:"):
+            b = statistics.median(samples["binder"]) if samples.get("binder") else None
+            met = b is not None and b < 1.0
+            goal = f"< 1 s: {'met' if met else 'NOT met'}"
+            verdicts.append((f"{title} ({fmt_seconds(b)})", met))
         if title.startswith("mount until first ls"):
             b = statistics.median(samples["binder"]) if samples.get("binder") else None
             met = b is not None and b < 0.5
@@ -1100,6 +1151,10 @@ def main():
     parser.add_argument("--binder-import", choices=("cp", "bulk"), default="cp",
                         help="cp: copy the corpus into a fresh mount, timed (default; hours for 10,000 entries); "
                              "bulk: write it straight into git in the apps' format, as a clone would be, not timed")
+    parser.add_argument("--history-versions", type=int, default=1000,
+                        help="saves of one record for the .binder/history row (default 1,000)")
+    parser.add_argument("--views-only", action="store_true",
+                        help="only the .binder/ rows, on a binder written in bulk (binder alone; minutes)")
     parser.add_argument("--import-only", action="store_true", help="stop after the import row (and its checks)")
     parser.add_argument("--keep", action="store_true", help="keep the corpus and layouts (unmounted) under OUT")
     options = parser.parse_args()

@@ -18,6 +18,10 @@ struct BinderLocator {
         let named = path(forName: argument)
         if fm.fileExists(atPath: named) { return named }
         if fm.fileExists(atPath: argument) { return URL(fileURLWithPath: argument).standardizedFileURL.path }
+        let names = ((try? fm.contentsOfDirectory(atPath: state.bindersDirectory)) ?? []).filter { !$0.hasPrefix(".") }
+        if let nearest = Suggestion.nearest(to: argument, in: names) {
+            throw CommandFailure("no binder named '\(argument)'; did you mean '\(nearest)'? (binders are in \(state.bindersDirectory))")
+        }
         throw CommandFailure("no binder named '\(argument)' (looked in \(state.bindersDirectory)); give a name from 'binder list' or a path")
     }
 

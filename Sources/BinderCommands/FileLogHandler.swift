@@ -5,24 +5,58 @@ import Synchronization
 
 /// A swift-log handler appending one line per message to a 0600 file (and, in the foreground,
 /// to stderr). Lines carry paths and reasons; callers never log plaintext, keys or tokens.
+/// The file is rotated at `rotationBytes`: `NAME.log` becomes `NAME.log.1`, and so on up to
+/// `keptFiles` old files.
 struct FileLogHandler: LogHandler {
-    final class Sink: Sendable {
-        /// Guards writes so lines from libfuse's threads do not interleave.
-        private let lock = Mutex(())
-        let fd: Int32
-        let echo: Bool
+    static let rotationBytes = 1 << 20
+    static let keptFiles = 3
 
-        init(path: String, echo: Bool) {
-            fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+    final class Sink: Sendable {
+        /// Guards writes so lines from libfuse's threads do not interleave, and the open file
+        /// with its size (replaced at rotation).
+        private let file: Mutex<(fd: Int32, size: Int)>
+        let path: String
+        let echo: Bool
+        /// Desktop notifications for what the user must learn without reading logs.
+        let notifier: Notifier?
+
+        init(path: String, echo: Bool, notifier: Notifier?) {
+            self.path = path
             self.echo = echo
+            self.notifier = notifier
+            var info = stat()
+            if stat(path, &info) == 0, Int(info.st_size) >= FileLogHandler.rotationBytes { Self.rotate(path) }
+            let fd = Self.open(path)
+            file = Mutex((fd, fd >= 0 && fstat(fd, &info) == 0 ? Int(info.st_size) : 0))
         }
 
-        deinit { if fd >= 0 { close(fd) } }
+        deinit { file.withLock { if $0.fd >= 0 { close($0.fd) } } }
+
+        private static func open(_ path: String) -> Int32 {
+            Glibc.open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        }
+
+        /// NAME.log.2 → NAME.log.3 (the oldest dropped), …, NAME.log → NAME.log.1.
+        private static func rotate(_ path: String) {
+            unlink("\(path).\(FileLogHandler.keptFiles)")
+            for index in stride(from: FileLogHandler.keptFiles - 1, through: 1, by: -1) {
+                rename("\(path).\(index)", "\(path).\(index + 1)")
+            }
+            rename(path, "\(path).1")
+        }
 
         func write(_ line: String) {
             let bytes = Array(line.utf8)
-            lock.withLock { _ in
-                if fd >= 0 { _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } }
+            file.withLock { file in
+                if file.fd >= 0 && file.size + bytes.count > FileLogHandler.rotationBytes && file.size > 0 {
+                    close(file.fd)
+                    Self.rotate(path)
+                    file = (Self.open(path), 0)
+                }
+                if file.fd >= 0 {
+                    let written = bytes.withUnsafeBytes { Glibc.write(file.fd, $0.baseAddress, $0.count) }
+                    if written > 0 { file.size += written }
+                }
                 if echo { _ = bytes.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) } }
             }
         }
@@ -43,13 +77,68 @@ struct FileLogHandler: LogHandler {
         let fields = all.sorted { $0.key < $1.key }.map { " \($0.key)=\($0.value)" }.joined()
         let stamp = ISO8601DateFormatter().string(from: Date())
         sink.write("\(stamp) \(event.level) \(event.message)\(fields)\n")
+        // Errors (a refused save, a failed store) and warnings that carry a conflict or an
+        // error (a conflict resolved, a failed sync) are what the user must hear of.
+        if let notifier = sink.notifier {
+            if event.level >= .error { notifier.send(.refused) }
+            else if event.level >= .warning && all["conflict"] != nil { notifier.send(.conflict) }
+            else if event.level >= .warning && all["error"] != nil { notifier.send(.syncFailed) }
+        }
     }
 
-    /// A logger writing to `path`.
-    static func logger(label: String, path: String, echo: Bool) -> Logger {
-        let sink = Sink(path: path, echo: echo)
-        // BINDER_LOG_LEVEL=debug also logs each commit (its structural message and paths).
-        let level = ProcessInfo.processInfo.environment["BINDER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+    /// A logger writing to `path`; `notify` names the binder in desktop notifications (nil: none).
+    static func logger(label: String, path: String, echo: Bool, notify: String? = nil) -> Logger {
+        let sink = Sink(path: path, echo: echo, notifier: notify.flatMap { Notifier(binder: $0) })
+        // BINDER_LOG_LEVEL=debug (or -v) also logs each commit (its structural message and paths).
+        let level = Verbosity.isVerbose ? .debug
+            : ProcessInfo.processInfo.environment["BINDER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
         return Logger(label: label) { _ in FileLogHandler(sink: sink, logLevel: level) }
+    }
+}
+
+/// Desktop notifications through `notify-send`, where a desktop session is (a D-Bus session
+/// bus, or a display). At most one every few seconds, and the same kind at most once a minute.
+/// The text says what kind of thing happened and where to read more, never a file's name or
+/// content: notify-send takes it on its command line, which other processes can read.
+final class Notifier: Sendable {
+    enum Kind: String, Sendable {
+        case refused = "A save was refused or could not be stored."
+        case syncFailed = "Sync failed; retrying."
+        case conflict = "A change from another device conflicted with yours; both are kept in history."
+    }
+
+    let title: String
+    /// Where to read more: `binder status NAME`.
+    let details: String
+    static let minimumGap: TimeInterval = 5
+    static let repeatGap: TimeInterval = 60
+    /// Guards when the last notification went out, and which messages went when.
+    private let sent = Mutex<(last: Date, messages: [String: Date])>((.distantPast, [:]))
+
+    /// Nil without a desktop session.
+    init?(binder name: String, environment: [String: String] = ProcessInfo.processInfo.environment) {
+        let session = ["DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "WAYLAND_DISPLAY"].contains { !(environment[$0] ?? "").isEmpty }
+        guard session else { return nil }
+        title = "binder: \(name)"
+        details = "Details: binder status \(name)"
+    }
+
+    func send(_ kind: Kind) {
+        let message = kind.rawValue + " " + details
+        let now = Date()
+        let due = sent.withLock { sent -> Bool in
+            guard now.timeIntervalSince(sent.last) >= Self.minimumGap,
+                  now.timeIntervalSince(sent.messages[message] ?? .distantPast) >= Self.repeatGap else { return false }
+            sent.last = now
+            sent.messages = sent.messages.filter { now.timeIntervalSince($0.value) < Self.repeatGap }
+            sent.messages[message] = now
+            return true
+        }
+        guard due else { return }
+        // Off the caller's thread (a FUSE callback must never wait on a process).
+        let title = self.title
+        Thread.detachNewThread {
+            _ = runQuietly("notify-send", ["--app-name=binder", "--urgency=normal", title, message])
+        }
     }
 }

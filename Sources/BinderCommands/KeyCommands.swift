@@ -112,7 +112,7 @@ struct KeyCommand: ParsableCommand {
                 return
             }
             guard confirmPlaintext else {
-                throw CommandFailure("--nsec prints your secret key in the clear; add --confirm-plaintext if you mean it")
+                throw CommandFailure.usage("--nsec prints your secret key in the clear; add --confirm-plaintext if you mean it")
             }
             let key = try store.secretKey(passphrase: passphrase.source)
             let text = key.nsec()

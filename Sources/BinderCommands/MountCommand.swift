@@ -14,9 +14,12 @@ struct MountCommand: ParsableCommand {
         commandName: "mount",
         abstract: "Mount a binder as a folder of markdown files and attachments.",
         discussion: """
-        Returns once the mount answers; the daemon logs to binder's state folder (logs/NAME.log). \
+        Returns once the mount answers; the daemon logs to NAME.log in $XDG_STATE_HOME/binder (BINDER_HOME/logs with BINDER_HOME). \
         A binder has one writer: while it is mounted, a second mount is refused and 'binder sync' \
-        goes through the mount. A mount whose daemon died is cleared by the next mount.
+        goes through the mount. A mount whose daemon died is cleared by the next mount. \
+        With --idle (or -o idle=, or 'idle = 15m' in the settings file), the mount locks itself after \
+        that long without a file access: it drops all plaintext and the key and unmounts ('binder lock' \
+        does the same at once). The same -o options work with 'mount -t fuse.binder' and in /etc/fstab.
         """)
 
     @Argument(help: "A binder's name or the path of its git repository (bare or not).")
@@ -27,8 +30,15 @@ struct MountCommand: ParsableCommand {
     var foreground = false
     @Flag(name: .customLong("read-only"), help: "Refuse every change through the mount.")
     var readOnly = false
-    @Option(name: .customShort("o"), help: "Mount options, comma-separated: ro, rw, nonempty (mount on a folder that is not empty).")
+    @Option(name: .customShort("o"), help: "Mount options, comma-separated: ro, rw, nonempty, allow_other, idle=DURATION, passphrase_file=PATH (see 'man binder').")
     var options: [String] = []
+    @Option(help: "Lock after this long without a file access (drop plaintext and key, unmount), e.g. 15m, 1h; 0 = never. Default: the settings file's 'idle', else never.")
+    var idle: String?
+    @Flag(help: "Desktop notifications (notify-send) for refused saves, failed syncs and conflicts. Default: the settings file's 'notify'.")
+    var notify = false
+    @Flag(name: .customLong("install-unit"),
+          help: "Do not mount now: write a systemd user unit that mounts BINDER on MOUNTPOINT at login (after 'binder unlock') and unmounts at logout.")
+    var installUnit = false
     @Flag(help: "Mount even a repository that does not look like a binder, or on a folder that is not empty.")
     var force = false
     @Option(name: .customLong("cache-size"), help: "Upper bound of decrypted content kept in memory, e.g. 256M, 1G.")
@@ -42,6 +52,8 @@ struct MountCommand: ParsableCommand {
     var syncInterval: Double = 60
     @Option(name: .customLong("sync-max-backoff"), help: "Longest wait, in seconds, between retries while the server cannot be reached (1 s, 2 s, 4 s … up to this).")
     var syncMaxBackoff: Double = 60
+    @Option(name: .customLong("views"), help: "hidden (default): MOUNT/.binder (timeline, tags, history, deleted, status) is not listed by readdir, so backups skip it; visible: it is listed.")
+    var views: ViewsVisibility = .hidden
     @OptionGroup var passphrase: PassphraseOptions
     /// Internal: the daemon reads its key from fd 3 and reports readiness on fd 4.
     @Flag(name: .customLong("daemon-child"), help: .hidden)
@@ -50,29 +62,42 @@ struct MountCommand: ParsableCommand {
     @Option(name: .customLong("writer-lock-fd"), help: .hidden)
     var writerLockFD: Int32?
 
-    /// The `-o` options binder knows.
-    static let knownOptions: Set<String> = ["ro", "rw", "nonempty"]
+    /// The `-o` options (validated in `validate`).
+    private var mountOptions: MountOptions { (try? MountOptions(parsing: options)) ?? MountOptions() }
 
-    private var mountOptions: Set<String> {
-        Set(options.flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }.filter { !$0.isEmpty })
+    private var isReadOnly: Bool { readOnly || mountOptions.readOnly }
+
+    /// Seconds without a file access before the mount locks itself (nil: never): `--idle`, else
+    /// `-o idle=`, else the settings file.
+    private var idleSeconds: UInt32? {
+        let chosen = idle.flatMap(parseDuration) ?? mountOptions.idleSeconds ?? Settings.load(StateDirectory()).idleSeconds
+        return chosen == 0 ? nil : chosen
     }
 
-    private var isReadOnly: Bool { readOnly || mountOptions.contains("ro") }
+    private var notifies: Bool { notify || Settings.load(StateDirectory()).notify }
+
+    /// `--passphrase-file`, else `-o passphrase_file=`, else the terminal.
+    private var passphraseSource: PassphraseSource {
+        (passphrase.passphraseFile ?? mountOptions.passphraseFile).map { .file($0) } ?? .terminal
+    }
 
     func validate() throws {
-        let unknown = mountOptions.subtracting(Self.knownOptions).sorted()
-        if !unknown.isEmpty {
-            throw ValidationError("-o: unknown mount option\(unknown.count == 1 ? "" : "s") \(unknown.joined(separator: ", ")) (known: ro, rw, nonempty)")
-        }
-        if mountOptions.contains("ro") && mountOptions.contains("rw") { throw ValidationError("-o: ro and rw contradict each other") }
+        do { _ = try MountOptions(parsing: options) } catch { throw ValidationError(error.description) }
+        if let idle, parseDuration(idle) == nil { throw ValidationError("--idle: '\(idle)' is not a duration like 15m, 1h or 90s") }
     }
 
     func run() throws {
         guard let cacheBytes = parseSize(cacheSize) else {
-            throw CommandFailure("--cache-size: '\(cacheSize)' is not a size like 256M or 1G")
+            throw CommandFailure.usage("--cache-size: '\(cacheSize)' is not a size like 256M or 1G")
         }
         guard parseSize(maxAttachmentSize) != nil else {
-            throw CommandFailure("--max-attachment-size: '\(maxAttachmentSize)' is not a size like 256M or 1G")
+            throw CommandFailure.usage("--max-attachment-size: '\(maxAttachmentSize)' is not a size like 256M or 1G")
+        }
+        if installUnit {
+            let unit = try UserUnit(binder: binder, mountpoint: mountpoint, options: unitArguments).install()
+            printInfo("Wrote \(unit.path)")
+            printInfo("Enable it with: systemctl --user daemon-reload && systemctl --user enable --now \(unit.name)")
+            return
         }
         let state = StateDirectory()
         let mountpoint = URL(fileURLWithPath: self.mountpoint).standardizedFileURL.path
@@ -81,7 +106,7 @@ struct MountCommand: ParsableCommand {
         try state.ensureExists()
         try FileManager.default.createDirectory(atPath: state.logsDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
-        let logPath = state.logsDirectory + "/\(name).log"
+        let logPath = state.logPath(name)
 
         if daemonChild {
             return try runDaemonChild(repository: repository, path: path, name: name, mountpoint: mountpoint, cacheBytes: cacheBytes,
@@ -94,7 +119,7 @@ struct MountCommand: ParsableCommand {
             } catch { throw CommandFailure("cannot mount \(path): \(error)") }
         }
         let writerLock = try takeWriterLock(repository, name: name, path: path)
-        if !force && !mountOptions.contains("nonempty") { try checkEmpty(mountpoint) }
+        if !force && !mountOptions.nonempty { try checkEmpty(mountpoint) }
         // Named as the holder at once; the daemon adds its own pid and control socket when ready.
         writerLock?.record(WriterLock.Holder(pid: getpid(), command: "mount", mountpoint: mountpoint))
         let logger = FileLogHandler.logger(label: "binder.mount", path: logPath, echo: false)
@@ -106,7 +131,10 @@ struct MountCommand: ParsableCommand {
                 printOut("Removed a stale git lock left by a process that stopped: \(lock)")
             }
         }
-        let key = try KeyStore(state: state).secretKey(passphrase: passphrase.source)
+        if case .file(let file) = passphraseSource {
+            printDetail("key: from the kernel keyring if unlocked, else with the passphrase in \(file)")
+        }
+        let key = try KeyStore(state: state).secretKey(passphrase: passphraseSource)
         let conversationKey = NIP44.ConversationKey(selfOf: key)
         do { try BinderCreator.checkIsBinder(repository, key: conversationKey) } catch let error as BinderCreator.NotABinder {
             if !force { throw notABinder(path, error) }
@@ -114,16 +142,19 @@ struct MountCommand: ParsableCommand {
             throw CommandFailure("cannot mount \(path): \(error)")
         }
         if foreground {
-            let logger = FileLogHandler.logger(label: "binder.mount", path: logPath, echo: true)
+            let logger = FileLogHandler.logger(label: "binder.mount", path: logPath, echo: true, notify: notifyTitle(name))
             let (mount, view) = try makeMount(repository: repository, key: conversationKey, name: name, mountpoint: mountpoint,
                                               cacheBytes: cacheBytes, logger: logger)
             try mountOrFail(mount, mountpoint: mountpoint)
             logger.info("mounted", metadata: ["binder": "\(path)", "mountpoint": "\(mountpoint)"])
             let sync = startSync(view: view, repository: repository, path: path, key: key, state: state, logger: logger)
-            let control = startControl(sync: sync, state: state, logger: logger)
+            let locker = MountLocker(activity: mount.activity, mountpoint: mountpoint, idleSeconds: idleSeconds, logger: logger)
+            let control = startControl(sync: sync, locker: locker, state: state, logger: logger)
             writerLock?.record(WriterLock.Holder(pid: getpid(), command: "mount", mountpoint: mountpoint, control: control?.path))
-            printErr("Mounted \(name) at \(mountpoint). Press Ctrl-C to unmount.")
+            if !Verbosity.isQuiet { printErr("Mounted \(name) at \(mountpoint). Press Ctrl-C to unmount.") }
+            locker.start()
             let status = mount.run()
+            locker.stop()
             control?.stop()
             if let scheduler = sync.scheduler { Task { await scheduler.stop() } }
             logger.info("unmounted", metadata: ["mountpoint": "\(mountpoint)"])
@@ -132,9 +163,26 @@ struct MountCommand: ParsableCommand {
             return
         }
         try spawnDaemon(key: key, logPath: logPath, mountpoint: mountpoint, writerLock: writerLock)
-        printOut("Mounted \(name) at \(mountpoint)")
-        printOut("Unmount with: binder unmount \(mountpoint)   (log: \(logPath))")
+        printInfo("Mounted \(name) at \(mountpoint)" + (idleSeconds.map { " (locks after \(formatDuration($0)) idle)" } ?? ""))
+        printInfo("Unmount with: binder unmount \(mountpoint)   (log: \(logPath))")
     }
+
+    /// The options a systemd unit's `binder mount --foreground` repeats.
+    private var unitArguments: [String] {
+        var arguments: [String] = []
+        if readOnly { arguments.append("--read-only") }
+        for option in options { arguments += ["-o", option] }
+        if let idle { arguments += ["--idle", idle] }
+        if notify { arguments.append("--notify") }
+        if noSync { arguments.append("--no-sync") }
+        if force { arguments.append("--force") }
+        if cacheSize != "256M" { arguments += ["--cache-size", cacheSize] }
+        if let file = passphrase.passphraseFile { arguments += ["--passphrase-file", StateDirectory.absolute(file)] }
+        return arguments
+    }
+
+    /// The binder named in desktop notifications (`--notify`), nil when off.
+    private func notifyTitle(_ name: String) -> String? { notifies ? name : nil }
 
     private func notABinder(_ path: String, _ error: BinderCreator.NotABinder) -> CommandFailure {
         CommandFailure("\(path) is not a binder: \(error); pass --force to mount it anyway")
@@ -193,9 +241,11 @@ struct MountCommand: ParsableCommand {
         do {
             let view = try BinderView(repository: repository, key: key, logger: logger,
                                       options: BinderView.Options(cacheCapacity: cacheBytes, author: commitAuthor(),
-                                                                  limits: WriteLimits(attachmentBytes: parseSize(maxAttachmentSize) ?? WriteLimits.defaultAttachmentBytes)))
+                                                                  limits: WriteLimits(attachmentBytes: parseSize(maxAttachmentSize) ?? WriteLimits.defaultAttachmentBytes),
+                                                                  viewsVisible: views == .visible))
             return (try FUSEMount(view: view, mountpoint: mountpoint,
-                                  options: FUSEMount.Options(readOnly: isReadOnly, fsName: "binder:\(name)"), logger: logger), view)
+                                  options: FUSEMount.Options(readOnly: isReadOnly, fsName: "binder:\(name)",
+                                                             allowOther: mountOptions.allowOther), logger: logger), view)
         } catch {
             throw CommandFailure("cannot mount: \(error)")
         }
@@ -209,7 +259,7 @@ struct MountCommand: ParsableCommand {
     /// writer lock its launcher took on `--writer-lock-fd`.
     private func runDaemonChild(repository: GitRepository, path: String, name: String, mountpoint: String, cacheBytes: Int,
                                 logPath: String) throws {
-        let logger = FileLogHandler.logger(label: "binder.mount", path: logPath, echo: false)
+        let logger = FileLogHandler.logger(label: "binder.mount", path: logPath, echo: false, notify: notifyTitle(name))
         let report = DaemonProcess.report
         guard let raw = DaemonProcess.receiveSecret(count: 32), let key = try? SecretKey(bytes: raw) else {
             report("error: the mount daemon did not receive the key")
@@ -228,10 +278,13 @@ struct MountCommand: ParsableCommand {
             logger.info("mounted", metadata: ["mountpoint": "\(mountpoint)", "pid": "\(getpid())"])
             let state = StateDirectory()
             let sync = startSync(view: view, repository: repository, path: path, key: key, state: state, logger: logger)
-            let control = startControl(sync: sync, state: state, logger: logger)
+            let locker = MountLocker(activity: mount.activity, mountpoint: mountpoint, idleSeconds: idleSeconds, logger: logger)
+            let control = startControl(sync: sync, locker: locker, state: state, logger: logger)
             writerLock?.record(WriterLock.Holder(pid: getpid(), command: "mount", mountpoint: mountpoint, control: control?.path))
             report("ready")
+            locker.start()
             let status = mount.run()
+            locker.stop()
             control?.stop()
             if let scheduler = sync.scheduler { Task { await scheduler.stop() } }
             logger.info("unmounted", metadata: ["mountpoint": "\(mountpoint)", "status": "\(status)"])
@@ -279,20 +332,24 @@ struct MountCommand: ParsableCommand {
     }
 
     /// The mount's control channel (`run/mount-PID.sock`): `binder sync` while mounted asks the
-    /// mount, the binder's one writer, to sync (`sync [SERVER REPO_ID]`), and `binder status`
-    /// asks for its sync state (`status`). Without it (a path too long for a socket, say) such
-    /// a `binder sync` is refused with the mount point named.
-    private func startControl(sync: MountSync, state: StateDirectory, logger: Logger) -> ControlServer? {
+    /// mount, the binder's one writer, to sync (`sync [SERVER [REPO_ID]]`), `binder status`
+    /// asks for its sync state (`status`), `binder lock` asks it to lock. Without it (a path too
+    /// long for a socket, say) such a `binder sync` is refused with the mount point named.
+    private func startControl(sync: MountSync, locker: MountLocker, state: StateDirectory, logger: Logger) -> ControlServer? {
         ControlServer.removeDeadSockets(runDirectory: state.runDirectory)
         let scheduler = sync.scheduler, offReason = sync.offReason
         let handler: ControlServer.Handler = { request in
             let words = request.split(separator: " ").map(String.init)
-            guard let scheduler else {
-                return words.first == "status" ? "ok " + ControlStatus.off(offReason).encoded
-                    : "error sync is off for this mount (\(offReason)): unmount it and sync, or mount it with sync on"
-            }
             switch (words.first ?? "", words.count) {
-            case ("sync", 1...3):
+            case (ControlRequest.lock, 1):
+                return locker.lock(reason: "binder lock")
+            case (ControlRequest.status, 1):
+                guard let scheduler else { return "ok " + ControlStatus.off(offReason).encoded }
+                return "ok " + ControlStatus.on(scheduler.state()).encoded
+            case (ControlRequest.sync, 1...3):
+                guard let scheduler else {
+                    return "error sync is off for this mount (\(offReason)): unmount it and sync, or mount it with sync on"
+                }
                 switch await scheduler.syncNow(server: words.count > 1 ? words[1] : nil, repoId: words.count > 2 ? words[2] : nil) {
                 case .success(let report):
                     guard let target = await scheduler.target else { return "error no server" }
@@ -300,10 +357,8 @@ struct MountCommand: ParsableCommand {
                 case .failure(let error):
                     return "error \(error)"
                 }
-            case ("status", 1):
-                return "ok " + ControlStatus.on(scheduler.state()).encoded
             default:
-                return "error unknown request (this mount answers: sync, status)"
+                return "error unknown request (this mount answers: sync, status, lock)"
             }
         }
         do {
@@ -324,6 +379,11 @@ struct MountCommand: ParsableCommand {
                          "--sync-interval", "\(syncInterval)", "--sync-max-backoff", "\(syncMaxBackoff)"]
         if isReadOnly { arguments.append("--read-only") }
         if noSync { arguments.append("--no-sync") }
+        if mountOptions.allowOther { arguments += ["-o", "allow_other"] }
+        arguments += ["--idle", "\(idleSeconds ?? 0)s"]
+        if notifies { arguments.append("--notify") }
+        if Verbosity.isVerbose { arguments.append("--verbose") }
+        arguments += ["--views", views.rawValue]
         if writerLock != nil { arguments += ["--writer-lock-fd", "\(DaemonProcess.inheritedDescriptor)"] }
         let daemon: DaemonProcess
         do {
@@ -333,6 +393,7 @@ struct MountCommand: ParsableCommand {
             throw CommandFailure("cannot start the mount daemon: \(error)")
         }
         let message = daemon.readStatusLine()
+        printDetail("mount daemon: pid \(daemon.pid), log \(logPath)")
         guard message == "ready" else {
             daemon.wait()
             if message.hasPrefix("error: ") { throw CommandFailure(String(message.dropFirst(7))) }
@@ -364,10 +425,17 @@ func runQuietly(_ tool: String, _ arguments: [String]) -> Int32 {
 struct UnmountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "unmount",
-        abstract: "Unmount a binder (also clears a mount whose daemon died).")
+        abstract: "Unmount a binder (also clears a mount whose daemon died).",
+        discussion: """
+        A mount in use (a file open there, a shell in one of its folders) is not unmounted: the \
+        processes holding it are named. --lazy detaches it at once instead; the daemon finishes, \
+        committing what is saved, when the last of them lets go.
+        """)
 
     @Argument(help: "The mount point.")
     var mountpoint: String
+    @Flag(help: "Detach the mount now even if it is in use; it goes away when the last file there is closed.")
+    var lazy = false
 
     func run() throws {
         let path = URL(fileURLWithPath: mountpoint).standardizedFileURL.path
@@ -375,15 +443,21 @@ struct UnmountCommand: ParsableCommand {
         guard entry.fsType.hasPrefix("fuse") else { throw CommandFailure("\(path) is not a binder mount (\(entry.fsType))") }
         // A daemon that died leaves a mount that answers ENOTCONN until it is detached.
         let stopped = MountTable.isDisconnected(path)
-        if !stopped, runQuietly("fusermount3", ["-u", path]) == 0 || MountTable.entry(at: path) == nil {
-            printOut("Unmounted \(path)")
+        if !stopped, !lazy, unmountNormally(path) {
+            printInfo("Unmounted \(path)")
             return
+        }
+        if !stopped && !lazy {
+            let holders = MountHolders.find(under: path)
+            throw CommandFailure("cannot unmount \(path): it is in use"
+                                 + (holders.isEmpty ? "" : " by " + MountHolders.describe(holders))
+                                 + "; close the files and folders open there, or 'binder unmount --lazy \(path)'")
         }
         if detachMount(path) {
-            printOut("Unmounted \(path)" + (stopped ? " (its daemon had stopped)" : " (detached: it was still in use)"))
+            printInfo("Unmounted \(path)" + (stopped ? " (its daemon had stopped)" : " (detached: it goes away when the last file there is closed)"))
             return
         }
-        throw CommandFailure("cannot unmount \(path): it is in use (close the files and folders open there)")
+        throw CommandFailure("cannot unmount \(path): \(String(cString: strerror(errno)))")
     }
 }
 
@@ -397,4 +471,9 @@ func parseSize(_ text: String) -> Int? {
     guard let value = Int(digits), value > 0 else { return nil }
     let (total, overflow) = value.multipliedReportingOverflow(by: multiplier)
     return overflow ? nil : total
+}
+
+/// `--views`: whether `readdir` of the mount root lists `.binder`.
+enum ViewsVisibility: String, ExpressibleByArgument, CaseIterable {
+    case hidden, visible
 }

@@ -7,6 +7,7 @@ import BinderSystem
 import Foundation
 import Glibc
 import Logging
+import Synchronization
 
 /// Options shared by the commands that talk to a server.
 struct ServerOptions: ParsableArguments {
@@ -55,67 +56,38 @@ struct ListCommand: ParsableCommand {
     var local = false
     @OptionGroup var passphrase: PassphraseOptions
 
+    @Flag(help: "Print one JSON object (local binders; the server's, or why they are missing).")
+    var json = false
+
+    /// Offline, or without a login, the local binders are still listed (exit 0) and the
+    /// reason the server's are missing is said (ListReport, Reports.swift).
     func run() throws {
         let state = StateDirectory()
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: state.bindersDirectory)) ?? []).sorted()
-        printOut("Local binders (\(state.bindersDirectory)):")
-        if names.isEmpty { printOut("  none") }
-        let iso = ISO8601DateFormatter()
-        for name in names {
-            let path = state.bindersDirectory + "/" + name
-            guard let repository = try? GitRepository.open(path: path) else { continue }
-            let tip = try? repository.branchTip()
-            let last = tip.flatMap { try? repository.commit($0) }.map { iso.string(from: $0.committer.time) } ?? "no commits"
-            let sync: String
-            if let target = SyncTarget.read(repository) {
-                sync = "\(SyncRecord.pendingCommits(repository)) to push to \(target.server) as \(target.repoId)"
-            } else {
-                sync = "local only (never synced)"
-            }
-            printOut("  \(name)  \(path)  last commit \(last)  \(sync)")
-        }
-        if local { return }
-
-        let accounts = Accounts(path: state.accountsFile)
-        let client = try serverOptions.client(accounts)
-        printOut("On \(client.base):")
-        let key: SecretKey
-        do { key = try KeyStore(state: state).secretKey(passphrase: passphrase.source) } catch {
-            printOut("  (not listed: \(error is CommandFailure ? (error as! CommandFailure).message : "\(error)"))")
-            return
-        }
-        let session = ServerSession(client: client, key: key, accounts: accounts)
-        do {
-            let repositories = try session.authorized { (token: String) throws(SyncError) in try client.repositories(token: token) }
-            if repositories.isEmpty { printOut("  none") }
-            for repository in repositories {
-                let cloned = names.contains(repository.id) ? "  (cloned)" : ""
-                let when = repository.lastCommit.map { "last commit \($0)" } ?? repository.created.map { "created \($0)" } ?? "no commits"
-                printOut("  \(repository.id)  \(when)\(cloned)")
-            }
-        } catch {
-            throw CommandFailure("cannot list the server's binders: \(error)")
-        }
+        var report = ListReport.gatherLocal(state)
+        if !local { try report.addServer(serverOptions, passphrase: passphrase.source, state: state) }
+        if json { try report.printJSON() } else { report.printText() }
     }
 }
 
-/// Prints transfer progress on stderr (a terminal only), at most a few times a second.
-final class ProgressPrinter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var last = Date.distantPast   // guarded by lock
+/// Prints transfer progress on stderr (a terminal only, unless forced): one line updated in
+/// place on a terminal, plain lines otherwise (ProgressLine).
+final class ProgressPrinter: Sendable {
+    private let line = ProgressLine()
+    private let started = Date()
+    /// Guards that the finished line is shown once.
+    private let finished = Mutex(false)
     let enabled: Bool
 
     init(force: Bool = false) { enabled = force || isatty(2) == 1 }
 
     func report(_ progress: TransferProgress) {
         guard enabled else { return }
-        lock.lock(); defer { lock.unlock() }
         let done = progress.totalObjects > 0 && progress.receivedObjects == progress.totalObjects
-        guard done || Date().timeIntervalSince(last) > 0.25 else { return }
-        last = Date()
-        let verb = progress.pushing ? "Sending" : "Receiving"
-        let megabytes = String(format: "%.1f MB", Double(progress.bytes) / 1_048_576)
-        FileHandle.standardError.write(Data("\r\(verb) objects: \(progress.receivedObjects)/\(progress.totalObjects), \(megabytes)\(done ? "\n" : "")".utf8))
+        let text = (progress.pushing ? "Sending " : "Receiving ")
+            + ProgressLine.transfer(objects: progress.receivedObjects, of: progress.totalObjects, bytes: progress.bytes,
+                                    elapsed: Date().timeIntervalSince(started))
+        guard done else { return line.update(text) }
+        if finished.withLock({ finished in defer { finished = true }; return !finished }) { line.finish(text) }
     }
 
     var callback: (@Sendable (TransferProgress) -> Void)? {
@@ -285,7 +257,7 @@ struct SyncCommand: ParsableCommand {
         }
         // A binder with no server yet: the mount is told where (and the id, if one was chosen;
         // else the mount picks one, once), and starts syncing there.
-        let request = configured != nil ? "sync" : "sync \(chosen.server)" + (repoId.map { " " + $0 } ?? "")
+        let request = configured != nil ? ControlRequest.sync : "\(ControlRequest.sync) \(chosen.server)" + (repoId.map { " " + $0 } ?? "")
         let answer: String
         do { answer = try ControlClient.send(request, to: control) } catch {
             throw CommandFailure("cannot sync \(name) while it is \(holder): \(error); unmount it first")
@@ -321,41 +293,17 @@ struct StatusCommand: ParsableCommand {
 
     @Argument(help: "A binder's name or path (default: the only local binder).")
     var binder: String?
+    @Flag(help: "Print one JSON object.")
+    var json = false
 
     func run() throws {
         let state = StateDirectory()
         let (repository, path) = try BinderLocator(state: state).open(try defaultBinder(binder, state: state))
-        let iso = ISO8601DateFormatter()
-        func time(_ seconds: Int64?) -> String {
-            seconds.map { iso.string(from: Date(timeIntervalSince1970: TimeInterval($0))) } ?? "never"
-        }
-        printOut("binder: \(path)")
-        let name = BinderLocator.displayName(path)
-        let mounts = MountTable.mounts(ofSource: "binder:" + name)
-        printOut("mounted: \(mounts.isEmpty ? "no" : mounts.joined(separator: ", "))")
-        let logPath = state.logsDirectory + "/\(name).log"
-        if FileManager.default.fileExists(atPath: logPath) {
-            printOut("log: \(logPath)")
-            if let errorLine = Self.lastError(inLog: logPath) { printOut("last logged error: \(errorLine)") }
-        }
+        let report = StatusReport.gather(repository, path: path, state: state)
+        if json { try report.printJSON() } else { report.printText() }
         // A running mount syncs in the background: what it is doing, from the mount itself.
-        if let (holder, control) = WriterLock.mountControl(gitDirectory: repository.gitDirectory) {
+        if !json, let (holder, control) = WriterLock.mountControl(gitDirectory: repository.gitDirectory) {
             printOut(Self.daemonLines(control: control, holder: holder))
-        }
-        guard let target = SyncTarget.read(repository) else {
-            printOut("sync: local only (never synced; 'binder sync' creates it on the server)")
-            return
-        }
-        let record = SyncRecord.load(repository)
-        printOut("server: \(target.server)")
-        printOut("repository: \(target.repoId)")
-        printOut("last sync: \(time(record.lastSync))")
-        printOut("last attempt: \(time(record.lastAttempt))")
-        printOut("pending commits: \(SyncRecord.pendingCommits(repository))")
-        printOut("last error: \(record.lastError ?? "none")")
-        printOut("conflicts resolved: \(record.conflicts.count)")
-        for conflict in record.conflicts.suffix(20) {
-            printOut("  \(time(conflict.mergedAt))  \(conflict.path): kept the \(conflict.winner == .local ? "local" : "other device's") version (\(conflict.reason)); the other is in commit \(conflict.lostCommit)")
         }
     }
 }
@@ -365,7 +313,7 @@ extension StatusCommand {
     static func daemonLines(control: String, holder: WriterLock.Holder) -> String {
         let prefix = "mount sync (pid \(holder.pid.map(String.init) ?? "?"))"
         let answer: String
-        do { answer = try ControlClient.send("status", to: control) } catch { return "\(prefix): not answering (\(error))" }
+        do { answer = try ControlClient.send(ControlRequest.status, to: control) } catch { return "\(prefix): not answering (\(error))" }
         guard answer.hasPrefix("ok "), let status = try? ControlStatus(decoding: String(answer.dropFirst(3))) else {
             return "\(prefix): \(answer.hasPrefix("error ") ? String(answer.dropFirst(6)) : "no answer")"
         }
@@ -396,7 +344,9 @@ func defaultBinder(_ argument: String?, state: StateDirectory) throws -> String 
     if let argument { return argument }
     let names = ((try? FileManager.default.contentsOfDirectory(atPath: state.bindersDirectory)) ?? []).filter { !$0.hasPrefix(".") }
     guard names.count == 1 else {
-        throw CommandFailure(names.isEmpty ? "no local binders yet" : "several binders: name one (\(names.sorted().joined(separator: ", ")))")
+        // Several: the argument is missing (a usage error); none: nothing to act on.
+        if names.isEmpty { throw CommandFailure("no local binders yet") }
+        throw CommandFailure.usage("several binders: name one (\(names.sorted().joined(separator: ", ")))")
     }
     return names[0]
 }

@@ -14,6 +14,8 @@ struct VerifyCommand: ParsableCommand {
     var binder: String
     @Flag(help: "Remove stale git lock files (not while the binder is mounted).")
     var repair = false
+    @Flag(help: "Print one JSON object (counts, problems, notes, repairs); the exit status is the same.")
+    var json = false
     @OptionGroup var passphrase: PassphraseOptions
 
     func run() throws {
@@ -21,6 +23,12 @@ struct VerifyCommand: ParsableCommand {
         let (repository, path) = try BinderLocator(state: state).open(binder)
         // Repairs take the binder's writer lock: nothing else may write meanwhile.
         var writerLock: WriterLock?
+        // Each line of the report, kept for --json; printed as it comes otherwise.
+        var repaired: [Entry] = [], problems: [Entry] = [], notes: [Entry] = []
+        func add(_ entry: Entry, to list: inout [Entry], prefix: String) {
+            list.append(entry)
+            if !json { printOut(prefix + entry.line) }
+        }
         if repair {
             do { writerLock = try WriterLock.acquire(gitDirectory: repository.gitDirectory) } catch .held(let holder) {
                 throw CommandFailure("cannot repair \(BinderLocator.displayName(path)) while it is \(holder): unmount it first")
@@ -29,7 +37,8 @@ struct VerifyCommand: ParsableCommand {
             }
             writerLock?.record(WriterLock.Holder(pid: getpid(), command: "verify --repair"))
             for lock in GitLockFiles.removeStale(gitDirectory: repository.gitDirectory) {
-                printOut("repaired: removed \(lock.name), \(lock.what) left by a process that stopped")
+                add(Entry(path: lock.name, reason: "\(lock.what) left by a process that stopped", shown: "removed \(lock.name), \(lock.what) left by a process that stopped"),
+                    to: &repaired, prefix: "repaired: ")
             }
         }
         defer { withExtendedLifetime(writerLock) {} }
@@ -44,20 +53,36 @@ struct VerifyCommand: ParsableCommand {
         let stale = GitLockFiles.stale(gitDirectory: repository.gitDirectory)
         for lock in GitLockFiles.find(gitDirectory: repository.gitDirectory) {
             if stale.contains(where: { $0.name == lock.name }) {
-                printOut("problem: \(lock.name): \(lock.what), left by a process that stopped: saves fail until it is removed ('binder verify --repair')")
+                add(Entry(path: lock.name, reason: "\(lock.what), left by a process that stopped: saves fail until it is removed ('binder verify --repair')"),
+                    to: &problems, prefix: "problem: ")
             } else if !lock.holders.isEmpty {
-                printOut("note: \(lock.name): \(lock.what), held by pid \(lock.holders.map(String.init).joined(separator: ", ")) (a git update in progress)")
+                add(Entry(path: lock.name, reason: "\(lock.what), held by pid \(lock.holders.map(String.init).joined(separator: ", ")) (a git update in progress)"),
+                    to: &notes, prefix: "note: ")
             }
         }
         for finding in report.findings {
-            printOut((finding.isProblem ? "problem: " : "note: ") + finding.description)
+            let entry = Entry(path: finding.path, reason: finding.reason, shown: finding.description)
+            if finding.isProblem { add(entry, to: &problems, prefix: "problem: ") } else { add(entry, to: &notes, prefix: "note: ") }
         }
-        let problems = report.problems.count + stale.count
         let summary = "\(report.documents) documents, \(report.attachments) attachments, \(report.folders) folders: "
-            + (problems == 0 ? "all good" : "\(problems) problem\(problems == 1 ? "" : "s")")
-        if problems > 0 {
-            throw CommandFailure(summary)
+            + (problems.isEmpty ? "all good" : "\(problems.count) problem\(problems.count == 1 ? "" : "s")")
+        if json {
+            let list = { (entries: [Entry]) in entries.map { ["path": $0.path, "reason": $0.reason] } }
+            try JSONOutput.print(["binder": path, "documents": report.documents, "attachments": report.attachments,
+                                  "folders": report.folders, "ok": problems.isEmpty, "problems": list(problems),
+                                  "notes": list(notes), "repaired": list(repaired)])
         }
-        printOut(summary)
+        if !problems.isEmpty { throw CommandFailure(summary) }
+        if !json { printOut(summary) }
+    }
+
+    /// One line of the report: a path and why.
+    private struct Entry {
+        let path: String
+        let reason: String
+        /// The text line when it is not `path: reason` (a finding's path with control
+        /// characters escaped; a repair in words).
+        var shown: String?
+        var line: String { shown ?? "\(path): \(reason)" }
     }
 }

@@ -2,8 +2,9 @@ import BinderCrypto
 import BinderFormat
 import BinderGit
 
-/// A file both sides changed, and which version was kept. The other version is not lost: it
-/// is the file as of `lostCommit`, a parent of the merge commit.
+/// A file both sides changed in a way that did not merge, and which version was kept in place.
+/// The other version is not lost: it is the file as of `lostCommit`, a parent of the merge
+/// commit, and, for records, the visible conflict copy `copy`.
 public struct MergeConflict: Sendable, Equatable, Codable {
     public enum Side: String, Sendable, Codable { case local, remote }
 
@@ -17,6 +18,9 @@ public struct MergeConflict: Sendable, Equatable, Codable {
     public let reason: String
     /// When the merge was made (seconds since the epoch).
     public let mergedAt: Int64
+    /// The git path of the sibling that holds the other version (`X (conflict 2026-06-01
+    /// 1430).json`), a record of its own; nil when the other version is only in history.
+    public var copy: String? = nil
 }
 
 /// What merging a fetched commit into the local branch did.
@@ -58,12 +62,14 @@ public enum MergeError: Error, CustomStringConvertible {
     }
 }
 
-/// Three-way, file-level merge of two copies of one binder, as the apps do it.
+/// Three-way merge of two copies of one binder, against their common ancestor.
 ///
-/// Files changed on one side only take that side's version. When both sides changed a file,
-/// the version whose decrypted `metadata.updated` is later wins (the later tip commit breaks
-/// ties, and decides for attachments, which carry no date); an edit always beats a deletion.
-/// The merge commit has both tips as parents, so the losing version stays in history.
+/// A file changed on one side takes that side's version. A record both sides edited is merged
+/// (`DocumentMerge`: metadata keys changed on one side only, bodies line by line); when the
+/// edits overlap, the version with the later `metadata.updated` stays in place and the other
+/// becomes a visible sibling record, `X (conflict YYYY-MM-DD HHMM).json`, whose
+/// `metadata.conflict_of` names `X.json` (an attachment's sidecar likewise, without a
+/// record). An edit always beats a deletion. The merge commit has both tips as parents.
 public enum BinderMerger {
     public static let message = "Merge changes from another device"
 
@@ -83,57 +89,22 @@ public enum BinderMerger {
             try repository.setReference("refs/heads/" + branch, to: remote, expected: local, message: "sync: fast-forward")
             return .fastForward(to: remote, changedPaths: try changedPaths(repository, from: local, to: remote))
         }
-
-        let baseFiles = try files(repository, base)
-        let localFiles = try files(repository, local)
-        let remoteFiles = try files(repository, remote)
-        let localTime = try repository.commit(local).committer.seconds
-        let remoteTime = try repository.commit(remote).committer.seconds
-
-        var result = localFiles
-        var conflicts: [MergeConflict] = []
-        for path in Set(localFiles.keys).union(remoteFiles.keys).sorted() {
-            let b = baseFiles[path], l = localFiles[path], r = remoteFiles[path]
-            if l == r || r == b { continue }            // same on both sides, or only local changed
-            if l == b { result[path] = r; continue }    // only the remote changed
-            // Both changed, differently.
-            let winner: MergeConflict.Side
-            let reason: String
-            switch (l, r) {
-            case (nil, _):
-                winner = .remote; reason = "deleted here, edited on the other device: the edit is kept"
-            case (_, nil):
-                winner = .local; reason = "edited here, deleted on the other device: the edit is kept"
-            case (let l?, let r?):
-                let lu = updated(repository, l, path: path, key: key)
-                let ru = updated(repository, r, path: path, key: key)
-                if let lu, let ru, lu != ru {
-                    winner = lu > ru ? .local : .remote
-                    reason = "both edited: the later metadata.updated wins"
-                } else {
-                    winner = remoteTime > localTime ? .remote : .local
-                    reason = lu == nil || ru == nil ? "both edited: the later commit wins (no date inside)"
-                        : "both edited at the same time: the later commit wins"
-                }
-            }
-            result[path] = winner == .local ? l : r
-            conflicts.append(MergeConflict(path: path, winner: winner, lostCommit: (winner == .local ? remote : local).hex,
-                                           reason: reason, mergedAt: now))
-        }
-        try checkShape(result)
-
-        var changes: [TreeChange] = []
-        for (path, _) in localFiles where result[path] == nil { changes.append(.delete(path: path)) }
-        for (path, id) in result where localFiles[path] != id { changes.append(.write(path: path, blob: id.blob)) }
-        changes.sort { a, b in
-            // Deletions first (a file may give way to a folder of the same name).
-            if case .delete = a, case .write = b { return true }
-            if case .write = a, case .delete = b { return false }
-            return a.path < b.path
-        }
+        var merge = try TreeMerge(repository: repository, key: key, base: base, local: local, remote: remote, now: now)
+        try merge.run()
+        try checkShape(merge.result)
+        let changes = changeList(from: merge.localFiles, to: merge.result)
         let commit = try repository.commitChanges(onto: local, changes: changes, message: message, author: author,
                                                   branch: branch, mergedParents: [remote])
-        return .merged(commit: commit, changedPaths: changes.map(\.path), conflicts: conflicts)
+        return .merged(commit: commit, changedPaths: changes.map(\.path), conflicts: merge.conflicts)
+    }
+
+    /// What turns the local tree into `result`: deletions first (a file may give way to a
+    /// folder of the same name), then writes, each by path.
+    static func changeList(from localFiles: [String: FileVersion], to result: [String: FileVersion]) -> [TreeChange] {
+        let deletions = localFiles.keys.filter { result[$0] == nil }.sorted().map { TreeChange.delete(path: $0) }
+        let writes = result.filter { localFiles[$0.key] != $0.value }.sorted { $0.key < $1.key }
+            .map { TreeChange.write(path: $0.key, blob: $0.value.blob) }
+        return deletions + writes
     }
 
     /// The git paths whose blobs differ between two commits.
@@ -155,16 +126,6 @@ public enum BinderMerger {
             files[entry.path] = FileVersion(blob: entry.id, mode: entry.mode)
         }
         return files
-    }
-
-    /// `metadata.updated` of a stored document; nil for anything else or what cannot be read.
-    private static func updated(_ repository: GitRepository, _ version: FileVersion, path: String,
-                                key: NIP44.ConversationKey) -> Timestamp? {
-        guard path.hasSuffix(".json"),
-              let stored = try? repository.readBlob(version.blob),
-              let document = try? BinderReader.readDocument(stored, key: key, gitPath: path),
-              let text = document.updated, let parsed = Timestamps.parse(text) else { return nil }
-        return Timestamp(seconds: parsed.seconds, nanoseconds: parsed.nanoseconds)
     }
 
     private static func checkShape(_ files: [String: FileVersion]) throws {

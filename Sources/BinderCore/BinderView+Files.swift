@@ -290,6 +290,7 @@ extension BinderView {
 
     public func readLink(_ path: String) throws(ViewError) -> String {
         let path = ViewPath.normalize(path)
+        if Self.isControlPath(path) { return try controlLinkTarget(path) }
         guard let target = scratch.file(path)?.linkTarget else { throw .notFound(path) }
         return target
     }

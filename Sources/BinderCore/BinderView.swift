@@ -23,18 +23,23 @@ public final class BinderView: Sendable {
         /// Name and e-mail of the commits this view makes (each takes the time of its save).
         public var author: Signature
         public var limits: WriteLimits
+        /// Whether `readdir` of the root lists `.binder` (`mount --views visible`); any path
+        /// through it works either way.
+        public var viewsVisible: Bool
 
         public init(cacheCapacity: Int = 256 << 20, branch: String = "main",
                     author: Signature = Signature(name: BinderCreator.defaultAuthor.name, email: BinderCreator.defaultAuthor.email),
-                    limits: WriteLimits = WriteLimits()) {
+                    limits: WriteLimits = WriteLimits(), viewsVisible: Bool = false) {
             self.cacheCapacity = cacheCapacity
             self.branch = branch
             self.author = author
             self.limits = limits
+            self.viewsVisible = viewsVisible
         }
     }
 
-    /// The hidden, read-only folder of binder's own status files (not listed by `readdir`).
+    /// The hidden, read-only folder of binder's status and views (not listed by `readdir`
+    /// unless `viewsVisible`).
     public static let controlDirectory = ".binder"
     static let statusPath = controlDirectory + "/status"
 
@@ -57,12 +62,15 @@ public final class BinderView: Sendable {
     let scratch = ScratchFiles()
     let committer: Committer
     let refusals = RefusalLog()
+    let controlViews = ControlViewCache()
+    let viewsVisible: Bool
 
     public init(repository: GitRepository, key: NIP44.ConversationKey, logger: Logger, options: Options = Options()) throws {
         self.repository = repository
         self.key = key
         self.logger = logger
         limits = options.limits
+        viewsVisible = options.viewsVisible
         plaintext = PlaintextCache(capacity: options.cacheCapacity)
         let snapshot = try Snapshot.load(repository, commit: try repository.branchTip(options.branch))
         listings = ListingCache(repository: repository, key: key, logger: logger, plaintext: plaintext, snapshot: snapshot)
@@ -79,7 +87,7 @@ public final class BinderView: Sendable {
         let path = ViewPath.normalize(path)
         if path.isEmpty { return folderAttributes(readOnly: false) }
         if ViewPath.split(path).name.utf8.count > NameRules.maximumBytes { throw .nameTooLong(path) }
-        if let control = controlAttributes(path) { return control }
+        if Self.isControlPath(path) { return try controlAttributes(path) }
         if let overlay = overlayAttributes(path) { return overlay }
         if scratch.isHidden(path) { throw .notFound(path) }
         if scratch.pendingFolder(path) != nil { return folderAttributes(readOnly: false) }
@@ -91,10 +99,11 @@ public final class BinderView: Sendable {
         return attributes
     }
 
-    /// The folder's entries, sorted bytewise by name.
+    /// The folder's entries, sorted bytewise by name (`.binder/` folders: in their own order,
+    /// the timeline and history newest first).
     public func list(_ path: String) throws(ViewError) -> [(name: String, attributes: NodeAttributes)] {
         let path = ViewPath.normalize(path)
-        if path == Self.controlDirectory { return [("status", statusAttributes())] }
+        if Self.isControlPath(path) { return try controlEntries(path) }
         var entries: [(name: String, attributes: NodeAttributes)] = []
         // A `.children` folder made with mkdir holds only what is being written into it.
         if scratch.pendingFolder(path) == nil || (try? listings.listing(path)) != nil {
@@ -112,6 +121,7 @@ public final class BinderView: Sendable {
             }
         }
         let listed = entries.count
+        if path.isEmpty && viewsVisible { entries.append((Self.controlDirectory, folderAttributes(readOnly: true))) }
         var shown = Set(entries.map(\.name))
         for (name, attributes) in overlayEntries(in: path) where !shown.contains(name) {
             entries.append((name, attributes))
@@ -145,6 +155,7 @@ public final class BinderView: Sendable {
         openFiles.removeAll()
         listings.removeAll()
         scratch.removeAll()
+        controlViews.removeAll()
     }
 
     public struct Statistics: Sendable {
@@ -164,10 +175,7 @@ public final class BinderView: Sendable {
 
     /// The bytes a new reader of `path` sees now.
     func currentContent(_ path: String) throws(ViewError) -> SecureBytes {
-        if Self.isControlPath(path) {
-            guard path == Self.statusPath else { throw path == Self.controlDirectory ? .isDirectory(path) : .notFound(path) }
-            return SecureBytes(utf8: statusText())
-        }
+        if Self.isControlPath(path) { return try controlContent(path) }
         if let file = scratch.file(path) { return file.content }
         if let provisional = openFiles.provisional(path) { return provisional.edit.withLock { $0.buffer.snapshot() } }
         if scratch.isHidden(path) { throw .notFound(path) }
@@ -228,16 +236,6 @@ public final class BinderView: Sendable {
 
     // MARK: - Status
 
-    private func controlAttributes(_ path: String) -> NodeAttributes? {
-        if path == Self.controlDirectory { return folderAttributes(readOnly: true) }
-        if path == Self.statusPath { return statusAttributes() }
-        return nil
-    }
-
-    private func statusAttributes() -> NodeAttributes {
-        NodeAttributes(kind: .file, size: statusText().utf8.count, modified: listings.snapshot.commitTime, readOnly: true)
-    }
-
     /// Status of the mount as `key: value` lines; paths and reasons, no plaintext.
     func statusText() -> String {
         let stats = statistics
@@ -252,6 +250,8 @@ public final class BinderView: Sendable {
         if let refusal = refusals.last {
             text += "last_refused_save: \(Timestamps.string(from: refusal.time)) \(refusal.reason)\n"
         }
+        let conflicts = ConflictNames.openConflicts(listings.snapshot.gitFolders.values.joined().map(\.path))
+        text += "open_conflicts: \(conflicts.count)\n" + conflicts.map { "conflict: \($0)\n" }.joined()
         return text + (committer.hooks.withLock { $0 }.status?() ?? "sync: off\n")
     }
 }

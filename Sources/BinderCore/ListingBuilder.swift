@@ -180,15 +180,17 @@ struct ListingBuilder {
         lookups = [:]
         usedCommitTime = false
         var consumed = Set<String>()
+        var facts: RecordFacts?
         func finish(_ name: String, _ node: Node, children: DocumentPart.Children? = nil) -> DocumentPart {
             DocumentPart(blob: entry.id, name: name, node: node, children: children, consumedSidecars: consumed,
-                         sidecarLookups: lookups, usesCommitTime: usedCommitTime, commitTime: commitTime)
+                         sidecarLookups: lookups, usesCommitTime: usedCommitTime, commitTime: commitTime, facts: facts)
         }
         guard let document = readDocument(entry, gitPath: gitPath) else {
             usedCommitTime = true
             return finish(name, rawNode(entry, gitPath: gitPath))
         }
         let stem = String(name.dropLast(NameMapping.documentExtension.count))
+        facts = RecordFacts(document, fileStem: stem)
         if document.type == "attachment_ref", document.value.hasSuffix(NameMapping.sidecarExtension),
            let sidecar = lookup(document.value, files),
            var node = sidecarNode(sidecar, gitPath: join(gitDirectory, document.value), metadata: document.metadata) {
@@ -321,7 +323,7 @@ struct ListingFinding: Sendable {
 
 /// What one document contributes to its folder's listings: computed once per blob (decrypting
 /// it), reused while the blob, the sidecars it names and (if it has no date) the commit time
-/// stay the same. Holds names, sizes and times, never content.
+/// stay the same. Holds names, sizes and times, and the facts the `.binder/` views are named by.
 struct DocumentPart: Sendable {
     struct Children: Sendable {
         /// The `X.children` folder's node; its name follows the document's shown name.
@@ -340,6 +342,9 @@ struct DocumentPart: Sendable {
     let sidecarLookups: [String: ObjectID?]
     let usesCommitTime: Bool
     let commitTime: Timestamp
+    /// Date, title and tags of the record, for the timeline and tag views (`.binder/`); nil
+    /// for what cannot be read. The one piece of content kept here, in memory only.
+    let facts: RecordFacts?
 
     func isValid(blob: ObjectID, files: [String: TreeEntry], commitTime: Timestamp) -> Bool {
         guard blob == self.blob, !usesCommitTime || commitTime == self.commitTime else { return false }

@@ -41,6 +41,10 @@ final class ListingCache: Sendable {
     /// The listings built so far, by view path (to compare before and after a commit arrives).
     var builtListings: [String: Listing] { contents.withLock { $0.listings } }
 
+    /// What each document of git folder `path` contributed to its listing, by file name (as
+    /// far as it has been listed).
+    func documentParts(_ path: String) -> [String: DocumentPart] { contents.withLock { $0.documentParts[path] ?? [:] } }
+
     /// The node at `path` ("" has none: the root is not in a listing).
     func node(_ path: String) throws(ViewError) -> Node {
         let (parent, name) = ViewPath.split(path)

@@ -25,7 +25,7 @@ enum AttributeOperations {
         ops.utimens = { path, times, _ in
             let fs = FileSystemContext.current
             guard let path else { return -EINVAL }
-            if fs.readOnly { return -EROFS }
+            if fs.refusesChanges(String(cString: path)) { return -EROFS }
             let name = String(cString: path)
             // times[1] is the modification time; UTIME_NOW / UTIME_OMIT as utimensat(2).
             var modified = timespec()

@@ -22,12 +22,19 @@ public final class FUSEMount {
         public var readOnly: Bool
         /// Shown by `mount` and `df` as the source, e.g. `binder:health`.
         public var fsName: String
+        /// Lets other users reach the mount (FUSE's allow_other); modes and
+        /// default_permissions still apply.
+        public var allowOther: Bool
 
-        public init(readOnly: Bool, fsName: String) {
+        public init(readOnly: Bool, fsName: String, allowOther: Bool = false) {
             self.readOnly = readOnly
             self.fsName = fsName
+            self.allowOther = allowOther
         }
     }
+
+    /// When the mount last served a request (`binder mount --idle`).
+    public let activity: RequestActivity
 
     private let handle: OpaquePointer
     private let context: Unmanaged<FileSystemContext>
@@ -38,9 +45,12 @@ public final class FUSEMount {
     public init(view: BinderView, mountpoint: String, options: Options, logger: Logger) throws(FUSEError) {
         self.view = view
         self.mountpoint = mountpoint
+        let activity = RequestActivity()
+        self.activity = activity
         var ops = fuse_operations()
         Self.installOperations(into: &ops)
-        let context = Unmanaged.passRetained(FileSystemContext(view: view, logger: logger, readOnly: options.readOnly))
+        let context = Unmanaged.passRetained(FileSystemContext(view: view, logger: logger, readOnly: options.readOnly,
+                                                                     activity: activity))
         var args = binder_fuse_args_empty()
         defer { fuse_opt_free_args(&args) }
         // No auto_unmount: were the daemon to die, its mount must keep answering ENOTCONN until
@@ -49,6 +59,7 @@ public final class FUSEMount {
         var mountOptions = ["fsname=" + Self.escapeOption(options.fsName), "subtype=binder",
                             "default_permissions", "noatime"]
         if options.readOnly { mountOptions.append("ro") }
+        if options.allowOther { mountOptions.append("allow_other") }
         for arg in ["binder", "-o", mountOptions.joined(separator: ",")] {
             guard fuse_opt_add_arg(&args, arg) == 0 else {
                 context.release()

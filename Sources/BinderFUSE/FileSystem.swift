@@ -14,6 +14,8 @@ final class FileSystemContext: Sendable {
     let readOnly: Bool
     let uid: uid_t
     let gid: gid_t
+    /// When the last request came (for `--idle`).
+    let activity: RequestActivity
 
     /// The libfuse handle (as a bit pattern), set once after `fuse_new`; used to tell the
     /// kernel to drop what it cached of a file whose stored form differs from what was written.
@@ -25,8 +27,9 @@ final class FileSystemContext: Sendable {
     /// keep the kernel's pages, which may hold what was written rather than what is stored.
     private let changedPaths = Mutex<Set<String>>([])
 
-    init(view: BinderView, logger: Logger, readOnly: Bool) {
+    init(view: BinderView, logger: Logger, readOnly: Bool, activity: RequestActivity) {
         self.view = view
+        self.activity = activity
         self.logger = logger
         self.readOnly = readOnly
         uid = getuid()
@@ -76,12 +79,24 @@ final class FileSystemContext: Sendable {
         invalidations.async {
             guard let fuse = OpaquePointer(bitPattern: handle) else { return }
             _ = fuse_invalidate_path(fuse, path)
+            // The views in `.binder/` are worked out of the commit shown: what the kernel
+            // holds of them (names looked up, attributes) goes with it.
+            _ = fuse_invalidate_path(fuse, "/" + BinderView.controlDirectory)
         }
     }
 
-    /// The context of the current FUSE request.
+    /// Whether a change at these paths is refused with EROFS: on a read-only mount, and
+    /// anywhere in `.binder/` (its views are read-only; links in it lead to the records).
+    func refusesChanges(_ paths: String...) -> Bool {
+        readOnly || paths.contains { BinderView.isControlPath($0) }
+    }
+
+    /// The context of the current FUSE request (every operation starts here, so this is
+    /// also where the request is counted as activity).
     static var current: FileSystemContext {
-        Unmanaged<FileSystemContext>.fromOpaque(fuse_get_context()!.pointee.private_data!).takeUnretainedValue()
+        let context = Unmanaged<FileSystemContext>.fromOpaque(fuse_get_context()!.pointee.private_data!).takeUnretainedValue()
+        context.activity.touch()
+        return context
     }
 
     /// The one mapping of errors to a negative errno: typed errors carry theirs from where they

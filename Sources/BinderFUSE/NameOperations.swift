@@ -12,14 +12,14 @@ enum NameOperations {
         ops.unlink = { path in
             let fs = FileSystemContext.current
             guard let path else { return -EINVAL }
-            if fs.readOnly { return -EROFS }
+            if fs.refusesChanges(String(cString: path)) { return -EROFS }
             do { try fs.view.unlink(String(cString: path)); return 0 } catch { return fs.errno(error) }
         }
 
         ops.rename = { from, to, flags in
             let fs = FileSystemContext.current
             guard let from, let to else { return -EINVAL }
-            if fs.readOnly { return -EROFS }
+            if fs.refusesChanges(String(cString: from), String(cString: to)) { return -EROFS }
             if flags & NameOperations.renameExchange != 0 { return -EINVAL }
             do {
                 let target = String(cString: to)
@@ -32,21 +32,21 @@ enum NameOperations {
         ops.mkdir = { path, _ in
             let fs = FileSystemContext.current
             guard let path else { return -EINVAL }
-            if fs.readOnly { return -EROFS }
+            if fs.refusesChanges(String(cString: path)) { return -EROFS }
             do { try fs.view.makeDirectory(String(cString: path)); return 0 } catch { return fs.errno(error) }
         }
 
         ops.rmdir = { path in
             let fs = FileSystemContext.current
             guard let path else { return -EINVAL }
-            if fs.readOnly { return -EROFS }
+            if fs.refusesChanges(String(cString: path)) { return -EROFS }
             do { try fs.view.removeDirectory(String(cString: path)); return 0 } catch { return fs.errno(error) }
         }
 
         ops.symlink = { target, path in
             let fs = FileSystemContext.current
             guard let target, let path else { return -EINVAL }
-            if fs.readOnly { return -EROFS }
+            if fs.refusesChanges(String(cString: path)) { return -EROFS }
             do { try fs.view.symlink(String(cString: target), at: String(cString: path)); return 0 } catch { return fs.errno(error) }
         }
     }

@@ -90,14 +90,15 @@ enum ReadOperations {
         let access = info.pointee.flags & O_ACCMODE
         do {
             if access != O_RDONLY || info.pointee.flags & O_TRUNC != 0 {
-                if fs.readOnly { return -EROFS }
+                if fs.refusesChanges(name) { return -EROFS }
                 info.pointee.fh = try fs.view.openForWriting(name, truncate: info.pointee.flags & O_TRUNC != 0)
                 return 0
             }
             info.pointee.fh = try fs.view.open(name)
-            if BinderView.isStatusFile(name) {
-                // Its content changes without any write (sync, cache use): never from the
-                // kernel's page cache, and read to its end whatever size was cached.
+            if BinderView.isControlPath(name) {
+                // `status` changes without any write (sync, cache use), and a view's name may
+                // stand for other bytes after a commit: never from the kernel's page cache,
+                // read to the end whatever size was cached.
                 binder_fi_set_direct_io(info, 1)
                 return 0
             }

@@ -9,7 +9,7 @@ enum WriteOperations {
         ops.create = { path, _, info in
             let fs = FileSystemContext.current
             guard let path, let info else { return -EINVAL }
-            if fs.readOnly { return -EROFS }
+            if fs.refusesChanges(String(cString: path)) { return -EROFS }
             do {
                 info.pointee.fh = try fs.view.create(String(cString: path))
                 return 0
@@ -28,7 +28,7 @@ enum WriteOperations {
         ops.truncate = { path, size, info in
             let fs = FileSystemContext.current
             guard let path else { return -EINVAL }
-            if fs.readOnly { return -EROFS }
+            if fs.refusesChanges(String(cString: path)) { return -EROFS }
             do {
                 if let info {
                     try fs.view.truncate(handle: info.pointee.fh, size: Int(size))

@@ -7,10 +7,22 @@ public struct ControlChannelError: Error, CustomStringConvertible {
     init(_ what: String, _ code: Int32) { description = "\(what): \(String(cString: strerror(code)))" }
 }
 
+/// The requests a mount answers on its control channel.
+public enum ControlRequest {
+    /// Fetch, merge and push now (`binder sync` on a mounted binder); `sync SERVER [REPO_ID]`
+    /// for a binder with no server yet names one, and the mount starts syncing there.
+    public static let sync = "sync"
+    /// The mount's sync state, one line of JSON (`binder status`).
+    public static let status = "status"
+    /// Lock: unmount (refused while a file is open there), dropping plaintext and key
+    /// (`binder lock`). Answer `ok locked MOUNTPOINT`, or `error …` naming what holds it.
+    public static let lock = "lock"
+}
+
 /// A running mount's control channel: a unix socket (0600, in binder's run folder, 0700) on
 /// which the user's other binder commands ask the mount to do what only the binder's one writer
 /// may do, or what only it knows. One request line per connection (a word and arguments:
-/// `sync`, `status`), one answer line: `ok …` or `error …`. Only the mount's own user is answered.
+/// `ControlRequest`), one answer line: `ok …` or `error …`. Only the mount's own user is answered.
 public final class ControlServer: @unchecked Sendable {
     /// Answers one request; may take long (a sync), and is awaited off the accepting thread.
     public typealias Handler = @Sendable (_ request: String) async -> String
@@ -21,6 +33,9 @@ public final class ControlServer: @unchecked Sendable {
     /// Guards `stopped`.
     private let lock = NSLock()
     private var stopped = false
+    /// Requests being answered: `stop` lets them finish writing their answer (a `lock` request
+    /// ends the mount, and its asker must still hear "ok").
+    private let inFlight = DispatchGroup()
 
     /// `run/mount-PID.sock` under the state folder: one per mount daemon.
     public static func path(runDirectory: String, pid: Int32 = getpid()) -> String {
@@ -66,6 +81,7 @@ public final class ControlServer: @unchecked Sendable {
         unlink(path)
         // Wakes the blocked accept(), which then sees `stopped` and closes the socket.
         shutdown(listener, Int32(SHUT_RDWR))
+        _ = inFlight.wait(timeout: .now() + 10)
     }
 
     private var isStopped: Bool {
@@ -92,14 +108,18 @@ public final class ControlServer: @unchecked Sendable {
                 continue
             }
             let handler = self.handler
+            let inFlight = self.inFlight
+            inFlight.enter()
             let worker = Thread {
                 guard let request = ControlLine.read(connection) else {
                     close(connection)
+                    inFlight.leave()
                     return
                 }
                 Task {
                     ControlLine.write(connection, await handler(request))
                     close(connection)
+                    inFlight.leave()
                 }
             }
             worker.name = "binder-control-request"

@@ -140,4 +140,127 @@ final class BinderMergerTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("unrelated histories"), "\(error)")
         }
     }
+    // MARK: - The record merge rules, as a table
+
+    /// One record as a side stores it: body and metadata (strings; `updated` orders overlaps).
+    struct Version {
+        let value: String
+        var metadata: [(String, String)] = []
+        func document() -> MedicalDocument {
+            var document = MedicalDocument(type: "visit", value: value, now: "2026-01-01T00:00:00.000Z")
+            for (key, text) in metadata { document.metadata[key] = .string(text) }
+            return document
+        }
+    }
+
+    enum Expect {
+        /// One record with this body and these metadata values; no conflict copy.
+        case merged(String, [(String, String)])
+        /// The version with this body stays in place; the other (this body) is the conflict copy.
+        case conflict(kept: String, copy: String)
+    }
+
+    struct MergeRow {
+        let rule: String
+        let base: Version, local: Version, remote: Version
+        let expect: Expect
+    }
+
+    static let earlier = "2026-02-01T00:00:00.000Z", later = "2026-03-01T00:00:00.000Z"
+    static let body = "# Visit\n\nline one\nline two\nline three\nline four\nline five\n"
+
+    static let mergeRows: [MergeRow] = [
+        MergeRow(rule: "metadata keys changed on one side each are both kept",
+                 base: Version(value: body), local: Version(value: body, metadata: [("provider", "Dr. A"), ("updated", earlier)]),
+                 remote: Version(value: body, metadata: [("npi", "123"), ("updated", later)]),
+                 expect: .merged(body, [("provider", "Dr. A"), ("npi", "123"), ("updated", later)])),
+        MergeRow(rule: "body edits in different places merge line by line",
+                 base: Version(value: body),
+                 local: Version(value: body.replacingOccurrences(of: "line one", with: "line ONE"), metadata: [("updated", later)]),
+                 remote: Version(value: body.replacingOccurrences(of: "line five", with: "line FIVE"), metadata: [("updated", earlier)]),
+                 expect: .merged(body.replacingOccurrences(of: "line one", with: "line ONE").replacingOccurrences(of: "line five", with: "line FIVE"),
+                                 [("updated", later)])),
+        MergeRow(rule: "a body edited on one side and metadata on the other",
+                 base: Version(value: body), local: Version(value: body + "added\n"),
+                 remote: Version(value: body, metadata: [("tags", "x")]),
+                 expect: .merged(body + "added\n", [("tags", "x")])),
+        MergeRow(rule: "the same line edited on both sides: the later updated stays, the other is the copy",
+                 base: Version(value: body),
+                 local: Version(value: body.replacingOccurrences(of: "line two", with: "line 2 here"), metadata: [("updated", earlier)]),
+                 remote: Version(value: body.replacingOccurrences(of: "line two", with: "line 2 there"), metadata: [("updated", later)]),
+                 expect: .conflict(kept: body.replacingOccurrences(of: "line two", with: "line 2 there"),
+                                   copy: body.replacingOccurrences(of: "line two", with: "line 2 here"))),
+        MergeRow(rule: "one metadata key changed differently on both sides is an overlap",
+                 base: Version(value: body, metadata: [("provider", "Dr. A")]),
+                 local: Version(value: body, metadata: [("provider", "Dr. B"), ("updated", later)]),
+                 remote: Version(value: body + "more\n", metadata: [("provider", "Dr. C"), ("updated", earlier)]),
+                 expect: .conflict(kept: body, copy: body + "more\n")),
+        MergeRow(rule: "both made the same edit: one record, nothing to copy",
+                 base: Version(value: body), local: Version(value: body + "same\n", metadata: [("updated", earlier)]),
+                 remote: Version(value: body + "same\n", metadata: [("updated", later)]),
+                 expect: .merged(body + "same\n", [("updated", later)])),
+    ]
+
+    func testRecordMergeRules() throws {
+        for row in Self.mergeRows {
+            try resetMain()
+            let path = "visits/r.json"
+            let start = try put([path: row.base.document()], onto: base)
+            let local = try put([path: row.local.document()], onto: start)
+            let remote = try put([path: row.remote.document()], onto: start)
+            guard case .merged(let commit, _, let conflicts) = try merge(local: local, remote: remote) else {
+                XCTFail(row.rule); continue
+            }
+            let merged = try stored(path, at: commit)
+            switch row.expect {
+            case .merged(let value, let metadata):
+                XCTAssertEqual(conflicts, [], row.rule)
+                XCTAssertEqual(merged?.value, value, row.rule)
+                for (key, text) in metadata { XCTAssertEqual(merged?.metadata[key]?.stringValue, text, "\(row.rule): \(key)") }
+            case .conflict(let kept, let copyValue):
+                XCTAssertEqual(merged?.value, kept, row.rule)
+                let copyPath = try XCTUnwrap(conflicts.first?.copy, row.rule)
+                XCTAssertEqual(copyPath, "visits/r (conflict 1970-01-01 0000).json", row.rule)
+                let copy = try stored(copyPath, at: commit)
+                XCTAssertEqual(copy?.value, copyValue, row.rule)
+                XCTAssertEqual(copy?.metadata["conflict_of"]?.stringValue, path, row.rule)
+            }
+        }
+    }
+
+    func testASidecarBothChangedKeepsTheLaterCommitsAndTheOtherAsACopy() throws {
+        func sidecar(_ text: String, onto parent: ObjectID, at seconds: Int64 = 1_000) throws -> (ObjectID, ObjectID) {
+            try repository.setReference("refs/heads/main", to: parent, expected: nil, force: true, message: "test")
+            let writer = BinderWriter(repository: repository, key: key, author: Signature(name: "t", email: "t@t", seconds: seconds))
+            try writer.putSidecar(Array(text.utf8), at: "visits/scan.pdf.enc")
+            let commit = try writer.commit(message: "Update entry")
+            return (commit, try XCTUnwrap(try repository.entry(at: "visits/scan.pdf.enc", commit: commit)).id)
+        }
+        let (start, _) = try sidecar("base", onto: base)
+        let (local, localBlob) = try sidecar("local", onto: start, at: 2_000)
+        let (remote, remoteBlob) = try sidecar("remote", onto: start, at: 3_000)  // the later commit
+        guard case .merged(let commit, _, let conflicts) = try merge(local: local, remote: remote) else { return XCTFail() }
+        XCTAssertEqual(try repository.entry(at: "visits/scan.pdf.enc", commit: commit)?.id, remoteBlob)
+        XCTAssertEqual(conflicts.first?.copy, "visits/scan (conflict 1970-01-01 0000).pdf.enc")
+        XCTAssertEqual(try repository.entry(at: "visits/scan (conflict 1970-01-01 0000).pdf.enc", commit: commit)?.id, localBlob)
+        XCTAssertEqual(ConflictNames.openConflicts(try repository.listTree(commit: commit).map(\.path)),
+                       ["visits/scan (conflict 1970-01-01 0000).pdf"])
+    }
+
+    /// A fresh start for each row: `main` back at the base commit.
+    private func resetMain() throws {
+        try repository.setReference("refs/heads/main", to: base, expected: nil, force: true, message: "test")
+    }
+
+    private func put(_ documents: [String: MedicalDocument], onto parent: ObjectID) throws -> ObjectID {
+        try repository.setReference("refs/heads/main", to: parent, expected: nil, force: true, message: "test")
+        let writer = BinderWriter(repository: repository, key: key, author: author)
+        for (path, document) in documents { try writer.putDocument(document, at: path) }
+        return try writer.commit(message: "Update entry")
+    }
+
+    private func stored(_ path: String, at commit: ObjectID) throws -> MedicalDocument? {
+        guard let entry = try repository.entry(at: path, commit: commit) else { return nil }
+        return try BinderReader.readDocument(try repository.readBlob(entry.id), key: key, gitPath: path)
+    }
 }

@@ -124,7 +124,7 @@ final class CorePartsTests: XCTestCase {
         XCTAssertEqual(try TestBinder.read(view, "visits/scan.pdf"), [1, 2, 3, 4, 5])
         XCTAssertThrowsError(try view.list("visits/v.md")) { XCTAssertEqual($0 as? ViewError, .notDirectory("visits/v.md")) }
         XCTAssertThrowsError(try view.attributes("visits/none.md")) { XCTAssertEqual($0 as? ViewError, .notFound("visits/none.md")) }
-        XCTAssertEqual(try view.list(".binder").map(\.name), ["status"])
+        XCTAssertEqual(try view.list(".binder").map(\.name), ["status", "timeline", "tags", "history", "deleted"])
         XCTAssertFalse(try view.list("").map(\.name).contains(".binder"), "the control folder is not listed")
     }
 

@@ -1,0 +1,266 @@
+import BinderCrypto
+import BinderFormat
+import BinderGit
+
+/// `.binder/`: the mount's status and its views of the records (timeline, tags, history,
+/// deleted), all read-only and computed from git and the listings already in memory. See
+/// docs/DESIGN.md, "Views".
+extension BinderView {
+    // MARK: - Answers for the FUSE bridge
+
+    /// The attributes of `path` inside `.binder` (normalized).
+    func controlAttributes(_ path: String) throws(ViewError) -> NodeAttributes {
+        try attributes(of: try controlNode(path))
+    }
+
+    /// The entries of a `.binder/` folder, in the order they are listed.
+    func controlEntries(_ path: String) throws(ViewError) -> [(name: String, attributes: NodeAttributes)] {
+        guard case .folder(let folder, _) = try controlNode(path) else { throw .notDirectory(path) }
+        let listing = try controlListing(folder)
+        var entries: [(name: String, attributes: NodeAttributes)] = []
+        entries.reserveCapacity(listing.names.count)
+        for name in listing.names {
+            guard let node = listing.nodes[name] else { continue }
+            entries.append((name, try attributes(of: node)))
+        }
+        return entries
+    }
+
+    /// The bytes of a file in `.binder/`.
+    func controlContent(_ path: String) throws(ViewError) -> SecureBytes {
+        switch try controlNode(path) {
+        case .status: return SecureBytes(utf8: statusText())
+        case .file(let node): return try content(of: node, path: path)
+        case .folder: throw .isDirectory(path)
+        case .link: throw .notFound(path)  // the kernel follows links; reading one is readlink
+        }
+    }
+
+    /// The target of a link in `.binder/` (relative, into the tree).
+    func controlLinkTarget(_ path: String) throws(ViewError) -> String {
+        guard case .link(let target, _) = try controlNode(path) else { throw .notFound(path) }
+        return target
+    }
+
+    private func attributes(of node: ControlNode) throws(ViewError) -> NodeAttributes {
+        switch node {
+        case .folder(_, let time): return NodeAttributes(kind: .directory, size: 0, modified: time, readOnly: true)
+        case .file(let node): return NodeAttributes(kind: .file, size: node.size, modified: node.modified, readOnly: true)
+        case .link(let target, let time): return NodeAttributes(kind: .symlink, size: target.utf8.count, modified: time, readOnly: true)
+        case .status:
+            return NodeAttributes(kind: .file, size: statusText().utf8.count, modified: listings.snapshot.commitTime, readOnly: true)
+        }
+    }
+
+    /// The entry at `path` (`.binder` or below), found through its folder's listing.
+    func controlNode(_ path: String) throws(ViewError) -> ControlNode {
+        if path == Self.controlDirectory { return .folder(.root, modified: listings.snapshot.commitTime) }
+        let (parent, name) = ViewPath.split(path)
+        guard case .folder(let folder, _) = try controlNode(parent) else { throw .notDirectory(parent) }
+        guard let node = try controlListing(folder).nodes[name] else { throw .notFound(path) }
+        return node
+    }
+
+    // MARK: - Listings
+
+    private func controlListing(_ folder: ControlFolder) throws(ViewError) -> ControlListing {
+        if folder == .root { return rootListing() }  // status changes by itself: never cached
+        let snapshot = listings.snapshot
+        return try controlViews.listing(folder, commit: snapshot.commit) { () throws(ViewError) -> ControlListing in
+            switch folder {
+            case .root: return rootListing()
+            case .timeline: return linkListing(try timelineRecords(), depth: 2)
+            case .tags: return tagsListing(try timelineRecords(), time: snapshot.commitTime)
+            case .tag(let tag): return linkListing(try timelineRecords().filter { $0.facts.tags.contains(tag) }, depth: 3)
+            case .history(let viewFolder): return try historyListing(viewFolder, snapshot: snapshot)
+            case .versions(let gitPath): return try versionsListing(gitPath, snapshot: snapshot)
+            case .deleted(let viewFolder): return try deletedListing(viewFolder, snapshot: snapshot)
+            }
+        }
+    }
+
+    private func rootListing() -> ControlListing {
+        var listing = ControlListing()
+        listing.append("status", .status)
+        let time = listings.snapshot.commitTime
+        for (name, folder) in ControlFolder.names { listing.append(name, .folder(folder, modified: time)) }
+        return listing
+    }
+
+    /// Links named by `TimelineNames`, newest first; `depth` folders below the mount root.
+    private func linkListing(_ records: [TimelineRecord], depth: Int) -> ControlListing {
+        let up = String(repeating: "../", count: depth)
+        var listing = ControlListing()
+        for (name, record) in TimelineNames.assign(records) {
+            listing.append(name, .link(target: up + record.viewPath, modified: record.time))
+        }
+        return listing
+    }
+
+    private func tagsListing(_ records: [TimelineRecord], time: Timestamp) -> ControlListing {
+        var listing = ControlListing()
+        let tags = Set(records.flatMap(\.facts.tags)).filter { ListingBuilder.unsafeNameReason($0, atRoot: false) == nil }
+        for tag in tags.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            listing.append(tag, .folder(.tag(tag), modified: time))
+        }
+        return listing
+    }
+
+    // MARK: - Timeline
+
+    /// Every record of every folder (documents and attachments, not children), with its facts.
+    /// Lists every git folder (each is decrypted once, then kept).
+    func timelineRecords() throws(ViewError) -> [TimelineRecord] {
+        var records: [TimelineRecord] = []
+        for folder in listings.snapshot.gitFolders.keys {
+            guard let listing = try? listings.listing(folder) else { continue }  // a hidden git folder
+            let parts = listings.documentParts(folder)
+            for (name, node) in listing.nodes {
+                guard let gitPath = Self.recordGitPath(node),
+                      let facts = parts[ViewPath.split(gitPath).name]?.facts else { continue }
+                records.append(TimelineRecord(viewPath: join(folder, name), facts: facts, modified: node.modified))
+            }
+        }
+        return records
+    }
+
+    /// The git path of the document a listed node is the record of: a document, or an
+    /// attachment's `attachment_ref`; nil for folders, children and raw files.
+    static func recordGitPath(_ node: Node) -> String? {
+        switch node.source {
+        case .document: return node.gitPath
+        case .sidecar: if case .document(let path)? = node.owner { return path } else { return nil }
+        default: return nil
+        }
+    }
+
+    // MARK: - History
+
+    /// `history/F`: F's subfolders and records as they are now, and the records deleted from F.
+    private func historyListing(_ viewFolder: String, snapshot: Snapshot) throws(ViewError) -> ControlListing {
+        var listing = ControlListing()
+        let current = try? listings.listing(viewFolder)
+        for name in current?.sortedNames ?? [] {
+            guard let node = current?.nodes[name] else { continue }
+            if node.isDirectory && node.owner == nil {
+                listing.append(name, .folder(.history(folder: join(viewFolder, name)), modified: node.modified))
+            } else if let gitPath = Self.recordGitPath(node) {
+                listing.append(name, .folder(.versions(gitPath: gitPath), modified: node.modified))
+            }
+        }
+        var found = current != nil || viewFolder.isEmpty
+        for record in try deletedRecords(snapshot) {
+            guard let name = Self.nameBelow(viewFolder, record.viewPath) else { continue }
+            found = true
+            if name.isFolder {
+                listing.append(name.first, .folder(.history(folder: join(viewFolder, name.first)), modified: snapshot.commitTime))
+            } else {
+                listing.append(name.first, .folder(.versions(gitPath: record.gitPath), modified: record.node.modified))
+            }
+        }
+        guard found else { throw .notFound(Self.controlDirectory + "/history/" + viewFolder) }
+        return listing
+    }
+
+    /// Each committed version of a record, newest first, named by its commit's time and id.
+    private func versionsListing(_ gitPath: String, snapshot: Snapshot) throws(ViewError) -> ControlListing {
+        guard let tip = snapshot.commit else { return ControlListing() }
+        let versions: [PathVersion]
+        do { versions = try repository.versions(of: gitPath, from: tip) } catch {
+            throw .storage(path: gitPath, reason: "\(error)", code: Committer.code(of: error))
+        }
+        var listing = ControlListing()
+        for version in versions {
+            guard let (node, ext) = versionNode(gitPath, blob: version.blob, sidecar: { name in
+                try? self.repository.entry(at: join(ViewPath.split(gitPath).parent, name), commit: version.commit)?.id
+            }, time: Timestamp(seconds: version.seconds)) else { continue }
+            listing.append(Self.versionName(seconds: version.seconds, commit: version.commit) + ext, .file(node))
+        }
+        return listing
+    }
+
+    /// `2026-02-09T101500Z-1a2b3c4`: the commit's UTC time and short id.
+    static func versionName(seconds: Int64, commit: ObjectID) -> String {
+        let iso = Timestamps.string(seconds: seconds)  // 2026-02-09T10:15:00.000Z
+        let day = iso.prefix(10), clock = iso.dropFirst(11).prefix(8).replacingOccurrences(of: ":", with: "")
+        return "\(day)T\(clock)Z-\(commit.hex.prefix(7))"
+    }
+
+    /// A node for one stored version of the document `gitPath` (rendered, or its attachment's
+    /// sidecar as found by `sidecar`), with the extension it is shown with; nil when it cannot
+    /// be read.
+    private func versionNode(_ gitPath: String, blob: ObjectID, sidecar: (String) -> ObjectID?,
+                             time: Timestamp) -> (Node, String)? {
+        let reader = ContentReader(repository: repository, key: key, listings: listings)
+        guard let document = try? reader.document(blob, gitPath: gitPath) else { return nil }
+        if document.type == "attachment_ref", document.value.hasSuffix(NameMapping.sidecarExtension) {
+            let name = NameMapping.attachmentName(sidecar: document.value, format: document.metadata["format"]?.stringValue)
+            guard let sidecarBlob = sidecar(document.value), let stored = try? repository.readBlob(sidecarBlob),
+                  let size = Sidecar.plaintextSize(stored, key: key) ?? (try? Sidecar.decrypt(stored, key: key))?.count else { return nil }
+            return (Node(source: .sidecar(blob: sidecarBlob), size: size, modified: time, gitPath: gitPath),
+                    NameMapping.splitExtension(name).ext)
+        }
+        let bytes = SecureBytes(utf8: FrontMatter.render(metadata: document.metadata, value: document.value))
+        plaintext.put(.document(blob: blob), bytes)
+        return (Node(source: .document(blob: blob), size: bytes.count, modified: time, gitPath: gitPath), NameMapping.markdownExtension)
+    }
+
+    // MARK: - Deleted
+
+    /// `deleted/F`: the last version of each record deleted from F, and the folders below F
+    /// that deleted records were in.
+    private func deletedListing(_ viewFolder: String, snapshot: Snapshot) throws(ViewError) -> ControlListing {
+        var listing = ControlListing()
+        for record in try deletedRecords(snapshot) {
+            guard let name = Self.nameBelow(viewFolder, record.viewPath) else { continue }
+            if name.isFolder {
+                listing.append(name.first, .folder(.deleted(folder: join(viewFolder, name.first)), modified: snapshot.commitTime))
+            } else {
+                listing.append(name.first, .file(record.node))
+            }
+        }
+        if listing.names.isEmpty && !viewFolder.isEmpty { throw .notFound(Self.controlDirectory + "/deleted/" + viewFolder) }
+        return listing
+    }
+
+    /// Records (documents and attachments) some commit removed and the tip does not hold,
+    /// newest removal first. A record moved elsewhere (its ciphertext is still stored) is not
+    /// deleted.
+    func deletedRecords(_ snapshot: Snapshot) throws(ViewError) -> [DeletedRecord] {
+        guard let tip = snapshot.commit else { return [] }
+        return try controlViews.deleted(commit: tip) { () throws(ViewError) -> [DeletedRecord] in
+            let files: [DeletedFile]
+            do { files = try repository.deletedFiles(from: tip) } catch {
+                throw .storage(path: "", reason: "\(error)", code: Committer.code(of: error))
+            }
+            let stored = Set(snapshot.gitFolders.values.joined().map(\.id))
+            let lastBlobs = Dictionary(files.map { ($0.path, $0.lastBlob) }, uniquingKeysWith: { first, _ in first })
+            var records: [DeletedRecord] = []
+            for file in files where Self.isRecordPath(file.path) && !stored.contains(file.lastBlob) {
+                let (folder, name) = ViewPath.split(file.path)
+                guard let (node, ext) = versionNode(file.path, blob: file.lastBlob, sidecar: { lastBlobs[join(folder, $0)] },
+                                                    time: Timestamp(seconds: file.seconds)) else { continue }
+                let stem = String(name.dropLast(NameMapping.documentExtension.count))
+                records.append(DeletedRecord(gitPath: file.path, viewPath: join(folder, stem + ext), node: node))
+            }
+            return records
+        }
+    }
+
+    /// A document's git path (`X.json`), not a folder's `.meta.json`.
+    static func isRecordPath(_ gitPath: String) -> Bool {
+        gitPath.hasSuffix(NameMapping.documentExtension) && ViewPath.split(gitPath).name != NameMapping.folderMetadataName
+    }
+
+    /// The first name below `folder` on the way to `path` (nil: `path` is not below it), and
+    /// whether more follow (a folder).
+    static func nameBelow(_ folder: String, _ path: String) -> (first: String, isFolder: Bool)? {
+        let rest: Substring
+        if folder.isEmpty { rest = Substring(path) } else {
+            guard path.hasPrefix(folder + "/") else { return nil }
+            rest = path.dropFirst(folder.count + 1)
+        }
+        guard let slash = rest.firstIndex(of: "/") else { return (String(rest), false) }
+        return (String(rest[..<slash]), true)
+    }
+}

@@ -1,0 +1,100 @@
+import BinderGit
+import Synchronization
+
+/// A folder of `.binder/`, by what it lists.
+enum ControlFolder: Sendable, Hashable {
+    /// `.binder/` itself: `status` and the views.
+    case root
+    /// Every record, newest first, as links into the tree.
+    case timeline
+    /// One folder per tag.
+    case tags
+    /// The records whose `metadata.tags` hold this tag, as in the timeline.
+    case tag(String)
+    /// `history/F`: the folders and records (current or deleted) of view folder F ("" is the top).
+    case history(folder: String)
+    /// `history/P`: the committed versions of the record stored at git path `gitPath`.
+    case versions(gitPath: String)
+    /// `deleted/F`: the records deleted from view folder F, and the folders deleted records were in.
+    case deleted(folder: String)
+
+    static let names: [(String, ControlFolder)] = [
+        ("timeline", .timeline), ("tags", .tags), ("history", .history(folder: "")), ("deleted", .deleted(folder: "")),
+    ]
+}
+
+/// An entry of a `.binder/` folder.
+enum ControlNode: Sendable {
+    case folder(ControlFolder, modified: Timestamp)
+    /// A past version of a record: read-only, its bytes produced like any node's.
+    case file(Node)
+    /// A link into the tree (relative: it works wherever the binder is mounted).
+    case link(target: String, modified: Timestamp)
+    case status
+
+    var modifiedTime: Timestamp? {
+        switch self {
+        case .folder(_, let time), .link(_, let time): return time
+        case .file(let node): return node.modified
+        case .status: return nil
+        }
+    }
+}
+
+/// The entries of a `.binder/` folder in the order `readdir` gives them (the timeline and
+/// history newest first), with a map for lookups.
+struct ControlListing: Sendable {
+    private(set) var names: [String] = []
+    private(set) var nodes: [String: ControlNode] = [:]
+
+    mutating func append(_ name: String, _ node: ControlNode) {
+        guard nodes[name] == nil else { return }
+        names.append(name)
+        nodes[name] = node
+    }
+}
+
+/// What the `.binder/` views have worked out of one commit: listings of their folders, the
+/// records deleted since, the timeline. Dropped as a whole when the commit shown changes (the
+/// listings of the tree are the cache that makes rebuilding cheap). Its own lock, held only for
+/// the map; listings are computed outside it.
+final class ControlViewCache: Sendable {
+    private struct Contents {
+        var commit: ObjectID?
+        var listings: [ControlFolder: ControlListing] = [:]
+        var deleted: [DeletedRecord]?
+    }
+
+    private let contents = Mutex(Contents())
+
+    /// The cached listing of `folder` for `commit`, else `make()`'s, kept if the commit is still
+    /// the one shown.
+    func listing(_ folder: ControlFolder, commit: ObjectID?, _ make: () throws(ViewError) -> ControlListing) throws(ViewError) -> ControlListing {
+        if let cached = contents.withLock({ $0.commit == commit ? $0.listings[folder] : nil }) { return cached }
+        let made = try make()
+        contents.withLock { contents in
+            if contents.commit != commit { contents = Contents(commit: commit) }
+            contents.listings[folder] = made
+        }
+        return made
+    }
+
+    func deleted(commit: ObjectID?, _ make: () throws(ViewError) -> [DeletedRecord]) throws(ViewError) -> [DeletedRecord] {
+        if let cached = contents.withLock({ $0.commit == commit ? $0.deleted : nil }) { return cached }
+        let made = try make()
+        contents.withLock { contents in
+            if contents.commit != commit { contents = Contents(commit: commit) }
+            contents.deleted = made
+        }
+        return made
+    }
+
+    func removeAll() { contents.withLock { $0 = Contents() } }
+}
+
+/// A record the tip no longer has: where it was (git and view), and its last version.
+struct DeletedRecord: Sendable {
+    let gitPath: String
+    let viewPath: String
+    let node: Node
+}

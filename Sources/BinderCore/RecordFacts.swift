@@ -1,0 +1,130 @@
+import BinderFormat
+import Foundation
+
+/// What the `.binder/` views name and order a record by: its own date, its title, its tags.
+/// Worked out when its folder is listed (the document is decrypted then anyway) and kept in
+/// memory with the listing, never written anywhere.
+struct RecordFacts: Sendable, Equatable {
+    /// `metadata.created` as written ("2026-02-09T10:00:00-05:00"); nil when absent.
+    let created: String?
+    /// The same as a time; nil when absent or not a time.
+    let createdTime: Timestamp?
+    /// `metadata.type`, for records at the root (which have no category folder).
+    let type: String?
+    /// The first markdown heading of the body, else the file name without its extension.
+    let title: String
+    /// `metadata.tags`: the strings among them.
+    let tags: [String]
+
+    init(created: String?, type: String? = nil, title: String, tags: [String] = []) {
+        self.created = created
+        createdTime = created.flatMap(Timestamps.parse).map { Timestamp(seconds: $0.seconds, nanoseconds: $0.nanoseconds) }
+        self.type = type
+        self.title = title
+        self.tags = tags
+    }
+
+    init(_ document: MedicalDocument, fileStem: String) {
+        let tags = document.metadata["tags"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        self.init(created: document.metadata["created"]?.stringValue, type: document.metadata["type"]?.stringValue,
+                  title: Self.firstHeading(document.value) ?? fileStem, tags: tags)
+    }
+
+    /// The text of the first ATX heading (`# Title`, up to six `#`, then a space).
+    static func firstHeading(_ markdown: String) -> String? {
+        for line in markdown.split(separator: "\n", omittingEmptySubsequences: true) {
+            let trimmed = line.drop { $0 == " " }
+            let hashes = trimmed.prefix { $0 == "#" }
+            guard (1...6).contains(hashes.count) else { continue }
+            let rest = trimmed.dropFirst(hashes.count)
+            guard rest.first == " " || rest.first == "\t" else { continue }
+            var text = rest.trimmingCharacters(in: .whitespaces)
+            while text.hasSuffix("#") { text.removeLast() }  // closing hashes: `# Title #`
+            text = text.trimmingCharacters(in: .whitespaces)
+            if !text.isEmpty { return text }
+        }
+        return nil
+    }
+}
+
+/// A record as the timeline and tag views list it.
+struct TimelineRecord: Sendable, Equatable {
+    /// Where the record is in the view ("visits/2026-02-09-follow-up.md").
+    let viewPath: String
+    let facts: RecordFacts
+    /// Its mtime in the view: what orders it when it has no `created` of its own.
+    let modified: Timestamp
+
+    /// The record's folder at the top of the binder (`visits`), else its type, else "binder".
+    var category: String {
+        if let slash = viewPath.firstIndex(of: "/") { return String(viewPath[..<slash]) }
+        return facts.type.map(TimelineNames.clean).flatMap { $0.isEmpty ? nil : $0 } ?? "binder"
+    }
+
+    /// What orders the timeline: `created`, else the mtime.
+    var time: Timestamp { facts.createdTime ?? modified }
+
+    /// `YYYY-MM-DD` as `created` writes it (the patient's own day), else the time's UTC day.
+    var day: String {
+        if let created = facts.created, created.utf8.count >= 10 {
+            let prefix = String(created.prefix(10))
+            if prefix.range(of: #"^\d{4}-\d{2}-\d{2}$"#, options: .regularExpression) != nil { return prefix }
+        }
+        return TimelineNames.utcDay(time.seconds)
+    }
+}
+
+/// How the timeline names records: `YYYY-MM-DD category title.ext`, unique, newest first.
+/// The rules are rows of `Tests/BinderCoreTests/RecordViewsTests.swift`.
+enum TimelineNames {
+    /// Room kept for a `-NN` suffix, so that a name made unique still fits 255 bytes.
+    static let suffixRoom = 8
+
+    /// The name a record wants (before being made unique): the extension is the record's own
+    /// in the view (`.md`, `.pdf`).
+    static func wanted(_ record: TimelineRecord) -> String {
+        let ext = NameMapping.splitExtension(ViewPath.split(record.viewPath).name).ext
+        var title = clean(record.facts.title)
+        if title.isEmpty { title = clean(NameMapping.splitExtension(ViewPath.split(record.viewPath).name).stem) }
+        let name = "\(record.day) \(record.category) \(title)"
+        return NameMapping.fitting(name, maxBytes: 255 - suffixRoom - ext.utf8.count) + ext
+    }
+
+    /// Each record with its unique name, newest first (by `created`, then by view path). Names
+    /// are given oldest first, so a newer record with the same wanted name gets the `-2`, and
+    /// the names of records already listed do not change when one is added.
+    static func assign(_ records: [TimelineRecord]) -> [(name: String, record: TimelineRecord)] {
+        let oldestFirst = records.sorted { a, b in
+            a.time != b.time ? a.time < b.time : a.viewPath.utf8.lexicographicallyPrecedes(b.viewPath.utf8)
+        }
+        var listing = Listing()
+        var named: [(name: String, record: TimelineRecord)] = []
+        for record in oldestFirst {
+            let name = listing.insertUnique(wanted(record), Node(source: .directory, size: 0, modified: record.time, gitPath: ""))
+            named.append((name, record))
+        }
+        return named.reversed()
+    }
+
+    /// A title or type fit for a file name: '/' becomes '-', control characters and runs of
+    /// white space one space, no leading dot, trimmed.
+    static func clean(_ text: String) -> String {
+        var out = ""
+        var space = false
+        for scalar in text.unicodeScalars {
+            if scalar.properties.isWhitespace || scalar.properties.generalCategory == .control {
+                space = !out.isEmpty
+                continue
+            }
+            if space { out += " " }
+            space = false
+            out.unicodeScalars.append(scalar == "/" ? "-" : scalar)
+        }
+        while out.hasPrefix(".") { out.removeFirst() }
+        return out
+    }
+
+    static func utcDay(_ seconds: Int64) -> String {
+        String(Timestamps.string(seconds: seconds).prefix(10))
+    }
+}

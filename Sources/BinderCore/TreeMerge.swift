@@ -1,0 +1,179 @@
+import BinderCrypto
+import BinderFormat
+import BinderGit
+import Foundation
+
+/// One merge of two trees against their base, file by file (see `BinderMerger`): `result`
+/// starts as the local tree and takes what the remote side changed; `conflicts` says what did
+/// not merge and where the other version went.
+struct TreeMerge {
+    typealias FileVersion = BinderMerger.FileVersion
+
+    let repository: GitRepository
+    let key: NIP44.ConversationKey
+    let baseFiles: [String: FileVersion]
+    let localFiles: [String: FileVersion]
+    let remoteFiles: [String: FileVersion]
+    let local: ObjectID, remote: ObjectID
+    let localTime: Int64, remoteTime: Int64
+    let now: Int64
+    private(set) var result: [String: FileVersion]
+    private(set) var conflicts: [MergeConflict] = []
+
+    init(repository: GitRepository, key: NIP44.ConversationKey, base: ObjectID, local: ObjectID, remote: ObjectID, now: Int64) throws {
+        self.repository = repository
+        self.key = key
+        baseFiles = try BinderMerger.files(repository, base)
+        localFiles = try BinderMerger.files(repository, local)
+        remoteFiles = try BinderMerger.files(repository, remote)
+        self.local = local
+        self.remote = remote
+        localTime = try repository.commit(local).committer.seconds
+        remoteTime = try repository.commit(remote).committer.seconds
+        self.now = now
+        result = localFiles
+    }
+
+    mutating func run() throws {
+        for path in Set(localFiles.keys).union(remoteFiles.keys).sorted() {
+            let b = baseFiles[path], l = localFiles[path], r = remoteFiles[path]
+            if l == r || r == b { continue }            // same on both sides, or only local changed
+            if l == b { result[path] = r; continue }    // only the remote changed
+            try resolve(path, base: b, local: l, remote: r)
+        }
+    }
+
+    /// Both sides changed `path`, differently.
+    private mutating func resolve(_ path: String, base: FileVersion?, local: FileVersion?, remote: FileVersion?) throws {
+        guard let local, let remote else {
+            // Edited on one side, deleted on the other: the edit is kept.
+            let kept: MergeConflict.Side = local == nil ? .remote : .local
+            result[path] = local ?? remote
+            return note(path, kept: kept, local == nil ? "deleted here, edited on the other device: the edit is kept"
+                                                       : "edited here, deleted on the other device: the edit is kept")
+        }
+        if BinderView.isRecordPath(path), let merged = try mergedDocument(path, base: base, local: local, remote: remote) {
+            result[path] = merged
+            return
+        }
+        let (kept, reason) = keptSide(path, local: local, remote: remote)
+        result[path] = kept == .local ? local : remote
+        let copy = try conflictCopy(path, of: kept == .local ? remote : local)
+        note(path, kept: kept, reason, copy: copy)
+    }
+
+    /// The three-way merge of a record, stored; nil when the edits overlap or a version cannot
+    /// be read.
+    private func mergedDocument(_ path: String, base: FileVersion?, local: FileVersion, remote: FileVersion) throws -> FileVersion? {
+        guard let l = document(local, path), let r = document(remote, path) else { return nil }
+        let b = base.flatMap { document($0, path) }
+        guard let merged = DocumentMerge.merge(base: b, local: l, remote: r) else { return nil }
+        return FileVersion(blob: try store(merged, path), mode: local.mode)
+    }
+
+    /// Which version stays in place: the later `metadata.updated`, else the later commit.
+    private func keptSide(_ path: String, local: FileVersion, remote: FileVersion) -> (MergeConflict.Side, String) {
+        let lu = updated(local, path), ru = updated(remote, path)
+        if let lu, let ru, lu != ru { return (lu > ru ? .local : .remote, "both edited: the later metadata.updated wins") }
+        let side: MergeConflict.Side = remoteTime > localTime ? .remote : .local
+        return (side, lu == nil || ru == nil ? "both edited: the later commit wins (no date inside)"
+                                             : "both edited at the same time: the later commit wins")
+    }
+
+    /// Stores the other version beside the original: a record as `X (conflict …).json` with
+    /// `metadata.conflict_of`, a sidecar as `Y (conflict …).ext.enc`; other files stay in
+    /// history only (nil).
+    private mutating func conflictCopy(_ path: String, of version: FileVersion) throws -> String? {
+        if BinderView.isRecordPath(path), var document = document(version, path) {
+            document.metadata["conflict_of"] = .string(path)
+            let copy = freeName(ConflictNames.copy(of: path, at: now))
+            result[copy] = FileVersion(blob: try store(document, copy), mode: version.mode)
+            return copy
+        }
+        guard path.hasSuffix(NameMapping.sidecarExtension) else { return nil }
+        let copy = freeName(ConflictNames.copy(of: path, at: now))
+        result[copy] = version
+        return copy
+    }
+
+    /// `path`, or `path` with ` 2`, ` 3`… before its extension, whichever no file holds.
+    private func freeName(_ path: String) -> String {
+        var candidate = path, n = 2
+        while result[candidate] != nil {
+            candidate = ConflictNames.numbered(path, n)
+            n += 1
+        }
+        return candidate
+    }
+
+    private mutating func note(_ path: String, kept: MergeConflict.Side, _ reason: String, copy: String? = nil) {
+        var conflict = MergeConflict(path: path, winner: kept, lostCommit: (kept == .local ? remote : local).hex,
+                                     reason: reason, mergedAt: now)
+        conflict.copy = copy
+        conflicts.append(conflict)
+    }
+
+    private func document(_ version: FileVersion, _ path: String) -> MedicalDocument? {
+        guard let stored = try? repository.readBlob(version.blob) else { return nil }
+        return try? BinderReader.readDocument(stored, key: key, gitPath: path)
+    }
+
+    private func store(_ document: MedicalDocument, _ path: String) throws -> ObjectID {
+        let payload = try NIP44.encrypt(document.serializedBytes(), key: key)
+        return try repository.writeBlob(Array(payload.utf8))
+    }
+
+    private func updated(_ version: FileVersion, _ path: String) -> Timestamp? {
+        guard path.hasSuffix(NameMapping.documentExtension), let text = document(version, path)?.updated,
+              let parsed = Timestamps.parse(text) else { return nil }
+        return Timestamp(seconds: parsed.seconds, nanoseconds: parsed.nanoseconds)
+    }
+}
+
+/// Names of conflict copies: `X (conflict YYYY-MM-DD HHMM).json` beside `X.json` (UTC, the
+/// time of the merge); `Y (conflict …).pdf.enc` beside a sidecar `Y.pdf.enc`.
+public enum ConflictNames {
+    static let marker = " (conflict "
+
+    static func copy(of path: String, at seconds: Int64) -> String {
+        let iso = Timestamps.string(seconds: seconds)  // 2026-06-01T14:30:00.000Z
+        let stamp = "\(iso.prefix(10)) \(iso.dropFirst(11).prefix(2))\(iso.dropFirst(14).prefix(2))"
+        let (stem, ext) = split(path)
+        return "\(stem)\(marker)\(stamp))\(ext)"
+    }
+
+    static func numbered(_ path: String, _ n: Int) -> String {
+        let (stem, ext) = split(path)
+        return "\(stem) \(n)\(ext)"
+    }
+
+    /// Whether a git path is a conflict copy, by its name.
+    public static func isCopy(_ gitPath: String) -> Bool {
+        let name = ViewPath.split(gitPath).name
+        guard name.contains(marker) else { return false }
+        return name.range(of: #" \(conflict \d{4}-\d{2}-\d{2} \d{4}\)( \d+)?\."#, options: .regularExpression) != nil
+    }
+
+    /// The open conflicts among `gitPaths` (a tree's files): the view paths of the conflict
+    /// copies still there (`X (conflict …).md`, an attachment's without `.enc`), sorted.
+    /// Deleting a copy resolves its conflict.
+    public static func openConflicts(_ gitPaths: some Sequence<String>) -> [String] {
+        gitPaths.filter(isCopy).compactMap { path -> String? in
+            if path.hasSuffix(NameMapping.sidecarExtension) { return String(path.dropLast(NameMapping.sidecarExtension.count)) }
+            guard BinderView.isRecordPath(path) else { return nil }
+            return String(path.dropLast(NameMapping.documentExtension.count)) + NameMapping.markdownExtension
+        }.sorted()
+    }
+
+    /// ("visits/x", ".json") for a record; ("labs/y", ".pdf.enc") for a sidecar.
+    private static func split(_ path: String) -> (stem: String, ext: String) {
+        let (folder, name) = ViewPath.split(path)
+        var stem = name, ext = ""
+        if name.hasSuffix(NameMapping.sidecarExtension) {
+            stem = String(name.dropLast(NameMapping.sidecarExtension.count))
+            ext = NameMapping.sidecarExtension
+        }
+        let inner = NameMapping.splitExtension(stem)
+        return (join(folder, inner.stem), inner.ext + ext)
+    }
+}

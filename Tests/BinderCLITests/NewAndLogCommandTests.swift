@@ -1,0 +1,93 @@
+import BinderCrypto
+import BinderFormat
+import Foundation
+import XCTest
+
+/// `binder new` (category templates, mounted or not) and `binder log` (history without content).
+final class NewAndLogCommandTests: XCTestCase {
+    var binder: MountedBinder!
+    var key: NIP44.ConversationKey!
+    let today = String(ISO8601DateFormatter().string(from: Date()).prefix(10))
+
+    override func setUpWithError() throws {
+        binder = try MountedBinder()
+        key = NIP44.ConversationKey(selfOf: try SecretKey(nsec: Fixtures.nsec))
+    }
+
+    override func tearDown() {
+        binder?.unmount()
+        binder = nil
+    }
+
+    func run(_ arguments: [String], environment: [String: String] = [:]) throws -> BinderRun {
+        try binder.sandbox.run(arguments + ["--binder", binder.repository], environment: environment)
+    }
+
+    func storedValue(_ gitPath: String) throws -> String? {
+        let payload = try shell("git -C '\(binder.repository)' show 'main:\(gitPath)'")
+        guard payload.status == 0 else { return nil }
+        return try MedicalDocument(plaintext: try NIP44.decrypt(payload: payload.stdout, key: key).copyBytes()).value
+    }
+
+    /// Each category's template, written into an unmounted binder (one commit per record).
+    func testNewFillsTheCategorysTemplateInAnUnmountedBinder() throws {
+        let rows: [(category: String, title: String?, path: String, starts: String)] = [
+            ("visits", "Follow up", "visits/\(today)-follow-up", "# Follow up\n\nDate: \(today)\nProvider: \n"),
+            ("visits", "Follow up", "visits/\(today)-follow-up-2", "# Follow up\n"),
+            ("labs", nil, "labs/\(today)-lab", "# Lab\n\nTest: \nFacility: \nDate: \(today)\n\n## Results\n\n| Test | Result | Range |\n"),
+            ("medications", "Metformin", "medications/\(today)-metformin", "# Metformin\n\nDrug: \nDosage: \nPrescriber: \n"),
+            ("conditions/back-acne", nil, "conditions/back-acne/\(today)-condition", "# Condition\n\nDiagnosis: \nDate of diagnosis: \(today)\n"),
+            ("insurance", "Card", "insurance/\(today)-card", "# Card\n\n"),
+        ]
+        for row in rows {
+            let created = try run(["new", row.category, "--passphrase-file", binder.passphraseFile] + (row.title.map { ["--title", $0] } ?? []))
+            XCTAssertEqual(created.status, 0, created.stderr)
+            XCTAssertEqual(created.stdout, row.path + ".md\n")
+            let value = try XCTUnwrap(try storedValue(row.path + ".json"), row.path)
+            XCTAssertTrue(value.hasPrefix(row.starts), "\(row.path): \(value)")
+        }
+        let refused = try run(["new", "visits", "--edit", "--passphrase-file", binder.passphraseFile])
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.stderr.contains("--edit needs the binder mounted"), refused.stderr)
+    }
+
+    func testNewWritesThroughTheMountUsesTheUsersTemplateAndOpensTheEditor() throws {
+        try binder.mount()
+        let config = binder.sandbox.root.appendingPathComponent("config").path
+        try FileManager.default.createDirectory(atPath: config + "/binder/templates", withIntermediateDirectories: true)
+        try Data("# {{title}} (mine)\n\nSeen on {{date}}.\n".utf8).write(to: URL(fileURLWithPath: config + "/binder/templates/visits.md"))
+        let editor = "sh -c 'printf \"Edited.\\n\" >> \"$1\"' editor"
+        let created = try run(["new", "visits", "--title", "Checkup", "--edit"], environment: ["XDG_CONFIG_HOME": config, "EDITOR": editor])
+        XCTAssertEqual(created.status, 0, created.stderr)
+        let path = binder.path("visits/\(today)-checkup.md")
+        XCTAssertEqual(created.stdout, path + "\n")
+        XCTAssertEqual(try storedValue("visits/\(today)-checkup.json"), "# Checkup (mine)\n\nSeen on \(today).\nEdited.\n")
+    }
+
+    func testLogListsTheBinderAndARecordWithoutContent() throws {
+        let all = try run(["log"])
+        XCTAssertEqual(all.status, 0, all.stderr)
+        let lines = all.stdout.split(separator: "\n")
+        let commits = try shell("git -C '\(binder.repository)' rev-list --count main").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        XCTAssertEqual(String(lines.count), commits)
+        let pattern = #"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z  [0-9a-f]{7}  \S"#
+        XCTAssertTrue(lines.allSatisfy { $0.range(of: pattern, options: .regularExpression) != nil }, "\(lines.prefix(3))")
+
+        try binder.mount()
+        let record = "visits/2025-02-25-annual-physical.md"
+        let before = try run(["log", record]).stdout.split(separator: "\n").count
+        XCTAssertGreaterThan(before, 0)
+        XCTAssertEqual(try shell("printf 'More.\\n' >> '\(binder.path(record))'").status, 0)
+        // The same record by its path in the mount, as JSON; the newest first.
+        let json = try run(["log", binder.path(record), "--json"])
+        XCTAssertEqual(json.status, 0, json.stderr)
+        let entries = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: String]])
+        XCTAssertEqual(entries.count, before + 1)
+        XCTAssertEqual(entries.first?["commit"], try shell("git -C '\(binder.repository)' rev-parse main").stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        XCTAssertEqual(entries.first?["message"], "Update entry")
+        XCTAssertFalse(json.stdout.contains("More.") || json.stdout.contains("Annual Physical"), "no content")
+        let missing = try run(["log", "visits/none.md"])
+        XCTAssertEqual(missing.status, 1)
+        XCTAssertTrue(missing.stderr.contains("visits/none.md: no such record"), missing.stderr)
+    }
+}
