@@ -193,7 +193,9 @@ public actor SyncScheduler {
                 if stopped { return }
             }
             if engine == nil, let target = SyncTarget.read(repository) { configure(target) }
-            if engine != nil, dueTime() <= Date() {
+            // A binder with no server has nothing arriving: its one writer is this mount.
+            guard engine != nil else { continue }
+            if dueTime() <= Date() {
                 firstLocalCommit = nil
                 lastLocalCommit = nil
                 _ = await perform()
@@ -273,10 +275,11 @@ public actor SyncScheduler {
         return result
     }
 
-    /// Shows the branch's tip if it moved from elsewhere (a merge, a pull, `binder sync`).
+    /// Shows the branch's tip if it moved from elsewhere (a merge, a pull, `binder sync`). The
+    /// cheap check runs first; the view re-reads the tip under its write lock.
     private func showLocalTip() {
         guard let tip = try? repository.branchTip(), tip != view.commit else { return }
-        do { _ = try view.adoptArrived(commit: tip) } catch {
+        do { _ = try view.adoptBranchTip() } catch {
             logger.error("cannot show the synced commit: \(error)")
         }
     }
