@@ -5,7 +5,8 @@ import PackageDescription
 //   binder (exe) -> BinderCommands -> BinderFUSE -> BinderCore -> {BinderGit, BinderCrypto, BinderFormat}
 //   BinderCommands -> BinderSync -> BinderCore; BinderCommands -> BinderServer -> {BinderGit, BinderCrypto}
 // Each C library is imported by exactly one Swift target:
-//   CSodium, CSecp256k1 -> BinderCrypto; CGit2 -> BinderGit; CFuse3 -> BinderFUSE; CLinux -> BinderSystem.
+//   CSodium, CSecp256k1 -> BinderCrypto; CGit2 -> BinderGit; CFuse3 -> BinderFUSE; CLinux -> BinderSystem;
+//   CPangoCairo (Pango, Cairo, libjpeg) -> BinderExport.
 let package = Package(
     name: "binder",
     platforms: [.macOS(.v13)],
@@ -23,6 +24,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         // Named for its error types only (TLS failures are told apart by type); async-http-client brings it.
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.0"),
+        .package(url: "https://github.com/JohnSundell/Ink", from: "0.6.0"),
     ],
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
@@ -30,6 +32,8 @@ let package = Package(
         .systemLibrary(name: "CGit2", pkgConfig: "libgit2", providers: [.apt(["libgit2-dev"])]),
         .systemLibrary(name: "CFuse3", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
         .target(name: "CLinux"),
+        .systemLibrary(name: "CPangoCairo", pkgConfig: "pangocairo",
+                       providers: [.apt(["libpango1.0-dev", "libcairo2-dev", "libjpeg-dev"])]),
 
         .target(name: "BinderCrypto", dependencies: ["CSodium", "CSecp256k1"]),
         .target(name: "BinderFormat", dependencies: [.product(name: "Yams", package: "Yams")]),
@@ -64,8 +68,13 @@ let package = Package(
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
         ]),
+        // `binder export`: PDF (Pango over Cairo), one-file HTML (Ink), a FHIR R4 document Bundle.
+        .target(name: "BinderExport", dependencies: [
+            "CPangoCairo", "BinderCore", "BinderFormat", "BinderCrypto",
+            .product(name: "Ink", package: "Ink"),
+        ]),
         .target(name: "BinderCommands", dependencies: [
-            "BinderCore", "BinderFUSE", "BinderGit", "BinderFormat", "BinderSystem", "BinderCrypto",
+            "BinderExport", "BinderCore", "BinderFUSE", "BinderGit", "BinderFormat", "BinderSystem", "BinderCrypto",
             "BinderSync", "BinderServer",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
@@ -83,6 +92,7 @@ let package = Package(
                                                          .product(name: "SystemPackage", package: "swift-system"),
                                                          .product(name: "PropertyBased", package: "swift-property-based")]),
         .testTarget(name: "BinderGitTests", dependencies: ["BinderGit"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "BinderExportTests", dependencies: ["BinderExport", "BinderFormat"]),
         .testTarget(name: "BinderCLITests", dependencies: ["BinderCrypto", "BinderFormat", "BinderSystem"]),
     ],
     swiftLanguageModes: [.v6]

@@ -47,6 +47,9 @@ enum CommandHelp {
         "serve": [("binder serve --repos ~/binder-server", "on 127.0.0.1:8417")],
         "new": [("binder new visits --title 'Follow-up'", "a record from the visits template; prints its path"),
                 ("binder new labs --edit", "and open it in $EDITOR (mounted binders)")],
+        "export": [("binder export --format pdf", "every record, as PATIENT-records-DAY.pdf here"),
+                   ("binder export visits labs --format html -o ~/clinic.html", "two folders, one self-contained HTML file"),
+                   ("binder export --category medications --since 2025-01-01 --format fhir", "a FHIR R4 document bundle")],
         "log": [("binder log", "the binder's history: time, short commit, what changed"),
                 ("binder log visits/2025-02-25-annual-physical.md --json", "one record's versions, for scripts")],
     ]

@@ -101,14 +101,13 @@ extension WritePlanner {
                 if isMarkdown {
                     var child = MedicalDocument(value: "", metadata: [:])
                     _ = try apply(to: &child, isNew: true, isChild: true, defaultType: "addendum")
-                    owner.children.append(child)
+                    _ = WritePlanner.insertChild(child, into: &owner.children, shownAs: name)
                 } else {
                     let record = AttachmentRecord.child(fileName: name, documentPath: documentPath, size: content.count,
                                                         created: modified ?? now, taken: { binder.entry($0) != nil })
-                    owner.children.append(record.child)
+                    _ = WritePlanner.insertChild(record.child, into: &owner.children, shownAs: name)
                     extra.append(.sidecar(gitPath: record.sidecarPath, content: content))
                 }
-                WritePlanner.settleName(of: &owner.children, at: owner.children.count - 1, shownAs: name)
             }
             return WritePlan(changes: extra + [try planner.documentChange(target.document, at: documentPath, path: path)],
                              message: target.isNew ? "Add entry" : "Update entry")
@@ -201,9 +200,8 @@ extension WritePlanner {
                     index = existing
                     return
                 }
-                owner.children.append(MedicalDocument(value: "", metadata: ["type": "addendum", "created": .string(now)]))
-                index = owner.children.count - 1
-                Self.settleName(of: &owner.children, at: index, shownAs: shown)
+                index = Self.insertChild(MedicalDocument(value: "", metadata: ["type": "addendum", "created": .string(now)]),
+                                         into: &owner.children, shownAs: shown)
             }
             target.indexPath.append(index)
             return target

@@ -49,7 +49,7 @@ struct WritePlanner {
     /// never receives anything).
     func parent(of viewPath: String) throws(WriteError) -> Parent {
         if viewPath.isEmpty { return .folder("") }
-        if let pending = binder.pendingFolder(viewPath) { return pending }
+        if binder.pendingFolder(viewPath) != nil { return try childrenFolder(viewPath) }
         if BinderView.isControlPath(viewPath) { throw .readOnly(viewPath) }
         guard let node = binder.node(viewPath) else { throw .notFound(viewPath) }
         guard node.isDirectory else { throw .notDirectory(viewPath) }
@@ -124,30 +124,34 @@ struct WritePlanner {
         let (parentPath, name) = ViewPath.split(path)
         try NameRules.check(name, in: parentPath, path: path)
         if binder.node(path) != nil || binder.pendingFolder(path) != nil { throw .exists(path) }
-        let parent = try parent(of: parentPath)
-        if name.hasSuffix(NameMapping.childrenSuffix) {
-            let stem = String(name.dropLast(NameMapping.childrenSuffix.count))
-            let owner = stem + NameMapping.markdownExtension
-            if let node = binder.node(join(parentPath, owner)) {
-                switch (node.source, parent) {
-                case (.document, _):
-                    return .inMemory(.children(documentPath: node.gitPath, indexPath: []))
-                case (.child(_, let indexPath), _):
-                    return .inMemory(.children(documentPath: node.gitPath, indexPath: indexPath))
-                default:
-                    throw .notPermitted(path: path, reason: "\(owner) is not a record that can have children")
-                }
-            }
-            // The record comes later (restores write folders first): make room in memory.
-            return .inMemory(.childrenOfMissing(parent: parent, stem: stem))
-        }
-        guard case .folder(let gitParent) = parent else {
+        if name.hasSuffix(NameMapping.childrenSuffix) { return .inMemory(try childrenFolder(path)) }
+        guard case .folder(let gitParent) = try parent(of: parentPath) else {
             throw .notPermitted(path: path, reason: "a record's children folder holds records and attachments, not folders")
         }
         let meta = JSONValue.object(["displayName": .string(name)]).serializedBytes()
         try NameRules.checkStored(name, path: path)
         return .commit(WritePlan(changes: [.folderMetadata(gitPath: join(join(gitParent, name), NameMapping.folderMetadataName), json: meta)],
                                  message: "Add folder"))
+    }
+
+    /// Where children written into `path`, a `.children` folder that holds none yet, go: the
+    /// record or child of its name, looked up each time (a sibling written meanwhile may have
+    /// moved that child), or one made for them when it is not written yet (restores write
+    /// folders first).
+    func childrenFolder(_ path: String) throws(WriteError) -> Parent {
+        let (parentPath, name) = ViewPath.split(path)
+        let parent = try parent(of: parentPath)
+        let stem = String(name.dropLast(NameMapping.childrenSuffix.count))
+        let owner = stem + NameMapping.markdownExtension
+        guard let node = binder.node(join(parentPath, owner)) else { return .childrenOfMissing(parent: parent, stem: stem) }
+        switch node.source {
+        case .document:
+            return .children(documentPath: node.gitPath, indexPath: [])
+        case .child(_, let indexPath):
+            return .children(documentPath: node.gitPath, indexPath: indexPath)
+        default:
+            throw .notPermitted(path: path, reason: "\(owner) is not a record that can have children")
+        }
     }
 
     /// `rmdir` of an empty folder; an empty `.children` folder has nothing stored.
@@ -348,6 +352,36 @@ struct WritePlanner {
             child.metadata["fileName"] = .string(name)
         }
         children[index] = child
+    }
+
+    /// Adds `child`, shown as `name`, to `children`; returns its index. A numbered name
+    /// (`NN-…`, as the view numbers children) goes before the first sibling numbered higher,
+    /// so that children written in any order (`cp -a` restores in inode order) take the places
+    /// their numbers give and need no `fileName`; any other name goes last. Every sibling
+    /// keeps the name it is shown under (a handle open on it, or the next file a restore
+    /// writes, finds it there).
+    static func insertChild(_ child: MedicalDocument, into children: inout [MedicalDocument], shownAs name: String) -> Int {
+        let siblings = children.indices.map { shownName(children, $0) }
+        var index = children.count
+        if let number = childNumber(name) {
+            index = siblings.firstIndex { sibling in childNumber(sibling).map { $0 > number } ?? false } ?? children.count
+        }
+        children.insert(child, at: index)
+        for (old, sibling) in siblings.enumerated() {
+            // Those before it stay as stored unless their name would change (a 100th child
+            // widens the numbers); those after it moved, and keep a `fileName` only if needed.
+            let new = old < index ? old : old + 1
+            if new != old || shownName(children, new) != sibling { settleName(of: &children, at: new, shownAs: sibling) }
+        }
+        settleName(of: &children, at: index, shownAs: name)
+        return index
+    }
+
+    /// The number a child's name starts with (`03` in `03-follow-up-note.md`), if any.
+    static func childNumber(_ name: String) -> Int? {
+        let digits = name.utf8.prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+        guard !digits.isEmpty, name.utf8.dropFirst(digits.count).first == UInt8(ascii: "-") else { return nil }
+        return Int(String(decoding: digits, as: UTF8.self))
     }
 }
 

@@ -202,7 +202,7 @@ final class WriteEngineTests: XCTestCase {
         try view.store("visits/secret.md", content: Array("---\nprovider: Dr. Canary-7731\n---\nCANARY-PLAINTEXT-7731\n".utf8))
         try view.store("visits/scan.txt", content: Array("CANARY-ATTACHMENT-7731".utf8))
         let objects = try git("cat-file --batch-all-objects --batch")
-        XCTAssertFalse(objects.contains("7731"), "plaintext reached git")
-        XCTAssertFalse(try git("log --format=%B main").contains("7731"))
+        XCTAssertFalse(objects.contains("CANARY") || objects.contains("Canary"), "plaintext reached git")
+        XCTAssertFalse(try git("log --format=%B main").contains("anary"))
     }
 }

@@ -61,6 +61,9 @@ final class WriteRuleTests: XCTestCase {
 
     static let note = "---\ntype: visit\ncreated: \"2025-01-02T03:04:05.000Z\"\nupdated: \"2025-01-02T03:04:05.000Z\"\n---\n# Visit\n"
     static let addendum = "---\ntype: addendum\ncreated: \"2025-01-03T00:00:00.000Z\"\n---\nAddendum.\n"
+    static let doctorNote = "---\ntype: doctor_note\ncreated: \"2025-01-04T00:00:00.000Z\"\n---\nNote.\n"
+    static let followUp = "---\ntype: follow_up_note\ncreated: \"2025-01-05T00:00:00.000Z\"\n---\nFollow up.\n"
+    static let correction = "---\ntype: correction\ncreated: \"2025-01-06T00:00:00.000Z\"\n---\nFix.\n"
     static let longName = String(repeating: "n", count: 250) + ".md"  // 253 bytes: n….json is 255
 
     static let rows: [Row] = [
@@ -91,6 +94,49 @@ final class WriteRuleTests: XCTestCase {
         Row("an attachment in X.children before X.md", given: [.mkdir("labs"), .mkdir("labs/p.children")],
             when: .writeBytes("labs/p.children/01-scan.png", [0x89, 0x50, 0x4E, 0x47]),
             then: .shows(files: ["labs/p.children/01-scan.png", "labs/p.md"], documents: 2, children: 1)),
+        // cp -a copies a folder in inode order: children come in any order.
+        Row("children written out of order (cp -a) take the places their numbers give, with no fileName",
+            given: [.mkdir("visits"), .write("visits/a.md", note), .mkdir("visits/a.children"),
+                    .write("visits/a.children/03-follow-up-note.md", followUp), .write("visits/a.children/02-doctor-note.md", doctorNote)],
+            when: .write("visits/a.children/01-addendum.md", addendum),
+            then: .shows(files: ["visits/a.children/01-addendum.md", "visits/a.children/02-doctor-note.md",
+                                 "visits/a.children/03-follow-up-note.md", "visits/a.md"],
+                         contains: ["visits/a.children/01-addendum.md": addendum, "visits/a.children/02-doctor-note.md": doctorNote,
+                                    "visits/a.children/03-follow-up-note.md": followUp], documents: 2, children: 3)),
+        Row("a child's .children folder made before its own file, with a sibling written between, out of order",
+            given: [.mkdir("visits"), .mkdir("visits/a.children"), .write("visits/a.children/02-doctor-note.md", doctorNote),
+                    .mkdir("visits/a.children/01-addendum.children"),
+                    .write("visits/a.children/01-addendum.children/01-correction.md", correction),
+                    .write("visits/a.children/03-follow-up-note.md", followUp), .write("visits/a.md", note)],
+            when: .write("visits/a.children/01-addendum.md", addendum),
+            then: .shows(files: ["visits/a.children/01-addendum.children/01-correction.md", "visits/a.children/01-addendum.md",
+                                 "visits/a.children/02-doctor-note.md", "visits/a.children/03-follow-up-note.md", "visits/a.md"],
+                         contains: ["visits/a.children/01-addendum.md": addendum, "visits/a.children/02-doctor-note.md": doctorNote,
+                                    "visits/a.children/03-follow-up-note.md": followUp, "visits/a.md": note,
+                                    "visits/a.children/01-addendum.children/01-correction.md": correction],
+                         documents: 2, children: 4)),
+        Row("an empty .children folder follows its child when a sibling is written before that child",
+            given: [.mkdir("visits"), .write("visits/a.md", note), .mkdir("visits/a.children"),
+                    .write("visits/a.children/03-follow-up-note.md", followUp), .mkdir("visits/a.children/03-follow-up-note.children"),
+                    .write("visits/a.children/02-doctor-note.md", doctorNote)],
+            when: .write("visits/a.children/03-follow-up-note.children/01-correction.md", correction),
+            then: .shows(files: ["visits/a.children/02-doctor-note.md", "visits/a.children/03-follow-up-note.children/01-correction.md",
+                                 "visits/a.children/03-follow-up-note.md", "visits/a.md"],
+                         contains: ["visits/a.children/03-follow-up-note.children/01-correction.md": correction],
+                         documents: 2, children: 3)),
+        Row("an attachment child written after a higher-numbered sibling goes before it",
+            given: [.mkdir("labs"), .mkdir("labs/p.children"), .write("labs/p.children/02-doctor-note.md", doctorNote)],
+            when: .writeBytes("labs/p.children/01-scan.png", [0x89, 0x50, 0x4E, 0x47]),
+            then: .shows(files: ["labs/p.children/01-scan.png", "labs/p.children/02-doctor-note.md", "labs/p.md"],
+                         contains: ["labs/p.children/02-doctor-note.md": doctorNote], documents: 2, children: 2)),
+        Row("a new child numbered like a sibling leaves the siblings' names as they are",
+            given: [.mkdir("visits"), .write("visits/a.md", note), .mkdir("visits/a.children"),
+                    .write("visits/a.children/01-addendum.md", addendum), .write("visits/a.children/02-doctor-note.md", doctorNote)],
+            when: .write("visits/a.children/01-extra.md", "More.\n"),
+            then: .shows(files: ["visits/a.children/01-addendum.md", "visits/a.children/01-extra.md",
+                                 "visits/a.children/02-doctor-note.md", "visits/a.md"],
+                         contains: ["visits/a.children/01-addendum.md": addendum, "visits/a.children/01-extra.md": "More."],
+                         documents: 2, children: 3)),
         Row("rename over an existing record replaces it", given: [.mkdir("visits"), .write("visits/a.md", note), .write("visits/b.md", "# B\n")],
             when: .rename("visits/a.md", "visits/b.md"),
             then: .shows(files: ["visits/b.md"], contains: ["visits/b.md": "# Visit"], documents: 2)),
