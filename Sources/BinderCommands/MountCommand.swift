@@ -156,7 +156,7 @@ struct MountCommand: ParsableCommand {
             let status = mount.run()
             locker.stop()
             control?.stop()
-            sync.scheduler?.stop()
+            if let scheduler = sync.scheduler { Task { await scheduler.stop() } }
             logger.info("unmounted", metadata: ["mountpoint": "\(mountpoint)"])
             withExtendedLifetime(writerLock) {}
             if status != 0 { throw CommandFailure("the mount loop ended with an error (\(status))") }
@@ -286,7 +286,7 @@ struct MountCommand: ParsableCommand {
             let status = mount.run()
             locker.stop()
             control?.stop()
-            sync.scheduler?.stop()
+            if let scheduler = sync.scheduler { Task { await scheduler.stop() } }
             logger.info("unmounted", metadata: ["mountpoint": "\(mountpoint)", "status": "\(status)"])
             withExtendedLifetime(writerLock) {}
         } catch let failure as CommandFailure {
@@ -299,32 +299,32 @@ struct MountCommand: ParsableCommand {
     /// A mount's background sync: the scheduler when on, else why it is off.
     struct MountSync {
         var scheduler: SyncScheduler?
-        var target: SyncTarget?
         var offReason: String
     }
 
-    /// Background sync for a binder that has a server (set by `binder clone` or `binder sync`),
-    /// unless `--no-sync` (a read-only mount still follows the other devices). The view is
-    /// served meanwhile; the first pull starts now.
+    /// Background sync, unless `--no-sync` (a read-only mount still follows the other
+    /// devices): at once for a binder that has a server (set by `binder clone` or `binder
+    /// sync`), else from the moment `binder sync` names one through the control channel. The
+    /// view is served meanwhile; the first pull starts now.
     private func startSync(view: BinderView, repository: GitRepository, path: String, key: SecretKey,
                            state: StateDirectory, logger: Logger) -> MountSync {
         func off(_ reason: String) -> MountSync {
             view.setSyncHooks(onCommit: nil, status: { "sync: off (\(reason))\n" })
-            return MountSync(scheduler: nil, target: nil, offReason: reason)
+            return MountSync(scheduler: nil, offReason: reason)
         }
         guard !noSync else { return off("--no-sync") }
-        guard let target = SyncTarget.read(repository) else { return off("local only: 'binder sync' sets a server") }
+        let author = commitAuthor(), accounts = Accounts(path: state.accountsFile)
         do {
-            let client = try ServerClient(server: target.server)
-            let session = ServerSession(client: client, key: key, accounts: Accounts(path: state.accountsFile))
-            let engine = try SyncEngine(repositoryPath: path, key: NIP44.ConversationKey(selfOf: key), session: session,
-                                        target: target, author: commitAuthor(), logger: logger)
-            let scheduler = try SyncScheduler(engine: engine, view: view, repositoryPath: path,
-                                              options: .init(pollInterval: max(1, syncInterval), maxBackoff: max(1, syncMaxBackoff)),
-                                              logger: logger)
-            scheduler.start()
-            logger.info("sync on", metadata: ["server": "\(target.server)", "repository": "\(target.repoId)"])
-            return MountSync(scheduler: scheduler, target: target, offReason: "")
+            let scheduler = try SyncScheduler(
+                view: view, repositoryPath: path,
+                options: .init(pollInterval: max(1, syncInterval), maxBackoff: max(1, syncMaxBackoff)), logger: logger,
+                makeEngine: { target in
+                    let session = ServerSession(client: try ServerClient(server: target.server), key: key, accounts: accounts)
+                    return try SyncEngine(repositoryPath: path, key: NIP44.ConversationKey(selfOf: key), session: session,
+                                          target: target, author: author, logger: logger)
+                })
+            Task { await scheduler.start() }
+            return MountSync(scheduler: scheduler, offReason: "")
         } catch {
             logger.error("sync off: \(error)")
             return off("error: \(error)")
@@ -332,22 +332,33 @@ struct MountCommand: ParsableCommand {
     }
 
     /// The mount's control channel (`run/mount-PID.sock`): `binder sync` while mounted asks the
-    /// mount, the binder's one writer, to sync. Without it (a path too long for a socket, say)
-    /// such a `binder sync` is refused with the mount point named.
+    /// mount, the binder's one writer, to sync (`sync [SERVER [REPO_ID]]`), `binder status`
+    /// asks for its sync state (`status`), `binder lock` asks it to lock. Without it (a path too
+    /// long for a socket, say) such a `binder sync` is refused with the mount point named.
     private func startControl(sync: MountSync, locker: MountLocker, state: StateDirectory, logger: Logger) -> ControlServer? {
         ControlServer.removeDeadSockets(runDirectory: state.runDirectory)
-        let scheduler = sync.scheduler, target = sync.target, offReason = sync.offReason
+        let scheduler = sync.scheduler, offReason = sync.offReason
         let handler: ControlServer.Handler = { request in
-            switch String(request.split(separator: " ").first ?? "") {
-            case ControlRequest.sync:
-                guard let scheduler, let target else {
+            let words = request.split(separator: " ").map(String.init)
+            switch (words.first ?? "", words.count) {
+            case (ControlRequest.lock, 1):
+                return locker.lock(reason: "binder lock")
+            case (ControlRequest.status, 1):
+                guard let scheduler else { return "ok " + ControlStatus.off(offReason).encoded }
+                return "ok " + ControlStatus.on(scheduler.state()).encoded
+            case (ControlRequest.sync, 1...3):
+                guard let scheduler else {
                     return "error sync is off for this mount (\(offReason)): unmount it and sync, or mount it with sync on"
                 }
-                do { return "ok " + syncSummary(try scheduler.syncNow(), target: target) } catch { return "error \(error)" }
-            case ControlRequest.lock:
-                return locker.lock(reason: "binder lock")
+                switch await scheduler.syncNow(server: words.count > 1 ? words[1] : nil, repoId: words.count > 2 ? words[2] : nil) {
+                case .success(let report):
+                    guard let target = await scheduler.target else { return "error no server" }
+                    return "ok " + syncSummary(report, target: target)
+                case .failure(let error):
+                    return "error \(error)"
+                }
             default:
-                return "error unknown request (this mount answers: sync, lock)"
+                return "error unknown request (this mount answers: sync, status, lock)"
             }
         }
         do {

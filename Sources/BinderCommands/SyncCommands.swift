@@ -183,7 +183,7 @@ struct SyncCommand: ParsableCommand {
 
     @Argument(help: "A binder's name or path (default: the only local binder).")
     var binder: String?
-    @Option(name: .customLong("repo-id"), help: "For a binder never synced: its repository id on the server (default: its name).")
+    @Option(name: .customLong("repo-id"), help: "For a binder never synced: its repository id on the server (default: a new binder-<milliseconds>-<random> id).")
     var repoId: String?
     @Flag(help: "Show transfer progress even when stderr is not a terminal.")
     var progress = false
@@ -200,7 +200,8 @@ struct SyncCommand: ParsableCommand {
             throw CommandFailure("your key cannot read \(path): \(error)")
         }
         // The server: the one this binder syncs with, unless --server/BINDER_SERVER names another
-        // (a move); a binder never synced takes the default and --repo-id (else its name).
+        // (a move); a binder never synced takes the default and --repo-id, else a new id that
+        // cannot collide with anyone's (the server creates repositories on a first push).
         let configured = SyncTarget.read(repository)
         if let configured, let repoId, repoId != configured.repoId {
             throw CommandFailure("this binder already syncs as '\(configured.repoId)'")
@@ -209,7 +210,7 @@ struct SyncCommand: ParsableCommand {
         if configured == nil || serverOptions.chosen != nil {
             let base = try serverOptions.client(accounts).base
             if base != configured?.server {
-                let id = repoId ?? configured?.repoId ?? BinderLocator.displayName(path)
+                let id = repoId ?? configured?.repoId ?? SyncTarget.newRepoID()
                 guard SyncTarget.isValidRepoID(id) else { throw CommandFailure("'\(id)' is not a usable repository id; choose one with --repo-id") }
                 target = SyncTarget(server: base, repoId: id)
             }
@@ -233,9 +234,8 @@ struct SyncCommand: ParsableCommand {
             let engine = try SyncEngine(repositoryPath: path, key: conversationKey, session: session, target: chosen,
                                         author: commitAuthor(), logger: quietLogger("binder.sync"),
                                         progress: ProgressPrinter(force: progress).callback)
+            // The target is remembered by the engine once the server accepted it.
             report = try engine.sync()
-            // Remembered only once the server accepted it.
-            if SyncTarget.read(repository) != chosen { try chosen.write(repository) }
         } catch let error as SyncError {
             throw failure(error)
         }
@@ -249,17 +249,17 @@ struct SyncCommand: ParsableCommand {
         guard let mountpoint = holder.mountpoint else {
             throw CommandFailure("cannot sync \(name) now: it is \(holder); try again when it has finished")
         }
-        guard let configured else {
-            throw CommandFailure("cannot set up syncing for \(name) while it is \(holder): unmount it, sync, and mount it again")
-        }
-        guard configured == chosen else {
+        guard configured == nil || configured == chosen else {
             throw CommandFailure("cannot change where \(name) syncs while it is \(holder): unmount it first")
         }
         guard let control = holder.control else {
             throw CommandFailure("cannot sync \(name) while it is \(holder): that mount takes no requests; unmount it first")
         }
+        // A binder with no server yet: the mount is told where (and the id, if one was chosen;
+        // else the mount picks one, once), and starts syncing there.
+        let request = configured != nil ? ControlRequest.sync : "\(ControlRequest.sync) \(chosen.server)" + (repoId.map { " " + $0 } ?? "")
         let answer: String
-        do { answer = try ControlClient.send("sync", to: control) } catch {
+        do { answer = try ControlClient.send(request, to: control) } catch {
             throw CommandFailure("cannot sync \(name) while it is \(holder): \(error); unmount it first")
         }
         if answer.hasPrefix("ok ") {
@@ -301,10 +301,33 @@ struct StatusCommand: ParsableCommand {
         let (repository, path) = try BinderLocator(state: state).open(try defaultBinder(binder, state: state))
         let report = StatusReport.gather(repository, path: path, state: state)
         if json { try report.printJSON() } else { report.printText() }
+        // A running mount syncs in the background: what it is doing, from the mount itself.
+        if !json, let (holder, control) = WriterLock.mountControl(gitDirectory: repository.gitDirectory) {
+            printOut(Self.daemonLines(control: control, holder: holder))
+        }
     }
 }
 
 extension StatusCommand {
+    /// The running mount's sync state, asked over its control channel.
+    static func daemonLines(control: String, holder: WriterLock.Holder) -> String {
+        let prefix = "mount sync (pid \(holder.pid.map(String.init) ?? "?"))"
+        let answer: String
+        do { answer = try ControlClient.send(ControlRequest.status, to: control) } catch { return "\(prefix): not answering (\(error))" }
+        guard answer.hasPrefix("ok "), let status = try? ControlStatus(decoding: String(answer.dropFirst(3))) else {
+            return "\(prefix): \(answer.hasPrefix("error ") ? String(answer.dropFirst(6)) : "no answer")"
+        }
+        guard let state = status.state else { return "\(prefix): off (\(status.offReason ?? "off"))" }
+        let iso = ISO8601DateFormatter()
+        var lines = ["\(prefix): \(state.phase)"]
+        if let server = state.server, let repoId = state.repoId { lines.append("mount syncs with: \(server) as \(repoId)") }
+        lines.append("mount last sync: \(state.lastSync.map { iso.string(from: $0) } ?? "never")")
+        lines.append("mount pending commits: \(state.pendingCommits)")
+        lines.append("mount last error: \(state.lastError ?? "none")")
+        if let retry = state.nextRetry { lines.append("mount next retry: \(iso.string(from: retry))") }
+        return lines.joined(separator: "\n")
+    }
+
     /// The last `error`-level line of the mount daemon's log (its last 64 KB).
     static func lastError(inLog path: String) -> String? {
         guard let handle = FileHandle(forReadingAtPath: path) else { return nil }

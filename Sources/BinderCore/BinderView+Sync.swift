@@ -23,4 +23,15 @@ extension BinderView {
     public func adoptArrived(commit: ObjectID) throws -> [String] {
         try committer.writeLock.withLock { _ in try committer.adoptArrivedLocked(commit: commit) }
     }
+
+    /// Shows the branch's current tip if it moved from elsewhere (a sync, another process),
+    /// like `adoptArrived`. The tip is read with the write lock held: a tip read before a save
+    /// of this view's own landed would otherwise take the view back to before that save.
+    @discardableResult
+    public func adoptBranchTip() throws -> [String] {
+        try committer.writeLock.withLock { _ in
+            guard let tip = try committer.repository.branchTip(), tip != committer.listings.snapshot.commit else { return [] }
+            return try committer.adoptArrivedLocked(commit: tip)
+        }
+    }
 }

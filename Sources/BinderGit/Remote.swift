@@ -18,10 +18,14 @@ public struct RemoteEndpoint: Sendable {
     /// Extra request headers, e.g. `Authorization: Bearer …`. Kept in memory only: libgit2 is
     /// handed copies for the duration of one call, freed right after.
     public var headers: [String]
+    /// When set, every request goes through it (our own HTTP client: bounded answers, timeouts,
+    /// retries) instead of libgit2's HTTP; `headers` are then the carrier's business.
+    public var carrier: (any SmartHTTPCarrier)?
 
-    public init(url: String, headers: [String] = []) {
+    public init(url: String, headers: [String] = [], carrier: (any SmartHTTPCarrier)? = nil) {
         self.url = url
         self.headers = headers
+        self.carrier = carrier
     }
 }
 
@@ -58,14 +62,15 @@ extension GitRepository {
             try check(git_fetch_options_init(&options, UInt32(GIT_FETCH_OPTIONS_VERSION)), "init fetch options")
             options.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE
             options.update_fetchhead = 0
-            let box = ProgressBox(progress)
+            let box = RemoteCallbackBox(progress, carrier: endpoint.carrier)
             let payload = Unmanaged.passRetained(box)
             defer { payload.release() }
             options.callbacks.payload = payload.toOpaque()
+            if box.carried != nil { options.callbacks.transport = CarriedTransport.transportCallback }
             if progress != nil {
                 options.callbacks.transfer_progress = { stats, payload in
                     guard let stats, let payload else { return 0 }
-                    let box = Unmanaged<ProgressBox>.fromOpaque(payload).takeUnretainedValue()
+                    let box = Unmanaged<RemoteCallbackBox>.fromOpaque(payload).takeUnretainedValue()
                     box.report(TransferProgress(receivedObjects: Int(stats.pointee.received_objects),
                                                 totalObjects: Int(stats.pointee.total_objects),
                                                 bytes: Int(stats.pointee.received_bytes), pushing: false))
@@ -93,20 +98,21 @@ extension GitRepository {
             let remote = try anonymousRemoteLocked(endpoint.url)
             var options = git_push_options()
             try check(git_push_options_init(&options, UInt32(GIT_PUSH_OPTIONS_VERSION)), "init push options")
-            let box = ProgressBox(progress)
+            let box = RemoteCallbackBox(progress, carrier: endpoint.carrier)
             let payload = Unmanaged.passRetained(box)
             defer { payload.release() }
             options.callbacks.payload = payload.toOpaque()
+            if box.carried != nil { options.callbacks.transport = CarriedTransport.transportCallback }
             options.callbacks.push_update_reference = { _, status, payload in
                 guard let payload else { return 0 }
-                let box = Unmanaged<ProgressBox>.fromOpaque(payload).takeUnretainedValue()
+                let box = Unmanaged<RemoteCallbackBox>.fromOpaque(payload).takeUnretainedValue()
                 if let status { box.rejection.withLock { $0 = String(cString: status) } }
                 return 0
             }
             if progress != nil {
                 options.callbacks.push_transfer_progress = { current, total, bytes, payload in
                     guard let payload else { return 0 }
-                    let box = Unmanaged<ProgressBox>.fromOpaque(payload).takeUnretainedValue()
+                    let box = Unmanaged<RemoteCallbackBox>.fromOpaque(payload).takeUnretainedValue()
                     box.report(TransferProgress(receivedObjects: Int(current), totalObjects: Int(total),
                                                 bytes: Int(bytes), pushing: true))
                     return 0
@@ -243,12 +249,18 @@ extension GitRepository {
     }
 }
 
-/// Carries a progress closure and a push's rejection through libgit2's `void *payload`.
-private final class ProgressBox: Sendable {
+/// Carries a progress closure, the transport carrier and a push's rejection through libgit2's
+/// `void *payload` (one fetch or push; used on its thread only, but for `rejection`).
+final class RemoteCallbackBox: @unchecked Sendable {
     let progress: (@Sendable (TransferProgress) -> Void)?
+    /// Our subtransport when the endpoint has a carrier.
+    let carried: CarriedTransport?
     /// A rejected ref update's message (libgit2 reports it in a callback).
     let rejection = Mutex<String?>(nil)
-    init(_ progress: (@Sendable (TransferProgress) -> Void)?) { self.progress = progress }
+    init(_ progress: (@Sendable (TransferProgress) -> Void)?, carrier: (any SmartHTTPCarrier)?) {
+        self.progress = progress
+        carried = carrier.map(CarriedTransport.init)
+    }
     func report(_ value: TransferProgress) { progress?(value) }
 }
 

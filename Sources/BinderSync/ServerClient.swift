@@ -1,34 +1,74 @@
 import BinderCrypto
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
-/// One repository on the server, as `GET /api/mgit/user/repositories` lists it.
-public struct RemoteRepository: Sendable, Equatable {
+/// One repository on the server, as `GET /api/mgit/user/repositories` lists it: limbo.health
+/// sends `{id, name, description, created, type, access}`, `binder serve` `{repoId, name,
+/// lastCommit, …}`; fields binder does not use are ignored.
+public struct RemoteRepository: Sendable, Equatable, Decodable {
     public let id: String
     public let name: String
     public let lastCommit: String?
+    public let created: String?
+
+    public init(id: String, name: String, lastCommit: String?, created: String?) {
+        self.id = id
+        self.name = name
+        self.lastCommit = lastCommit
+        self.created = created
+    }
+
+    enum CodingKeys: String, CodingKey { case id, repoId, name, lastCommit, created }
+
+    public init(from decoder: any Decoder) throws {
+        let fields = try decoder.container(keyedBy: CodingKeys.self)
+        guard let id = try fields.decodeIfPresent(String.self, forKey: .id) ?? fields.decodeIfPresent(String.self, forKey: .repoId) else {
+            throw DecodingError.keyNotFound(CodingKeys.id, .init(codingPath: fields.codingPath, debugDescription: "no id"))
+        }
+        self.id = id
+        name = try fields.decodeIfPresent(String.self, forKey: .name) ?? id
+        lastCommit = try fields.decodeIfPresent(String.self, forKey: .lastCommit)
+        created = try fields.decodeIfPresent(String.self, forKey: .created)
+    }
+
+    /// The phone's staging copies for sharing with a doctor (`scan-<hex time>`): not binders
+    /// of their own, and hidden the way the phone hides them.
+    public var isStagingCopy: Bool { id.hasPrefix("scan-") }
 }
 
 /// The web app's QR payload: `{"action":"mgit_clone","clone_url","jwt_token","repo_name"}`.
-public struct ClonePayload: Sendable {
+public struct ClonePayload: Sendable, Decodable {
     public let cloneURL: String
     public let token: String
     public let repoName: String
 
-    public init(json: [UInt8]) throws(SyncError) {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any] else {
-            throw .configuration("the QR payload is not a JSON object")
+    enum CodingKeys: String, CodingKey {
+        case action, cloneURL = "clone_url", token = "jwt_token", repoName = "repo_name"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let fields = try decoder.container(keyedBy: CodingKeys.self)
+        guard try fields.decodeIfPresent(String.self, forKey: .action) == "mgit_clone" else {
+            throw SyncError.configuration("the QR payload's action is not \"mgit_clone\"")
         }
-        guard object["action"] as? String == "mgit_clone" else {
-            throw .configuration("the QR payload's action is not \"mgit_clone\"")
+        guard let url = try? fields.decode(String.self, forKey: .cloneURL), !url.isEmpty else {
+            throw SyncError.configuration("the QR payload has no clone_url")
         }
-        guard let url = object["clone_url"] as? String, !url.isEmpty else { throw .configuration("the QR payload has no clone_url") }
-        guard let token = object["jwt_token"] as? String, !token.isEmpty else { throw .configuration("the QR payload has no jwt_token") }
+        guard let token = try? fields.decode(String.self, forKey: .token), !token.isEmpty else {
+            throw SyncError.configuration("the QR payload has no jwt_token")
+        }
         cloneURL = url
         self.token = token
-        repoName = (object["repo_name"] as? String) ?? ""
+        repoName = (try? fields.decodeIfPresent(String.self, forKey: .repoName)) ?? ""
+    }
+
+    public init(json: [UInt8]) throws(SyncError) {
+        do {
+            self = try JSONDecoder().decode(ClonePayload.self, from: Data(json))
+        } catch let error as SyncError {
+            throw error
+        } catch {
+            throw .configuration("the QR payload is not a JSON object")
+        }
     }
 
     /// The server's base URL and the repository id, from `<base>/api/mgit/repos/<id>`.
@@ -51,9 +91,10 @@ public struct ServerClient: Sendable {
     /// The normalised base URL, e.g. `https://limbo.health`.
     public let base: String
     public static let defaultServer = "https://limbo.health"
-    let timeout: TimeInterval
+    /// How each call is retried (the command's and the mount's alike: one request at a time).
+    let retry: RetryPolicy
 
-    public init(server: String, timeout: TimeInterval = 30) throws(SyncError) {
+    public init(server: String, retry: RetryPolicy = .request) throws(SyncError) {
         var base = server.trimmingCharacters(in: .whitespaces)
         while base.hasSuffix("/") { base.removeLast() }
         guard let url = URL(string: base), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty,
@@ -68,7 +109,7 @@ public struct ServerClient: Sendable {
             throw .configuration("'\(server)': only https (or http to this machine) is supported")
         }
         self.base = base
-        self.timeout = timeout
+        self.retry = retry
     }
 
     static func isLoopback(_ host: String) -> Bool {
@@ -81,104 +122,105 @@ public struct ServerClient: Sendable {
 
     /// Signs a fresh challenge with `secretKey` (kind 22242) and returns the JWT.
     public func login(secretKey: SecretKey) throws(SyncError) -> String {
-        let challengeObject = try call("POST", "/api/auth/nostr/challenge", body: [:], token: nil)
-        guard let object = challengeObject as? [String: Any], let challenge = object["challenge"] as? String, !challenge.isEmpty else {
-            throw .server(status: 200, message: "no challenge in the answer")
+        let challenge = try call("POST", "/api/auth/nostr/challenge", body: Empty(), token: nil, as: ChallengeAnswer.self)
+        guard !challenge.challenge.isEmpty, challenge.challenge.utf8.count <= 1024 else {
+            throw .server(status: 200, message: "the challenge is empty or longer than 1024 bytes")
         }
-        let event = NostrEvent.authentication(challenge: challenge, secretKey: secretKey,
+        let event = NostrEvent.authentication(challenge: challenge.challenge, secretKey: secretKey,
                                               createdAt: Int64(Date().timeIntervalSince1970))
-        let signed: [String: Any] = ["id": event.id, "pubkey": event.pubkey, "created_at": event.createdAt,
-                                     "kind": event.kind, "tags": event.tags, "content": event.content, "sig": event.sig]
-        let answer = try call("POST", "/api/auth/nostr/verify",
-                              body: ["signedEvent": signed, "challenge": challenge, "userType": "patient"], token: nil)
-        guard let verified = answer as? [String: Any], let token = verified["token"] as? String, !token.isEmpty else {
-            throw .server(status: 200, message: "no token in the answer")
-        }
-        return token
+        let request = VerifyRequest(signedEvent: SignedEvent(event), challenge: challenge.challenge, userType: "patient")
+        let verified = try call("POST", "/api/auth/nostr/verify", body: request, token: nil, as: VerifyAnswer.self)
+        guard !verified.token.isEmpty else { throw .server(status: 200, message: "no token in the answer") }
+        return verified.token
     }
 
+    /// The user's repositories, `scan-*` staging copies left out.
     public func repositories(token: String) throws(SyncError) -> [RemoteRepository] {
-        let answer = try call("GET", "/api/mgit/user/repositories", body: nil, token: token)
-        let list: [Any]
-        if let array = answer as? [Any] { list = array }
-        else if let object = answer as? [String: Any], let array = (object["repositories"] ?? object["repos"]) as? [Any] { list = array }
-        else { throw .server(status: 200, message: "the repository list is not a JSON array") }
-        return list.compactMap { item in
-            guard let entry = item as? [String: Any] else { return nil }
-            guard let id = (entry["repoId"] ?? entry["id"] ?? entry["name"]) as? String else { return nil }
-            return RemoteRepository(id: id, name: (entry["name"] as? String) ?? id,
-                                    lastCommit: (entry["lastCommit"] ?? entry["updatedAt"] ?? entry["lastModified"]) as? String)
-        }
-    }
-
-    public func qrPayload(repoId: String, token: String) throws(SyncError) -> [UInt8] {
-        let answer = try call("GET", "/api/mgit/qr/clone/" + repoId, body: nil, token: token)
-        guard let data = try? JSONSerialization.data(withJSONObject: answer) else {
-            throw .server(status: 200, message: "bad QR payload")
-        }
-        return [UInt8](data)
+        try call("GET", "/api/mgit/user/repositories", body: Optional<Empty>.none, token: token, as: [RemoteRepository].self,
+                 limits: .listing)
+            .filter { !$0.isStagingCopy }
     }
 
     // MARK: - HTTP
 
-    private func call(_ method: String, _ path: String, body: [String: Any]?, token: String?) throws(SyncError) -> Any {
-        guard let url = URL(string: base + path) else { throw .configuration("bad URL \(base + path)") }
-        var request = URLRequest(url: url, timeoutInterval: timeout)
-        request.httpMethod = method
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
-        if let token { request.setValue("Bearer " + token, forHTTPHeaderField: "Authorization") }
+    /// One JSON call, retried with backoff while the server is unreachable or answers 5xx/429.
+    private func call<Body: Encodable, Answer: Decodable>(_ method: String, _ path: String, body: Body?, token: String?,
+                                                          as _: Answer.Type, limits: AnswerLimits = .json) throws(SyncError) -> Answer {
+        var headers = [("Accept", "application/json")]
+        if let token { headers.append(("Authorization", "Bearer " + token)) }
+        var bytes: [UInt8]?
         if let body {
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            request.httpBody = try? JSONSerialization.data(withJSONObject: body)
+            headers.append(("Content-Type", "application/json"))
+            do { bytes = [UInt8](try JSONEncoder().encode(body)) } catch { throw .configuration("cannot encode the request: \(error)") }
         }
-        let (data, status) = try Self.send(request)
-        let json = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
-        let message = ((json as? [String: Any])?["error"] as? String) ?? ((json as? [String: Any])?["message"] as? String)
-            ?? "HTTP \(status)"
-        switch status {
-        case 200..<300:
-            guard let json else { throw .server(status: status, message: "the answer is not JSON") }
-            return json
-        case 401: throw .unauthorized(message)
-        case 403: throw .forbidden(message)
-        case 500...: throw .offline("the server answered \(status)")
-        default: throw .server(status: status, message: message)
+        let url = base + path
+        let answer = try retry.run { () throws(SyncError) -> HTTPAnswer in
+            let answer = try HTTPExchange.send(method: .init(rawValue: method), url: url, headers: headers, body: bytes, limits: limits)
+            try Self.check(answer)
+            return answer
+        }
+        do {
+            return try JSONDecoder().decode(Answer.self, from: Data(answer.body))
+        } catch {
+            throw .server(status: answer.status, message: "the answer to \(path) is not what the protocol says (\(Self.decodingSummary(error)))")
         }
     }
 
-    /// One request, waited for. URLSession verifies HTTPS certificates against the system's CAs.
-    private static func send(_ request: URLRequest) throws(SyncError) -> (Data, Int) {
-        let box = ResultBox()
-        let task = URLSession.shared.dataTask(with: request) { data, response, error in
-            box.set(data: data, status: (response as? HTTPURLResponse)?.statusCode, error: error)
+    /// Throws for a status that is not 2xx, with the server's own words when it sent some.
+    static func check(_ answer: HTTPAnswer) throws(SyncError) {
+        guard !(200..<300).contains(answer.status) else { return }
+        let reason = (try? JSONDecoder().decode(ErrorAnswer.self, from: Data(answer.body)))?.text.map { String($0.prefix(200)) }
+            ?? "HTTP \(answer.status)"
+        switch answer.status {
+        case 401: throw .unauthorized(reason)
+        case 403: throw .forbidden(reason)
+        default: throw .server(status: answer.status, message: reason)
         }
-        task.resume()
-        let (data, status, error) = box.wait()
-        if let error { throw .offline("\(request.url?.host ?? "server"): \(error.localizedDescription)") }
-        guard let status else { throw .offline("no answer from \(request.url?.host ?? "server")") }
-        return (data ?? Data(), status)
+    }
+
+    /// Which field a decoding failure was about (never the values: they may be a token).
+    static func decodingSummary(_ error: any Error) -> String {
+        switch error {
+        case DecodingError.keyNotFound(let key, _): return "no field \(key.stringValue)"
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context),
+             DecodingError.dataCorrupted(let context):
+            let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+            return path.isEmpty ? "not JSON of the expected shape" : "bad field \(path)"
+        default: return "not JSON"
+        }
     }
 }
 
-/// Carries a URLSession completion to the waiting thread.
-private final class ResultBox: @unchecked Sendable {
-    private let condition = NSCondition()
-    // Guarded by condition.
-    private var done = false
-    private var data: Data?
-    private var status: Int?
-    private var error: Error?
+// MARK: - Wire types
 
-    func set(data: Data?, status: Int?, error: Error?) {
-        condition.lock()
-        self.data = data; self.status = status; self.error = error; done = true
-        condition.signal()
-        condition.unlock()
-    }
+struct Empty: Codable {}
 
-    func wait() -> (Data?, Int?, Error?) {
-        condition.lock(); defer { condition.unlock() }
-        while !done { condition.wait() }
-        return (data, status, error)
+/// `POST /api/auth/nostr/challenge` → `{"challenge": "<64 hex>", "tag": "login"}`.
+struct ChallengeAnswer: Decodable { let challenge: String }
+
+/// The signed NIP-01 event, as the verify endpoint takes it.
+struct SignedEvent: Encodable {
+    let id: String, pubkey: String, created_at: Int64, kind: Int, tags: [[String]], content: String, sig: String
+
+    init(_ event: NostrEvent) {
+        id = event.id; pubkey = event.pubkey; created_at = event.createdAt; kind = event.kind
+        tags = event.tags; content = event.content; sig = event.sig
     }
+}
+
+/// `POST /api/auth/nostr/verify`; `userType` is always "patient" (else the server makes a provider account).
+struct VerifyRequest: Encodable {
+    let signedEvent: SignedEvent
+    let challenge: String
+    let userType: String
+}
+
+struct VerifyAnswer: Decodable { let token: String }
+
+/// `{"error": …}` (auth middleware) or `{"status": "error", "reason": …}` (route handlers).
+struct ErrorAnswer: Decodable {
+    let error: String?
+    let reason: String?
+    let message: String?
+    var text: String? { error ?? reason ?? message }
 }

@@ -29,11 +29,14 @@ public final class SyncEngine: Sendable {
     let author: Signature
     let logger: Logger
     let progress: (@Sendable (TransferProgress) -> Void)?
+    /// How each request of a transfer is retried.
+    let retry: RetryPolicy
     /// One sync at a time per engine.
     private let running = Mutex(())
 
     public init(repositoryPath: String, key: NIP44.ConversationKey, session: ServerSession, target: SyncTarget,
-                author: Signature, logger: Logger, progress: (@Sendable (TransferProgress) -> Void)? = nil) throws {
+                author: Signature, logger: Logger, progress: (@Sendable (TransferProgress) -> Void)? = nil,
+                retry: RetryPolicy = .request) throws {
         repository = try GitRepository.open(path: repositoryPath)
         self.key = key
         self.session = session
@@ -41,6 +44,7 @@ public final class SyncEngine: Sendable {
         self.author = author
         self.logger = logger
         self.progress = progress
+        self.retry = retry
     }
 
     var endpointURL: String { session.client.repositoryURL(target.repoId) }
@@ -54,6 +58,10 @@ public final class SyncEngine: Sendable {
             record.lastAttempt = now
             do {
                 let report = try syncRounds()
+                // Where it syncs is remembered once the server accepted it.
+                if SyncTarget.read(repository) != target {
+                    do { try target.write(repository) } catch { throw SyncError.configuration("cannot record the server: \(error)") }
+                }
                 record.lastSync = now
                 record.lastError = nil
                 record.conflicts = Array((record.conflicts + report.outcome.conflicts).suffix(SyncRecord.keptConflicts))
@@ -72,8 +80,28 @@ public final class SyncEngine: Sendable {
     private func syncRounds() throws(SyncError) -> SyncReport {
         var report = SyncReport()
         var changed: [String] = []
+        // Never fetched nor pushed, with commits of its own: push first. limbo.health creates
+        // the repository on the push's advertisement and answers 403 to a fetch of an id that
+        // does not exist yet; a push refused as not a fast-forward means another device made it
+        // first (fetch and merge below).
+        // A binder moving to another server counts as never synced there.
+        let tracking = try git { () throws(GitError) in try repository.reference(GitRepository.trackingRef()) }
+        let neverSynced = SyncTarget.read(repository) != target || tracking == nil
+        if neverSynced, let local = try git({ () throws(GitError) in try repository.branchTip() }) {
+            let commits = try git { () throws(GitError) in try repository.aheadBehind(local: local, upstream: nil).ahead }
+            switch try push(neverSynced: true) {
+            case .updated:
+                report.pushedCommits = commits
+                report.createdOnServer = true
+                report.tip = local
+                logger.info("pushed a binder never synced", metadata: ["commits": "\(commits)"])
+                return report
+            case .rejected(let why):
+                logger.info("first push refused, fetching", metadata: ["reason": "\(why)"])
+            }
+        }
         for _ in 0..<4 {
-            let remoteTip = try fetch()
+            let remoteTip = try fetch(neverSynced: neverSynced)
             let outcome = try mergeRetrying(remote: remoteTip)
             changed += outcome.changedPaths
             if case .upToDate = outcome {} else { report.outcome = Self.combine(report.outcome, outcome) }
@@ -81,7 +109,7 @@ public final class SyncEngine: Sendable {
             report.tip = local
             let ahead = try git { () throws(GitError) in try repository.aheadBehind(local: local, upstream: remoteTip).ahead }
             if ahead == 0 { break }
-            switch try push() {
+            switch try push(neverSynced: false) {
             case .updated:
                 report.pushedCommits += ahead
                 if remoteTip == nil { report.createdOnServer = true }
@@ -118,73 +146,72 @@ public final class SyncEngine: Sendable {
         }
     }
 
-    /// Merges, re-reading the local tip when a local commit lands during the merge.
+    /// Merges, re-reading the local tip when a local commit lands during the merge (at most
+    /// five tries in a row, without waiting: the other writer is this machine's).
     private func mergeRetrying(remote: ObjectID?) throws(SyncError) -> MergeOutcome {
         guard let remote else { return .upToDate }
-        for attempt in 0..<5 {
+        return try RetryPolicy(base: 0, maximum: 0, attempts: 5).run { () throws(SyncError) -> MergeOutcome in
             let local = try git { () throws(GitError) in try repository.branchTip() }
             do {
                 return try BinderMerger.merge(repository: repository, key: key, local: local, remote: remote, author: author,
                                               now: Int64(Date().timeIntervalSince1970))
-            } catch let error as GitError where error.isConcurrentUpdate && attempt < 4 {
-                continue
+            } catch let error as GitError where error.isConcurrentUpdate {
+                throw .rejected("the local branch moved during the merge")
             } catch let error as MergeError {
                 throw .configuration(error.description)
             } catch {
                 throw .configuration("merge failed: \(error)")
             }
         }
-        throw .configuration("merge failed: the local branch kept moving")
     }
 
     // MARK: - Transport
 
-    /// The server's tip after fetching; nil when the repository does not exist there yet.
-    private func fetch() throws(SyncError) -> ObjectID? {
+    /// The server's tip after fetching; nil when the repository is not there (yet). For a
+    /// binder never synced, 403 and 404 both mean that (limbo.health answers 403 to a fetch
+    /// of an id nobody created); once synced, they are errors.
+    private func fetch(neverSynced: Bool) throws(SyncError) -> ObjectID? {
         do {
-            return try session.authorized { (token: String) throws(SyncError) -> ObjectID? in
-                let endpoint = RemoteEndpoint(url: endpointURL, headers: ["Authorization: Bearer " + token])
-                do {
-                    return try repository.fetch(endpoint, progress: progress)
-                } catch let error as GitError {
-                    throw Self.classify(error)
-                } catch {
-                    throw .offline("\(error)")
-                }
-            }
-        } catch let error {
-            if case .server(404, _) = error { return nil }
-            throw error
+            return try transfer { (repository, endpoint) throws(GitError) in try repository.fetch(endpoint, progress: progress) }
+        } catch .forbidden(let why) where neverSynced {
+            logger.info("nothing to fetch yet", metadata: ["answer": "403 \(why)"])
+            return nil
+        } catch .server(404, _) where neverSynced {
+            return nil
+        } catch .forbidden(let why) {
+            throw .forbidden("the server refuses \(target.repoId) to this account (\(why))")
+        } catch .server(404, _) {
+            throw .server(status: 404, message: "the server no longer has \(target.repoId)")
         }
     }
 
-    private func push() throws(SyncError) -> PushOutcome {
-        try session.authorized { (token: String) throws(SyncError) -> PushOutcome in
-            let endpoint = RemoteEndpoint(url: endpointURL, headers: ["Authorization: Bearer " + token])
-            do {
-                return try repository.push(endpoint, progress: progress)
-            } catch let error as GitError {
-                throw Self.classify(error)
+    private func push(neverSynced: Bool) throws(SyncError) -> PushOutcome {
+        do {
+            return try transfer { (repository, endpoint) throws(GitError) in try repository.push(endpoint, progress: progress) }
+        } catch .forbidden(let why) {
+            throw .forbidden("this repository id belongs to someone else on the server (\(why))"
+                             + (neverSynced ? "; choose another with --repo-id" : ""))
+        }
+    }
+
+    /// One fetch or push with a token, over binder's own HTTP client: each request retried
+    /// with backoff on its own (the transfer goes on where it failed), an expired or revoked
+    /// token renewed once.
+    private func transfer<T>(_ body: (GitRepository, RemoteEndpoint) throws(GitError) -> T) throws(SyncError) -> T {
+        try session.authorized { (token: String) throws(SyncError) -> T in
+            let carrier = GitCarrier(repositoryURL: endpointURL, token: token, retry: retry, logger: logger)
+            do throws(GitError) {
+                return try body(repository, RemoteEndpoint(url: endpointURL, carrier: carrier))
             } catch {
-                throw .offline("\(error)")
+                throw carrier.failure ?? Self.classify(error)
             }
         }
     }
 
-    /// libgit2 reports HTTP failures in words ("unexpected http status code: 404"); map them to
-    /// what sync does next. Only the status phrase is matched: the URL in the message may hold
-    /// any digits (a port).
+    /// A transfer that failed in libgit2 itself (not in a request): a protocol error, a bad
+    /// pack, a local write that failed.
     static func classify(_ error: GitError) -> SyncError {
-        let message = error.description
-        let lowered = message.lowercased()
-        func status(_ code: Int) -> Bool { lowered.contains("status code: \(code)") }
-        if error.code == .certificate {
-            return .configuration("cannot verify the server's certificate: \(message.replacingOccurrences(of: "git: ", with: ""))")
-        }
-        if error.code == .authentication || status(401) { return .unauthorized("token refused") }
-        if status(403) { return .forbidden("this repository id belongs to someone else on the server") }
-        if status(404) { return .server(status: 404, message: "no such repository") }
-        return .offline(message.replacingOccurrences(of: "git: ", with: ""))
+        .offline(error.description.replacingOccurrences(of: "git: ", with: ""))
     }
 
     private func git<T>(_ body: () throws(GitError) -> T) throws(SyncError) -> T {

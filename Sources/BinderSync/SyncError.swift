@@ -12,6 +12,8 @@ public enum SyncError: Error, Sendable, CustomStringConvertible, Equatable {
     case configuration(String)
     /// The server refused a push (it kept its history); sync again.
     case rejected(String)
+    /// The server's HTTPS certificate is not one a trusted authority signed (nothing was sent).
+    case untrusted(String)
 
     public var description: String {
         switch self {
@@ -21,6 +23,7 @@ public enum SyncError: Error, Sendable, CustomStringConvertible, Equatable {
         case .forbidden(let why): return "forbidden: \(why)"
         case .configuration(let why): return why
         case .rejected(let why): return "the server refused the push: \(why)"
+        case .untrusted(let why): return "offline: cannot verify the server's certificate (\(why))"
         }
     }
 

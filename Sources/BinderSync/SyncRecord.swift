@@ -26,6 +26,16 @@ public struct SyncTarget: Sendable, Equatable {
         try repository.setConfigValue("remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*")
     }
 
+    /// A new repository id for a binder's first push: `binder-<milliseconds since 1970>` as the
+    /// phone names them, plus 64 random bits, so that no one else's id (the phone's are bare
+    /// timestamps) can be the same: the server creates a repository on a first push, and may
+    /// let a push into someone else's.
+    public static func newRepoID(now: Date = Date()) -> String {
+        var generator = SystemRandomNumberGenerator()
+        let random = String(generator.next() as UInt64, radix: 16)
+        return "binder-\(Int64(now.timeIntervalSince1970 * 1000))-" + String(repeating: "0", count: 16 - random.count) + random
+    }
+
     /// Repository ids the server accepts (they become folder names there).
     public static func isValidRepoID(_ id: String) -> Bool { GitRepository.isValidRepositoryID(id) }
 }

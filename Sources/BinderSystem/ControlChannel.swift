@@ -9,8 +9,11 @@ public struct ControlChannelError: Error, CustomStringConvertible {
 
 /// The requests a mount answers on its control channel.
 public enum ControlRequest {
-    /// Fetch, merge and push now (`binder sync` on a mounted binder).
+    /// Fetch, merge and push now (`binder sync` on a mounted binder); `sync SERVER [REPO_ID]`
+    /// for a binder with no server yet names one, and the mount starts syncing there.
     public static let sync = "sync"
+    /// The mount's sync state, one line of JSON (`binder status`).
+    public static let status = "status"
     /// Lock: unmount (refused while a file is open there), dropping plaintext and key
     /// (`binder lock`). Answer `ok locked MOUNTPOINT`, or `error …` naming what holds it.
     public static let lock = "lock"
@@ -18,10 +21,11 @@ public enum ControlRequest {
 
 /// A running mount's control channel: a unix socket (0600, in binder's run folder, 0700) on
 /// which the user's other binder commands ask the mount to do what only the binder's one writer
-/// may do. One request line per connection (a word and arguments: `ControlRequest`), one answer
-/// line: `ok …` or `error …`. Only the mount's own user is answered.
+/// may do, or what only it knows. One request line per connection (a word and arguments:
+/// `ControlRequest`), one answer line: `ok …` or `error …`. Only the mount's own user is answered.
 public final class ControlServer: @unchecked Sendable {
-    public typealias Handler = @Sendable (_ request: String) -> String
+    /// Answers one request; may take long (a sync), and is awaited off the accepting thread.
+    public typealias Handler = @Sendable (_ request: String) async -> String
 
     public let path: String
     private let listener: Int32
@@ -59,8 +63,9 @@ public final class ControlServer: @unchecked Sendable {
 
     deinit { stop() }
 
-    /// Answers requests on a thread of its own, each connection on its own thread (a `sync`
-    /// may take long; it must not hold up the next request).
+    /// Accepts on a thread of its own; each connection's line is read on a thread of its own
+    /// (a slow client must not hold up the next) and answered by a task (a `sync` may take
+    /// long; nothing waits for it but that connection).
     public func start() {
         let thread = Thread { [self] in acceptLoop() }
         thread.name = "binder-control"
@@ -106,11 +111,16 @@ public final class ControlServer: @unchecked Sendable {
             let inFlight = self.inFlight
             inFlight.enter()
             let worker = Thread {
-                if let request = ControlLine.read(connection) {
-                    ControlLine.write(connection, handler(request))
+                guard let request = ControlLine.read(connection) else {
+                    close(connection)
+                    inFlight.leave()
+                    return
                 }
-                close(connection)
-                inFlight.leave()
+                Task {
+                    ControlLine.write(connection, await handler(request))
+                    close(connection)
+                    inFlight.leave()
+                }
             }
             worker.name = "binder-control-request"
             worker.start()
@@ -169,5 +179,17 @@ enum ControlLine {
             line += buffer[..<n]
         }
         return line.isEmpty ? nil : String(decoding: line, as: UTF8.self)
+    }
+}
+
+extension WriterLock {
+    /// The control socket of the mount that holds the binder, as its lock file names it, if
+    /// that daemon is alive (read without taking the lock: asking must never refuse a mount
+    /// that starts meanwhile). A stale file's socket fails to connect, which callers report.
+    public static func mountControl(gitDirectory: String) -> (holder: Holder, control: String)? {
+        guard let data = FileManager.default.contents(atPath: path(gitDirectory: gitDirectory)) else { return nil }
+        let holder = Holder(text: String(decoding: data.prefix(4096), as: UTF8.self))
+        guard holder.command == "mount", let control = holder.control, let pid = holder.pid, kill(pid, 0) == 0 else { return nil }
+        return (holder, control)
     }
 }

@@ -1,6 +1,8 @@
 #ifndef BINDER_CGIT2_SHIM_H
 #define BINDER_CGIT2_SHIM_H
 #include <git2.h>
+/* The smart transport interface: fetch and push carried over binder's own HTTP client. */
+#include <git2/sys/transport.h>
 
 /*
  * git_libgit2_opts() is variadic and cannot be called from Swift; these

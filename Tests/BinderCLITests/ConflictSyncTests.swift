@@ -20,7 +20,7 @@ final class ConflictSyncTests: XCTestCase {
         phone = try Device(nsec: nsec)
         try laptop.binder(["login", "--server", server.url])
         try laptop.binder(["create", "health", "--patient-name", "Alex Doe"])
-        try laptop.binder(["sync", "health"])
+        try laptop.binder(["sync", "health", "--repo-id", "health"])
         try phone.binder(["login", "--server", server.url])
         try phone.binder(["clone", "health"])
     }

@@ -288,7 +288,7 @@ final class ProgressLineTests: XCTestCase {
         let laptop = try Device(nsec: nsec), phone = try Device(nsec: nsec)
         try laptop.binder(["login", "--server", server.url])
         try laptop.binder(["create", "health", "--patient-name", "Alex Doe"])
-        try laptop.binder(["sync", "health"])
+        try laptop.binder(["sync", "health", "--repo-id", "health"])
         try phone.binder(["login", "--server", server.url])
 
         // Not a terminal: with --progress, plain lines, no carriage returns or escapes.

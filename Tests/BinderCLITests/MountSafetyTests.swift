@@ -69,7 +69,8 @@ final class MountSafetyTests: XCTestCase {
         // Repairs are not.
         assertFails(try s.run(["verify", binder.repository, "--repair", "--passphrase-file", binder.passphraseFile]),
                     mentioning: "mounted at \(binder.mountpoint)")
-        // A binder that never synced cannot start syncing under a running mount.
+        // A binder that never synced starts syncing through its running mount (never beside
+        // it): here the server is down, and the refusal names the mount that tried.
         assertFails(try s.run(["sync", binder.repository, "--server", "http://127.0.0.1:9", "--passphrase-file", binder.passphraseFile]),
                     mentioning: "while it is mounted at \(binder.mountpoint) (pid \(pid))")
 

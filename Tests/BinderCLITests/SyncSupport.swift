@@ -173,3 +173,51 @@ enum MgitClient {
         try BinderSandbox.run(executable: "/usr/bin/env", ["python3", script] + arguments)
     }
 }
+
+/// `Tests/interop/fault_proxy.py` on loopback in front of a `TestServer`: forwards everything,
+/// but fails or resets every Nth request, or answers like limbo.health, as `options` say.
+/// Started detached, like the server; its log has one line per request ("N METHOD PATH STATUS").
+final class FaultProxy {
+    let root: URL
+    private(set) var pid: Int32 = 0
+    private(set) var port = 0
+    var url: String { "http://127.0.0.1:\(port)" }
+    var logPath: String { root.appendingPathComponent("proxy.log").path }
+
+    init(upstream: TestServer, _ options: [String]) throws {
+        root = upstream.root
+        let script = URL(fileURLWithPath: MgitClient.script).deletingLastPathComponent().appendingPathComponent("fault_proxy.py").path
+        let portFile = root.appendingPathComponent("proxy.port").path
+        try? FileManager.default.removeItem(atPath: portFile)
+        let spawn = """
+        import subprocess, sys
+        p = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             close_fds=True, start_new_session=True)
+        print(p.pid)
+        """
+        let run = try BinderSandbox.run(executable: "/usr/bin/env", ["python3", "-c", spawn, "python3", script, "--upstream", upstream.url,
+                                                                     "--port-file", portFile, "--log", logPath] + options)
+        pid = try XCTUnwrap(Int32(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), run.stderr)
+        for _ in 0..<200 {
+            if let text = try? String(contentsOfFile: portFile, encoding: .utf8), let value = Int(text) {
+                port = value
+                return
+            }
+            usleep(50_000)
+        }
+        XCTFail("the fault proxy did not start")
+    }
+
+    deinit { stop() }
+
+    func stop() {
+        guard pid > 0 else { return }
+        kill(pid, SIGTERM)
+        pid = 0
+    }
+
+    /// The log's lines, each split in its four fields.
+    var requests: [[String]] {
+        ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+    }
+}

@@ -14,14 +14,14 @@ final class SyncThroughMountTests: XCTestCase {
         defer { laptop.unmount(); phone.unmount() }
         try laptop.binder(["login", "--server", server.url])
         try laptop.binder(["create", "health", "--patient-name", "Alex Doe"])
-        try laptop.binder(["sync", "health"])
+        try laptop.binder(["sync", "health", "--repo-id", "health"])
         try phone.binder(["login", "--server", server.url])
         try phone.binder(["clone", "health"])
 
         // The laptop's mount polls rarely: only the command can bring the phone's record now.
         try laptop.mount("health", ["--sync-interval", "3600"])
         let pid = try XCTUnwrap(daemonPID(laptop.mountpoint))
-        eventually(10, "the mount's first sync") { laptop.status()["sync"] == "online" }
+        eventually(10, "the mount's first sync") { laptop.status()["sync"] == "synced" }
         try phone.mount("health", ["--no-sync"])
         try phone.write("labs/2026-06-01-from-phone.md", "# From the phone\n")
         phone.unmount()
