@@ -21,22 +21,23 @@ enum Base64Decoder {
         precondition(text.count % 4 == 0 && out.count == text.count / 4 * 3)
         guard text.count > 0 else { return true }
         let input = text.baseAddress!, output = out.baseAddress!
-        var bad = SIMD16<UInt8>(repeating: 0)
+        // All ones while every character so far is in the alphabet; ORs of all characters (bit 7: not ASCII).
+        var good = SIMD16<UInt8>(repeating: 0xFF), seen = SIMD16<UInt8>(repeating: 0)
         var read = 0, written = 0
         // 16 characters give 12 bytes, stored as four 4-byte words: the last word writes one
         // byte past its 12, so the vector loop stops while a group follows to take that byte.
         while text.count - read >= 20 {
             let chars = (input + read).loadUnaligned(as: SIMD16<UInt8>.self)
-            let (values, invalid) = sextets(chars)
-            bad |= invalid
-            let words = unsafeBitCast(values, to: SIMD4<UInt32>.self)
-            typealias W = SIMD4<UInt32>
-            let mask = W(repeating: 0x3F)
-            let s0: W = (words & mask) &<< W(repeating: 18)
-            let s1: W = ((words &>> W(repeating: 8)) & mask) &<< W(repeating: 12)
-            let s2: W = ((words &>> W(repeating: 16)) & mask) &<< W(repeating: 6)
-            let s3: W = words &>> W(repeating: 24)
-            let packed = s0 | s1 | s2 | s3
+            let (values, inAlphabet) = sextets(chars)
+            good &= inAlphabet
+            seen |= chars
+            // Pairs of sextets into 12 bits per 16-bit lane, then pairs of those into 24 bits
+            // per 32-bit lane (each lane holds a group's four characters, first in the low byte).
+            let pairs = unsafeBitCast(values, to: SIMD8<UInt16>.self)
+            let twelve = (pairs & SIMD8(repeating: 0x3F)) &<< SIMD8(repeating: 6) | pairs &>> SIMD8(repeating: 8)
+            let quads = unsafeBitCast(twelve, to: SIMD4<UInt32>.self)
+            let low: SIMD4<UInt32> = (quads & SIMD4(repeating: 0xFFF)) &<< SIMD4(repeating: 12)
+            let packed: SIMD4<UInt32> = low | quads &>> SIMD4(repeating: 16)
             for lane in 0..<4 {
                 (output + written + 3 * lane).storeBytes(of: (packed[lane] &<< 8).bigEndian, as: UInt32.self)
             }
@@ -57,7 +58,7 @@ enum Base64Decoder {
             read += 4
             written += 3
         }
-        return bad == SIMD16<UInt8>(repeating: 0) && badScalar == 0
+        return good == SIMD16<UInt8>(repeating: 0xFF) && seen & SIMD16(repeating: 0x80) == SIMD16(repeating: 0) && badScalar == 0
     }
 
     /// Decodes one final group of 4 characters that may end in `=` or `==` into `out` (3, 2
@@ -92,14 +93,13 @@ enum Base64Decoder {
         return fullOK && lastOK
     }
 
-    /// The 6-bit values of 16 characters, and a vector that is non-zero where a character is
-    /// outside the alphabet. Only wrapping arithmetic, shifts and masks: Swift lowers SIMD
-    /// comparisons against constants lane by lane, these to a few vector instructions.
+    /// The 6-bit values of 16 characters (as 7-bit ASCII), and 0xFF where a character is in the
+    /// alphabet. Only wrapping arithmetic, shifts and masks: Swift lowers SIMD comparisons
+    /// against constants lane by lane, these to a few vector instructions.
     @inline(__always)
     private static func sextets(_ c: SIMD16<UInt8>) -> (SIMD16<UInt8>, SIMD16<UInt8>) {
         typealias V = SIMD16<UInt8>
-        let high = c & V(repeating: 0x80)   // not ASCII: invalid
-        let c7 = c & V(repeating: 0x7F)
+        let c7 = c & V(repeating: 0x7F)   // bit 7 (not ASCII) is checked by the caller
         let seven = V(repeating: 7), one = V(repeating: 1)
         // 0xFF where lo <= c7 <= hi, else 0 (both differences are below 128 exactly when inside)
         let upper = (((c7 &- V(repeating: 65)) | (V(repeating: 90) &- c7)) &>> seven) &- one    // A-Z
@@ -109,7 +109,7 @@ enum Base64Decoder {
         let slash = (((c7 &- V(repeating: 47)) | (V(repeating: 47) &- c7)) &>> seven) &- one    // /
         let values = (upper & (c7 &- V(repeating: 65))) | (lower & (c7 &- V(repeating: 71)))
             | (digit & (c7 &+ V(repeating: 4))) | (plus & V(repeating: 62)) | (slash & V(repeating: 63))
-        return (values, ~(upper | lower | digit | plus | slash) | high)
+        return (values, upper | lower | digit | plus | slash)
     }
 
     /// One character's 6-bit value and 1 if it is outside the alphabet (0 if inside), without

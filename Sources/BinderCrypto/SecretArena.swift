@@ -1,4 +1,5 @@
 internal import CSodium
+import Glibc
 import Synchronization
 
 /// Secret memory ran out: the arena could not map another guarded region.
@@ -23,7 +24,7 @@ public enum SecureMemoryError: Swift.Error, Equatable, CustomStringConvertible {
 /// - **small** (≤ `largestSlot`): a slot in a slab, a run of `slabPages` pages cut into equal
 ///   slots of one size class (eight classes per doubling: at most 12.5% rounding waste);
 /// - **medium** (≤ `largestRun`): a run of whole pages, first fit in a region;
-/// - **large**: a `sodium_malloc` of its own (few: the cache bound divided by a megabyte).
+/// - **large**: a guarded, locked mapping of its own (few: the cache bound divided by a megabyte).
 ///
 /// Every free byte of a region is zero: regions are zeroed when mapped and every slot or run
 /// is zeroed when it is given back (before the lock is taken), so an allocation hands out zero
@@ -142,14 +143,42 @@ final class SecretArena: Sendable {
                 return (region.base + first * Self.page, .run(region, firstPage: first, pages: pages))
             }
         }
-        // sodium_malloc puts the data right before its trailing guard page.
-        guard let pointer = sodium_malloc(count) else { throw .exhausted(bytes: count) }
-        sodium_memzero(pointer, count)
+        guard let pointer = Self.mapGuarded(count) else { throw .exhausted(bytes: count) }
         state.withLock {
             $0.bytesInUse += count
             $0.dedicatedCount += 1
         }
         return (pointer, .dedicated(pointer, bytes: count))
+    }
+
+    /// A mapping of its own for a large secret: a guard page, the data's pages (locked where
+    /// the system allows, left out of core dumps), a guard page; the data (16-byte aligned)
+    /// ends less than 16 bytes before the trailing guard. Not `sodium_malloc`: that fills the
+    /// pages with garbage, which would then be zeroed again, two passes over megabytes that
+    /// a fresh anonymous mapping gives as zero already.
+    private static func mapGuarded(_ count: Int) -> UnsafeMutableRawPointer? {
+        guard count <= Int.max - 3 * page else { return nil }
+        let dataBytes = (count + page - 1) / page * page
+        let total = dataBytes + 2 * page
+        let base = mmap(nil, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        guard let base, base != MAP_FAILED else { return nil }
+        let data = base + page
+        guard mprotect(base, page, PROT_NONE) == 0, mprotect(data + dataBytes, page, PROT_NONE) == 0 else {
+            munmap(base, total)
+            return nil
+        }
+        _ = madvise(data, dataBytes, MADV_DONTDUMP)
+        _ = mlock(data, dataBytes)  // best effort, as libsodium: RLIMIT_MEMLOCK may refuse
+        return data + (dataBytes - count) / 16 * 16
+    }
+
+    /// Zeroes and unmaps what `mapGuarded(count)` returned.
+    private static func unmapGuarded(_ pointer: UnsafeMutableRawPointer, _ count: Int) {
+        let dataBytes = (count + page - 1) / page * page
+        let data = UnsafeMutableRawPointer(bitPattern: UInt(bitPattern: pointer) / UInt(page) * UInt(page))!
+        sodium_memzero(data, dataBytes)
+        _ = munlock(data, dataBytes)
+        munmap(data - page, dataBytes + 2 * page)
     }
 
     /// Zeroes and gives back an allocation from `allocate`.
@@ -179,7 +208,7 @@ final class SecretArena: Sendable {
                 Self.releaseIfEmpty(region, &state)
             }
         case .dedicated(let base, let bytes):
-            sodium_free(base)  // zeroes before unmapping
+            Self.unmapGuarded(base, bytes)
             state.withLock {
                 $0.bytesInUse -= bytes
                 $0.dedicatedCount -= 1

@@ -56,7 +56,7 @@ final class SecretArenaTests: XCTestCase {
 
     /// Allocations of every kind lie inside a region (or their own guarded mapping), never
     /// overlap, and every region has a PROT_NONE page right after it and one page (libsodium's
-    /// canary) before it in /proc/self/maps; a dedicated allocation ends at its guard page.
+    /// canary) before it in /proc/self/maps; a dedicated allocation has guard pages both sides.
     func testAllocationsStayInGuardedRegionsWithoutOverlap() throws {
         var generator = SplitMix(seed: 13)
         var secrets: [SecureBytes] = []
@@ -89,8 +89,12 @@ final class SecretArenaTests: XCTestCase {
             XCTAssertEqual(maps.permissions(at: region.lowerBound), "rw-p")
         }
         for (range, secret) in zip(ranges, secrets) where secret.count > SecretArena.largestRun {
-            // Dedicated: the data ends right before its guard page.
-            XCTAssertEqual(maps.permissions(at: range.upperBound), "---p")
+            // Dedicated: the data (16-byte aligned) ends less than 16 bytes before its guard page.
+            let page = UInt(SecretArena.page)
+            let guardPage = (range.upperBound + page - 1) / page * page
+            XCTAssertLessThan(guardPage - range.upperBound, 16)
+            XCTAssertEqual(maps.permissions(at: guardPage), "---p")
+            XCTAssertEqual(maps.permissions(at: range.lowerBound / page * page - 1), "---p")
         }
     }
 
@@ -133,7 +137,7 @@ final class SecretArenaTests: XCTestCase {
                 guard let secret = try? SecureBytes(zeroed: size) else { failures.add(); continue }
                 let mark = UInt8(truncatingIfNeeded: thread &* 31 &+ step)
                 if !secret.withUnsafeBytes({ $0.allSatisfy { $0 == 0 } }) { failures.add() }
-                secret.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: mark) }
+                _ = secret.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: mark) }
                 live.append((secret, mark))
                 if live.count > 40 || generator.next() % 3 == 0 {
                     let (old, oldMark) = live.remove(at: Int(generator.next() % UInt64(live.count)))
