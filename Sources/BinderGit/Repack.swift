@@ -137,17 +137,3 @@ extension GitRepository {
         for suffix in [".idx", ".rev", ".bitmap", ".pack"] { unlink(stem + suffix) }
     }
 }
-
-/// Owns a `git_packbuilder *`.
-final class PackBuilderHandle {
-    let pointer: OpaquePointer
-    init(_ pointer: OpaquePointer) { self.pointer = pointer }
-    deinit { git_packbuilder_free(pointer) }
-}
-
-/// Owns a `git_revwalk *`.
-final class RevwalkHandle {
-    let pointer: OpaquePointer
-    init(_ pointer: OpaquePointer) { self.pointer = pointer }
-    deinit { git_revwalk_free(pointer) }
-}
