@@ -59,6 +59,8 @@ final class SecretArena: Sendable {
         var freePages: Int
         /// No free page lies below this one (a first-fit search starts here).
         var firstFreeHint = 0
+        /// Empty slabs kept for their class (see `release`): they do not keep the region alive.
+        var idleSlabs: [Slab] = []
 
         init(base: UnsafeMutableRawPointer) {
             self.base = base
@@ -193,10 +195,15 @@ final class SecretArena: Sendable {
                 state.bytesInUse -= slab.slotBytes
                 if wasFull { Self.list(slab, &state) }
                 // An empty slab goes back to its region, unless it is its class's last one
-                // (so that one secret made and dropped over and over does not cut a slab each time).
-                if slab.freeSlots.count == slab.capacity && state.partial[slab.classIndex].count > 1 {
-                    Self.unlist(slab, &state)
-                    slab.region.giveRun(slab.firstPage, Self.slabPages)
+                // (so that one secret made and dropped over and over does not cut a slab each
+                // time); a region holding nothing but such idle slabs is unmapped all the same.
+                if slab.freeSlots.count == slab.capacity {
+                    if state.partial[slab.classIndex].count > 1 {
+                        Self.unlist(slab, &state)
+                        slab.region.giveRun(slab.firstPage, Self.slabPages)
+                    } else {
+                        slab.region.idleSlabs.append(slab)
+                    }
                     Self.releaseIfEmpty(slab.region, &state)
                 }
             }
@@ -226,6 +233,9 @@ final class SecretArena: Sendable {
                 slab = Slab(region: region, firstPage: first, classIndex: classIndex)
                 Self.list(slab, &state)
             }
+            if slab.freeSlots.count == slab.capacity {
+                slab.region.idleSlabs.removeAll { $0 === slab }
+            }
             let index = Int(slab.freeSlots.removeLast())
             if slab.freeSlots.isEmpty { Self.unlist(slab, &state) }
             state.bytesInUse += slab.slotBytes
@@ -247,10 +257,13 @@ final class SecretArena: Sendable {
         return (region, first)
     }
 
-    /// Unmaps a region nothing uses any more, keeping the last one (for the next secret).
+    /// Unmaps a region nothing uses any more (idle slabs aside), keeping the last one (for the
+    /// next secret).
     private static func releaseIfEmpty(_ region: Region, _ state: inout State) {
-        guard region.freePages == regionPages, state.regions.count > 1,
+        guard regionPages - region.freePages == region.idleSlabs.count * slabPages, state.regions.count > 1,
               let index = state.regions.firstIndex(where: { $0 === region }) else { return }
+        for slab in region.idleSlabs { unlist(slab, &state) }
+        region.idleSlabs.removeAll()
         state.regions.remove(at: index)
         sodium_free(region.base)
     }
