@@ -5,7 +5,7 @@ import PackageDescription
 //   binder (exe) -> BinderCommands -> BinderFUSE -> BinderCore -> {BinderGit, BinderCrypto, BinderFormat}
 //   BinderCommands -> BinderSync -> BinderCore; BinderCommands -> BinderServer -> {BinderGit, BinderCrypto}
 // Each C library is imported by exactly one Swift target:
-//   CSodium, CSecp256k1, CCrypto (OpenSSL's libcrypto, SHA-256 only) -> BinderCrypto; CGit2 -> BinderGit; CFuse3 -> BinderFUSE; CLinux -> BinderSystem.
+//   CSodium, CSecp256k1, CCrypto (OpenSSL's libcrypto: SHA-256, Poly1305) -> BinderCrypto; CGit2 -> BinderGit; CFuse3 -> BinderFUSE; CLinux -> BinderSystem.
 let package = Package(
     name: "binder",
     platforms: [.macOS(.v13)],

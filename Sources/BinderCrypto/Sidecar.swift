@@ -142,29 +142,18 @@ public enum Sidecar {
     /// block 0, over `ciphertext || zero padding to 16 || le64(0) || le64(count)`.
     private static func poly1305Matches(ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer,
                                         key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer) -> Bool {
-        withUnsafeTemporaryAllocation(byteCount: 64 + 16 + 16, alignment: 16) { scratch in
+        withUnsafeTemporaryAllocation(byteCount: 64 + 16 + 16 + 16, alignment: 16) { scratch in
             defer { secureZero(scratch) }
+            scratch.initializeMemory(as: UInt8.self, repeating: 0)
             let block0 = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<64])
             let expected = UnsafeMutableRawBufferPointer(rebasing: scratch[64..<80])
             let trailer = UnsafeMutableRawBufferPointer(rebasing: scratch[80..<96])
-            block0.initializeMemory(as: UInt8.self, repeating: 0)
-            chacha20XOR(UnsafeRawBufferPointer(block0), key: key, nonce: nonce, counter: 0, into: block0)
-            var state = crypto_onetimeauth_poly1305_state()
-            defer { withUnsafeMutableBytes(of: &state) { secureZero($0) } }
-            _ = crypto_onetimeauth_poly1305_init(&state, block0.baseAddress!.assumingMemoryBound(to: UInt8.self))
-            if ciphertext.count > 0 {
-                _ = crypto_onetimeauth_poly1305_update(&state, ciphertext.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                                       UInt64(ciphertext.count))
-            }
-            trailer.initializeMemory(as: UInt8.self, repeating: 0)
             let padding = (16 - ciphertext.count % 16) % 16
-            if padding > 0 {
-                _ = crypto_onetimeauth_poly1305_update(&state, trailer.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                                       UInt64(padding))
-            }
+            let zeros = UnsafeRawBufferPointer(rebasing: scratch[96..<(96 + padding)])
+            chacha20XOR(UnsafeRawBufferPointer(block0), key: key, nonce: nonce, counter: 0, into: block0)
             trailer.storeBytes(of: UInt64(ciphertext.count).littleEndian, toByteOffset: 8, as: UInt64.self)
-            _ = crypto_onetimeauth_poly1305_update(&state, trailer.baseAddress!.assumingMemoryBound(to: UInt8.self), 16)
-            _ = crypto_onetimeauth_poly1305_final(&state, expected.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            poly1305(key: UnsafeRawBufferPointer(rebasing: block0[0..<32]),
+                     [ciphertext, zeros, UnsafeRawBufferPointer(trailer)], into: expected)
             return constantTimeEqual(UnsafeRawBufferPointer(expected), tag)
         }
     }

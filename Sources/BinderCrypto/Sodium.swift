@@ -86,6 +86,35 @@ func hmacSHA256(key: UnsafeRawBufferPointer, _ parts: [UnsafeRawBufferPointer], 
     }
 }
 
+/// OpenSSL's Poly1305 (AVX2), fetched once for the process; nil when the configured provider
+/// lacks it (then libsodium's serves). An `EVP_MAC` is immutable and shared between threads.
+private nonisolated(unsafe) let openSSLPoly1305: OpaquePointer? = EVP_MAC_fetch(nil, "POLY1305", nil)
+
+/// Poly1305 of the concatenated `parts` under the one-time `key` (32 bytes) into `out` (16 bytes).
+func poly1305(key: UnsafeRawBufferPointer, _ parts: [UnsafeRawBufferPointer], into out: UnsafeMutableRawBufferPointer) {
+    precondition(key.count == 32 && out.count == 16)
+    if let mac = openSSLPoly1305, let context = EVP_MAC_CTX_new(mac) {
+        defer { EVP_MAC_CTX_free(context) }  // clears the key state
+        var written = 0
+        var ok = EVP_MAC_init(context, key.baseAddress!.assumingMemoryBound(to: UInt8.self), 32, nil) == 1
+        for part in parts where ok && part.count > 0 {
+            ok = EVP_MAC_update(context, part.baseAddress!.assumingMemoryBound(to: UInt8.self), part.count) == 1
+        }
+        if ok && EVP_MAC_final(context, out.baseAddress!.assumingMemoryBound(to: UInt8.self), &written, 16) == 1
+            && written == 16 {
+            return
+        }
+    }
+    var state = crypto_onetimeauth_poly1305_state()
+    defer { withUnsafeMutableBytes(of: &state) { secureZero($0) } }
+    _ = crypto_onetimeauth_poly1305_init(&state, key.baseAddress!.assumingMemoryBound(to: UInt8.self))
+    for part in parts where part.count > 0 {
+        _ = crypto_onetimeauth_poly1305_update(&state, part.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                               UInt64(part.count))
+    }
+    _ = crypto_onetimeauth_poly1305_final(&state, out.baseAddress!.assumingMemoryBound(to: UInt8.self))
+}
+
 /// SHA-256 of a byte string.
 public func sha256(_ data: UnsafeRawBufferPointer) -> [UInt8] {
     Sodium.ensureReady()
