@@ -5,8 +5,8 @@ import PackageDescription
 //   binder (exe) -> BinderCommands -> BinderFUSE -> BinderCore -> {BinderGit, BinderCrypto, BinderFormat}
 //   BinderCommands -> BinderSync -> BinderCore; BinderCommands -> BinderServer -> {BinderGit, BinderCrypto}
 // Each C library is imported by exactly one Swift target:
-//   CSodium, CSecp256k1 -> BinderCrypto; CGit2 -> BinderGit; CFuse3 -> BinderFUSE; CLinux -> BinderSystem;
-//   CPangoCairo (Pango, Cairo, libjpeg) -> BinderExport.
+//   CSodium, CSecp256k1, CCrypto (OpenSSL's libcrypto: SHA-256, Poly1305) -> BinderCrypto; CGit2 -> BinderGit;
+//   CFuse3 -> BinderFUSE; CLinux -> BinderSystem; CPangoCairo (Pango, Cairo, libjpeg) -> BinderExport.
 let package = Package(
     name: "binder",
     platforms: [.macOS(.v13)],
@@ -31,13 +31,14 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CSecp256k1", pkgConfig: "libsecp256k1", providers: [.apt(["libsecp256k1-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CGit2", pkgConfig: "libgit2", providers: [.apt(["libgit2-dev"])]),
         .systemLibrary(name: "CFuse3", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
         .target(name: "CLinux"),
         .systemLibrary(name: "CPangoCairo", pkgConfig: "pangocairo",
                        providers: [.apt(["libpango1.0-dev", "libcairo2-dev", "libjpeg-dev"])]),
 
-        .target(name: "BinderCrypto", dependencies: ["CSodium", "CSecp256k1"]),
+        .target(name: "BinderCrypto", dependencies: ["CSodium", "CSecp256k1", "CCrypto"]),
         .target(name: "BinderFormat", dependencies: [.product(name: "Yams", package: "Yams")]),
         .target(name: "BinderGit", dependencies: ["CGit2"]),
         .target(name: "BinderCore", dependencies: [

@@ -37,6 +37,12 @@ final class Committer: Sendable {
     /// How often a plan is made again when `main` moved under it before giving up.
     static let attempts = 3
 
+    /// Commits since the last repack, and whether one is running. Each commit leaves about
+    /// four loose objects (a blob, the trees on its path, the commit); every `repackEvery`
+    /// commits they are folded into one pack on a thread of its own (see `repackWhenDue`).
+    let repacking: Mutex<(commits: Int, running: Bool)>
+    static let repackEvery = 1_000
+
     init(repository: GitRepository, key: NIP44.ConversationKey, logger: Logger, branch: String, author: Signature,
          listings: ListingCache) {
         self.repository = repository
@@ -46,6 +52,39 @@ final class Committer: Sendable {
         authorName = author.name
         authorEmail = author.email
         self.listings = listings
+        repacking = Mutex((Self.commitsSinceRepack(gitDirectory: repository.gitDirectory), false))
+    }
+
+    /// About how many commits' loose objects the repository holds: a binder imported file by
+    /// file before repacking existed is repacked at its first save, not a thousand saves later.
+    /// (Loose objects spread evenly over the 256 `objects/xx` folders; one folder is counted.)
+    private static func commitsSinceRepack(gitDirectory: String) -> Int {
+        let sample = (try? FileManager.default.contentsOfDirectory(atPath: gitDirectory + "/objects/00"))?.count ?? 0
+        return sample * 256 / 4
+    }
+
+    /// Counts a commit; every `repackEvery` commits, repacks on a thread of its own, through
+    /// a second instance of the repository, so that saves go on meanwhile (`GitRepository.repack`
+    /// removes only what its durable new pack holds: a kill at any point loses nothing).
+    private func repackWhenDue() {
+        let due = repacking.withLock { state -> Bool in
+            state.commits += 1
+            guard state.commits >= Self.repackEvery, !state.running else { return false }
+            state = (0, true)
+            return true
+        }
+        guard due else { return }
+        let path = repository.gitDirectory
+        Thread.detachNewThread { [self] in
+            do {
+                let result = try GitRepository.open(path: path).repack()
+                logger.info("repacked", metadata: ["objects": "\(result.objects)", "loose removed": "\(result.looseRemoved)",
+                                                   "packs removed": "\(result.packsRemoved)"])
+            } catch {
+                logger.warning("repack failed (the loose objects stay): \(error)")
+            }
+            repacking.withLock { $0.running = false }
+        }
     }
 
     /// Plans against the current snapshot and commits; on a concurrent update, reloads and
@@ -65,6 +104,7 @@ final class Committer: Sendable {
                     try adopt(commitOnTop: id, changes: changes)
                     hooks.withLock { $0 }.onCommit?(id)
                     followInWorkTree(changes)
+                    repackWhenDue()
                     logger.debug("committed", metadata: ["message": "\(planned.message)", "paths": "\(changes.map(\.path))"])
                     return id
                 } catch let error as GitError where error.isConcurrentUpdate && attempt < Self.attempts {

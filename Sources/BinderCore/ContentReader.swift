@@ -16,17 +16,22 @@ struct ContentReader {
         case .directory:
             throw .isDirectory(path)
         case .raw(let blob):
-            return SecureBytes(try readObject(blob, gitPath: node.gitPath))
+            let bytes = try readObject(blob, gitPath: node.gitPath)
+            return try secret(path) { () throws(SecureMemoryError) in try SecureBytes(copying: bytes) }
         case .sidecar(let blob):
             do { return try Sidecar.decrypt(try readObject(blob, gitPath: node.gitPath), key: key) } catch let error as ViewError {
                 throw error
+            } catch Sidecar.Error.secretMemory(let error) {
+                throw .storage(path: path, reason: error.description, code: .noMemory)
             } catch { throw .corrupt(path: node.gitPath, reason: "\(error)") }
         case .document(let blob):
             let document = try decoded(blob, gitPath: node.gitPath)
-            return SecureBytes(utf8: FrontMatter.render(metadata: document.metadata, value: document.value))
+            let text = FrontMatter.render(metadata: document.metadata, value: document.value)
+            return try secret(path) { () throws(SecureMemoryError) in try SecureBytes(copyingUTF8: text) }
         case .child(let blob, let indexPath):
             let child = try descend(try decoded(blob, gitPath: node.gitPath), indexPath, gitPath: node.gitPath)
-            return SecureBytes(utf8: FrontMatter.render(metadata: child.metadata, value: child.value))
+            let text = FrontMatter.render(metadata: child.metadata, value: child.value)
+            return try secret(path) { () throws(SecureMemoryError) in try SecureBytes(copyingUTF8: text) }
         case .inlineAttachment(let blob, let indexPath):
             let child = try descend(try decoded(blob, gitPath: node.gitPath), indexPath, gitPath: node.gitPath)
             guard let bytes = Sidecar.decodeInline(child.value) else {
@@ -34,6 +39,12 @@ struct ContentReader {
             }
             return bytes
         }
+    }
+
+    /// Secret memory for the plaintext the cache keeps: running out of it fails this read
+    /// with ENOMEM (the secret-memory arena could not map another region), never a trap.
+    private func secret(_ path: String, _ make: () throws(SecureMemoryError) -> SecureBytes) throws(ViewError) -> SecureBytes {
+        do { return try make() } catch { throw .storage(path: path, reason: error.description, code: .noMemory) }
     }
 
     /// A document, decrypted and parsed.

@@ -39,20 +39,15 @@ public enum Hex {
         return out
     }
 
-    /// Decodes hex held in secret memory into secret memory (used for wrapped DEKs).
-    static func decodeSecret(_ hex: SecureBytes) -> SecureBytes? {
-        guard hex.count % 2 == 0 else { return nil }
-        let out = SecureBytes(count: hex.count / 2)
-        let ok = hex.withUnsafeBytes { h in
-            out.withUnsafeMutableBytes { o -> Bool in
-                for i in 0..<(h.count / 2) {
-                    guard let hi = nibble(h[2 * i]), let lo = nibble(h[2 * i + 1]) else { return false }
-                    o[i] = hi << 4 | lo
-                }
-                return true
-            }
+    /// Decodes hex (`out.count * 2` characters) into `out`; false on a non-hex character.
+    /// For secrets (wrapped DEKs) decoded straight into scratch memory.
+    static func decode(_ hex: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Bool {
+        guard hex.count == out.count * 2 else { return false }
+        for i in 0..<out.count {
+            guard let hi = nibble(hex[2 * i]), let lo = nibble(hex[2 * i + 1]) else { return false }
+            out[i] = hi << 4 | lo
         }
-        return ok ? out : nil
+        return true
     }
 
     private static func nibble(_ c: UInt8) -> UInt8? {
@@ -91,17 +86,24 @@ public enum Base64 {
 
     /// Base64 text of secret bytes, into secret memory.
     public static func encodeSecret(_ bytes: SecureBytes) -> SecureBytes {
+        do {
+            return try bytes.withUnsafeBytes { (b) throws(SecureMemoryError) in try encodeToSecret(b) }
+        } catch { fatalError("\(error)") }
+    }
+
+    /// Base64 text of `bytes` (secret), into secret memory, reporting exhausted secret memory.
+    static func encodeToSecret(_ bytes: UnsafeRawBufferPointer) throws(SecureMemoryError) -> SecureBytes {
         Sodium.ensureReady()
         let length = sodium_base64_encoded_len(bytes.count, sodium_base64_VARIANT_ORIGINAL)
-        let scratch = SecureBytes(count: length)
-        scratch.withUnsafeMutableBytes { o in
-            bytes.withUnsafeBytes { i in
-                _ = sodium_bin2base64(o.baseAddress!.assumingMemoryBound(to: CChar.self), length,
-                                      i.baseAddress?.assumingMemoryBound(to: UInt8.self), i.count,
-                                      sodium_base64_VARIANT_ORIGINAL)
-            }
+        // libsodium writes a NUL terminator after the text: the buffer has room for it, and
+        // `count` leaves it out (it is zero, as all the arena's unused bytes are).
+        let text = try SecureBytes(zeroed: length - 1, spare: 1)
+        text.withUnsafeMutableBytes { o in
+            _ = sodium_bin2base64(o.baseAddress!.assumingMemoryBound(to: CChar.self), length,
+                                  bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count,
+                                  sodium_base64_VARIANT_ORIGINAL)
         }
-        return scratch.slice(0..<(length - 1))
+        return text
     }
 
     /// Strict decode: nil on any character outside the alphabet or wrong padding.
@@ -130,12 +132,17 @@ public enum Base64 {
     /// Decode base64 held in secret memory into secret memory; `ignoring` whitespace such as
     /// the line breaks some writers insert.
     public static func decodeSecret(_ text: SecureBytes, ignoringWhitespace: Bool = true) -> SecureBytes? {
+        do { return try decodeToSecret(text, ignoringWhitespace: ignoringWhitespace) } catch { fatalError("\(error)") }
+    }
+
+    /// `decodeSecret`, reporting exhausted secret memory instead of stopping.
+    static func decodeToSecret(_ text: SecureBytes, ignoringWhitespace: Bool) throws(SecureMemoryError) -> SecureBytes? {
         Sodium.ensureReady()
         // libsodium finds ignored characters with strchr, which also matches the string's NUL
         // terminator: NUL bytes would be skipped as if they were whitespace.
         guard !ignoringWhitespace || !text.withUnsafeBytes({ $0.contains(0) }) else { return nil }
         let capacity = text.count / 4 * 3 + 3
-        let scratch = SecureBytes(count: capacity)
+        let scratch = try SecureBytes(zeroed: capacity)
         var written = 0
         let rc = scratch.withUnsafeMutableBytes { o in
             text.withUnsafeBytes { i in
@@ -146,7 +153,7 @@ public enum Base64 {
             }
         }
         guard rc == 0 else { return nil }
-        return scratch.slice(0..<written)
+        return try scratch.copying(0..<written)
     }
 }
 

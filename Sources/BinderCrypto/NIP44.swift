@@ -17,6 +17,7 @@ public enum NIP44 {
         case invalidPadding(String)
         case plaintextSize(Int)
         case invalidKey(String)
+        case secretMemory(SecureMemoryError)
 
         public var description: String {
             switch self {
@@ -28,6 +29,7 @@ public enum NIP44 {
             case .invalidPadding(let why): return "NIP-44 payload: invalid padding (\(why))"
             case .plaintextSize(let n): return "NIP-44 plaintext: \(n) bytes is outside 1...65535"
             case .invalidKey(let why): return "NIP-44 key: \(why)"
+            case .secretMemory(let error): return "NIP-44: \(error.description)"
             }
         }
     }
@@ -193,32 +195,52 @@ public enum NIP44 {
                     return constantTimeEqual(UnsafeRawBufferPointer(expected), UnsafeRawBufferPointer(rebasing: d[macStart...]))
                 }
                 guard macMatches else { throw .invalidMAC }
-                let ciphertext = UnsafeRawBufferPointer(rebasing: d[33..<macStart])
-                // The padded plaintext lives in scratch memory zeroed before it is freed; only
-                // the plaintext itself goes to secret memory.
-                let padded = UnsafeMutableRawBufferPointer.allocate(byteCount: ciphertext.count, alignment: 16)
-                defer {
-                    secureZero(padded)
-                    padded.deallocate()
-                }
-                chacha20XOR(ciphertext, key: chachaKey, nonce: chachaNonce, into: padded)
-                return try unpad(UnsafeRawBufferPointer(padded))
+                return try open(ciphertext: UnsafeRawBufferPointer(rebasing: d[33..<macStart]),
+                                chachaKey: chachaKey, chachaNonce: chachaNonce)
             }
         }
     }
 
-    /// The plaintext in a decrypted `u16 BE length || plaintext || zero padding`, into secret
-    /// memory, once the length is checked against the padded size.
-    static func unpad(_ padded: UnsafeRawBufferPointer) throws(NIP44.Error) -> SecureBytes {
-        guard padded.count >= 2 + 32 else { throw .invalidPadding("\(padded.count) padded bytes, at least 34 needed") }
-        let unpadded = Int(padded[0]) << 8 | Int(padded[1])
-        guard unpadded >= 1 else { throw .invalidPadding("declared length is 0") }
-        guard padded.count == 2 + paddedLength(unpadded) else {
-            throw .invalidPadding("declared length \(unpadded) does not fit \(padded.count - 2) padded bytes")
+    /// Decrypts `u16 BE length || plaintext || padding` straight into secret memory: the first
+    /// ChaCha20 block (on the stack, zeroed) gives the length, which is checked against the
+    /// padded size, then only the plaintext's bytes are decrypted. The padding is never
+    /// decrypted (NIP-44 does not require it to be zero), and no copy of the plaintext is made.
+    static func open(ciphertext: UnsafeRawBufferPointer, chachaKey: UnsafeRawBufferPointer,
+                     chachaNonce: UnsafeRawBufferPointer) throws(NIP44.Error) -> SecureBytes {
+        let padded = ciphertext.count
+        guard padded >= 2 + 32 else { throw .invalidPadding("\(padded) padded bytes, at least 34 needed") }
+        return try withUnsafeTemporaryAllocation(byteCount: 64, alignment: 16) { (first) throws(NIP44.Error) -> SecureBytes in
+            defer { secureZero(first) }
+            let head = min(64, padded)
+            let firstBlock = UnsafeMutableRawBufferPointer(rebasing: first[0..<head])
+            chacha20XOR(UnsafeRawBufferPointer(rebasing: ciphertext[0..<head]), key: chachaKey, nonce: chachaNonce,
+                        counter: 0, into: firstBlock)
+            let unpadded = try unpaddedLength(firstBlock[0], firstBlock[1], padded: padded)
+            let plaintext: SecureBytes
+            do throws(SecureMemoryError) { plaintext = try SecureBytes(zeroed: unpadded) } catch { throw .secretMemory(error) }
+            plaintext.withUnsafeMutableBytes { out in
+                let fromFirst = min(unpadded, head - 2)
+                out.baseAddress!.copyMemory(from: first.baseAddress! + 2, byteCount: fromFirst)
+                if unpadded > fromFirst {
+                    // Bytes 64... of the padded text are blocks 1... of the keystream.
+                    chacha20XOR(UnsafeRawBufferPointer(rebasing: ciphertext[64..<(2 + unpadded)]), key: chachaKey,
+                                nonce: chachaNonce, counter: 1,
+                                into: UnsafeMutableRawBufferPointer(rebasing: out[fromFirst...]))
+                }
+            }
+            return plaintext
         }
-        let plaintext = SecureBytes(count: unpadded)
-        plaintext.withUnsafeMutableBytes { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: padded[2..<(2 + unpadded)])) }
-        return plaintext
+    }
+
+    /// The plaintext length a padded text of `padded` bytes declares in its first two bytes,
+    /// once checked against the padded size.
+    static func unpaddedLength(_ high: UInt8, _ low: UInt8, padded: Int) throws(NIP44.Error) -> Int {
+        let unpadded = Int(high) << 8 | Int(low)
+        guard unpadded >= 1 else { throw .invalidPadding("declared length is 0") }
+        guard padded == 2 + paddedLength(unpadded) else {
+            throw .invalidPadding("declared length \(unpadded) does not fit \(padded - 2) padded bytes")
+        }
+        return unpadded
     }
 
     public static func decrypt(payload: [UInt8], key: ConversationKey) throws(NIP44.Error) -> SecureBytes {

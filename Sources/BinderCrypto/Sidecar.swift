@@ -13,6 +13,7 @@ public enum Sidecar {
         case legacyMAC
         case contentNotBase64
         case tooLarge(Int)
+        case secretMemory(SecureMemoryError)
 
         public var description: String {
             switch self {
@@ -25,6 +26,7 @@ public enum Sidecar {
             case .legacyMAC: return "sidecar (legacy 0xFF): MAC does not match (wrong key or tampered)"
             case .contentNotBase64: return "sidecar: decrypted content is not base64 text"
             case .tooLarge(let n): return "sidecar: \(n) bytes is too large to encrypt"
+            case .secretMemory(let error): return "sidecar: \(error.description)"
             }
         }
     }
@@ -43,7 +45,9 @@ public enum Sidecar {
     /// Encrypts an attachment in the current DEK format:
     /// `0x02 || len(u16 BE) || wrapped_dek || nonce(12) || ChaCha20-Poly1305(base64(bytes))`.
     public static func encrypt(_ content: UnsafeRawBufferPointer, key: NIP44.ConversationKey) throws(Sidecar.Error) -> [UInt8] {
-        try seal(text: Base64.encodeSecret(SecureBytes(content)), key: key)
+        let text: SecureBytes
+        do throws(SecureMemoryError) { text = try Base64.encodeToSecret(content) } catch { throw .secretMemory(error) }
+        return try seal(text: text, key: key)
     }
 
     /// The DEK format around `text`, which should be base64 (`encrypt` gives it so); the fuzz
@@ -91,6 +95,11 @@ public enum Sidecar {
         }
     }
 
+    /// The DEK format, decrypted without holding the base64 text whole: the Poly1305 tag is
+    /// checked over the ciphertext first (as libsodium's `..._ietf_decrypt` does), then the
+    /// text is decrypted `chunkBytes` at a time into scratch memory (zeroed after) and decoded
+    /// straight into the attachment's secret buffer, whose size the text's length and last two
+    /// characters give. Text wrapped into lines takes the whole-text path (`content(ofText:)`).
     static func decryptDEK(_ bytes: [UInt8], key: NIP44.ConversationKey) throws(Sidecar.Error) -> SecureBytes {
         Sodium.ensureReady()
         guard bytes.count >= 3 else { throw .truncated("no wrapped-key length") }
@@ -105,24 +114,118 @@ public enum Sidecar {
                 try NIP44.decrypt(payload: UnsafeRawBufferPointer(rebasing: b[3..<(3 + wrappedLength)]), key: key)
             }
         } catch { throw .wrappedKey(error) }
-        guard hex.count == 64, let dek = Hex.decodeSecret(hex) else { throw .wrappedKeyNotHex }
-        let cipherCount = bytes.count - header
-        let text = SecureBytes(count: cipherCount - aeadTagSize)
-        var written: UInt64 = 0
-        let rc = bytes.withUnsafeBytes { b in
-            text.withUnsafeMutableBytes { t in
-                dek.withUnsafeBytes { k in
-                    crypto_aead_chacha20poly1305_ietf_decrypt(
-                        t.baseAddress!.assumingMemoryBound(to: UInt8.self), &written, nil,
-                        (b.baseAddress! + header).assumingMemoryBound(to: UInt8.self), UInt64(cipherCount),
-                        nil, 0,
-                        (b.baseAddress! + 3 + wrappedLength).assumingMemoryBound(to: UInt8.self),
-                        k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+        return try bytes.withBytes { (b) throws(Sidecar.Error) -> SecureBytes in
+            try withDEK(hex: hex) { (dek) throws(Sidecar.Error) -> SecureBytes in
+                let nonce = UnsafeRawBufferPointer(rebasing: b[(3 + wrappedLength)..<header])
+                let ciphertext = UnsafeRawBufferPointer(rebasing: b[header..<(b.count - aeadTagSize)])
+                let tag = UnsafeRawBufferPointer(rebasing: b[(b.count - aeadTagSize)...])
+                guard poly1305Matches(ciphertext: ciphertext, tag: tag, key: dek, nonce: nonce) else {
+                    throw .authenticationFailed
                 }
+                return try decryptText(ciphertext, key: dek, nonce: nonce)
             }
         }
-        guard rc == 0 else { throw .authenticationFailed }
-        return try content(ofText: text)
+    }
+
+    /// Runs `body` with the 32-byte DEK the 64 hex characters `hex` spell, on the stack (zeroed after).
+    static func withDEK<R>(hex: SecureBytes, _ body: (UnsafeRawBufferPointer) throws(Sidecar.Error) -> R)
+        throws(Sidecar.Error) -> R {
+        guard hex.count == 64 else { throw .wrappedKeyNotHex }
+        return try withUnsafeTemporaryAllocation(byteCount: 32, alignment: 16) { (dek) throws(Sidecar.Error) -> R in
+            defer { secureZero(dek) }
+            guard hex.withUnsafeBytes({ Hex.decode($0, into: dek) }) else { throw .wrappedKeyNotHex }
+            return try body(UnsafeRawBufferPointer(dek))
+        }
+    }
+
+    /// ChaCha20-Poly1305 (IETF, no associated data): the tag is Poly1305, keyed by keystream
+    /// block 0, over `ciphertext || zero padding to 16 || le64(0) || le64(count)`.
+    private static func poly1305Matches(ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer,
+                                        key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer) -> Bool {
+        withUnsafeTemporaryAllocation(byteCount: 64 + 16 + 16 + 16, alignment: 16) { scratch in
+            defer { secureZero(scratch) }
+            scratch.initializeMemory(as: UInt8.self, repeating: 0)
+            let block0 = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<64])
+            let expected = UnsafeMutableRawBufferPointer(rebasing: scratch[64..<80])
+            let trailer = UnsafeMutableRawBufferPointer(rebasing: scratch[80..<96])
+            let padding = (16 - ciphertext.count % 16) % 16
+            let zeros = UnsafeRawBufferPointer(rebasing: scratch[96..<(96 + padding)])
+            chacha20XOR(UnsafeRawBufferPointer(block0), key: key, nonce: nonce, counter: 0, into: block0)
+            trailer.storeBytes(of: UInt64(ciphertext.count).littleEndian, toByteOffset: 8, as: UInt64.self)
+            poly1305(key: UnsafeRawBufferPointer(rebasing: block0[0..<32]),
+                     [ciphertext, zeros, UnsafeRawBufferPointer(trailer)], into: expected)
+            return constantTimeEqual(UnsafeRawBufferPointer(expected), tag)
+        }
+    }
+
+    /// Text decrypted and decoded per chunk: a multiple of 64 (ChaCha20 blocks) and of 4 (base64 groups).
+    static let chunkBytes = 48 << 10
+
+    /// The attachment in an authenticated DEK ciphertext (ChaCha20 from block counter 1).
+    private static func decryptText(_ ciphertext: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer,
+                                    nonce: UnsafeRawBufferPointer) throws(Sidecar.Error) -> SecureBytes {
+        let length = ciphertext.count
+        // The text's first `wrapSample` characters and its last two say whether it is wrapped
+        // into lines and how long the attachment is.
+        let shape: (wrapped: Bool, lastTwo: (UInt8, UInt8))? = withUnsafeTemporaryAllocation(
+            byteCount: 256, alignment: 16) { scratch in
+            defer { secureZero(scratch) }
+            guard length > 0 else { return nil }
+            let head = min(wrapSample, length)
+            let headText = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<head])
+            chacha20XOR(UnsafeRawBufferPointer(rebasing: ciphertext[0..<head]), key: key, nonce: nonce, counter: 1,
+                        into: headText)
+            let tailStart = (length - min(2, length)) / 64 * 64
+            let tailText = UnsafeMutableRawBufferPointer(rebasing: scratch[128..<(128 + length - tailStart)])
+            chacha20XOR(UnsafeRawBufferPointer(rebasing: ciphertext[tailStart...]), key: key, nonce: nonce,
+                        counter: 1 + UInt32(tailStart / 64), into: tailText)
+            let lastTwo = UnsafeRawBufferPointer(rebasing: tailText.suffix(2))
+            let wrapped = showsWhitespace(UnsafeRawBufferPointer(headText)) || showsWhitespace(lastTwo)
+            return (wrapped, lastTwo.count == 2 ? (lastTwo[0], lastTwo[1]) : (0, lastTwo[0]))
+        }
+        guard let shape else { return try secret(count: 0) }
+        if shape.wrapped {
+            let text = try secret(count: length)
+            text.withUnsafeMutableBytes { chacha20XOR(ciphertext, key: key, nonce: nonce, counter: 1, into: $0) }
+            return try content(ofText: text)
+        }
+        guard let size = Base64Decoder.decodedCount(textCount: length, lastTwo: shape.lastTwo) else {
+            throw .contentNotBase64
+        }
+        let content = try secret(count: size)
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: min(chunkBytes, length), alignment: 64)
+        defer {
+            secureZero(scratch)
+            scratch.deallocate()
+        }
+        var valid = true
+        content.withUnsafeMutableBytes { out in
+            var offset = 0
+            while offset < length {
+                let count = min(chunkBytes, length - offset)
+                let text = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<count])
+                chacha20XOR(UnsafeRawBufferPointer(rebasing: ciphertext[offset..<(offset + count)]), key: key,
+                            nonce: nonce, counter: 1 + UInt32(offset / 64), into: text)
+                let outStart = offset / 4 * 3
+                if offset + count < length {
+                    let ok = Base64Decoder.decodeFullGroups(
+                        UnsafeRawBufferPointer(text),
+                        into: UnsafeMutableRawBufferPointer(rebasing: out[outStart..<(outStart + count / 4 * 3)]))
+                    valid = valid && ok
+                } else {
+                    let ok = Base64Decoder.decode(UnsafeRawBufferPointer(text),
+                                                  into: UnsafeMutableRawBufferPointer(rebasing: out[outStart...]))
+                    valid = valid && ok
+                }
+                offset += count
+            }
+        }
+        guard valid else { throw .contentNotBase64 }
+        return content
+    }
+
+    private static func secret(count: Int) throws(Sidecar.Error) -> SecureBytes {
+        do throws(SecureMemoryError) { return try SecureBytes(zeroed: count) } catch { throw .secretMemory(error) }
     }
 
     /// The bytes a legacy sidecar's base64 holds (line breaks and spaces ignored).
@@ -134,21 +237,20 @@ public enum Sidecar {
         guard let raw = legacyRaw(bytes) else { throw .legacyNotBase64 }
         guard raw.count >= 1 + 32 + 32 else { throw .truncated("legacy sidecar of \(raw.count) bytes") }
         guard raw[0] == 0xFF else { throw .legacyNotBase64 }
-        let nonce = Array(raw[1..<33])
         let macStart = raw.count - 32
-        let keys = NIP44.messageKeys(key, nonce: nonce)
         return try raw.withBytes { (r) throws(Sidecar.Error) -> SecureBytes in
-            let expected = keys.hmacKey.withUnsafeBytes { hmacSHA256(key: $0, [UnsafeRawBufferPointer(rebasing: r[1..<macStart])]) }
-            let ok = expected.withUnsafeBytes { constantTimeEqual($0, UnsafeRawBufferPointer(rebasing: r[macStart...])) }
-            guard ok else { throw .legacyMAC }
-            let ciphertext = UnsafeRawBufferPointer(rebasing: r[33..<macStart])
-            let text = SecureBytes(count: ciphertext.count)
-            keys.chachaKey.withUnsafeBytes { k in
-                keys.chachaNonce.withUnsafeBytes { n in
-                    text.withUnsafeMutableBytes { chacha20XOR(ciphertext, key: k, nonce: n, into: $0) }
+            try NIP44.withMessageKeys(key, nonce: UnsafeRawBufferPointer(rebasing: r[1..<33])) {
+                (chachaKey, chachaNonce, hmacKey) throws(Sidecar.Error) -> SecureBytes in
+                let ok = withUnsafeTemporaryAllocation(byteCount: 32, alignment: 8) { expected in
+                    hmacSHA256(key: hmacKey, [UnsafeRawBufferPointer(rebasing: r[1..<macStart])], into: expected)
+                    return constantTimeEqual(UnsafeRawBufferPointer(expected), UnsafeRawBufferPointer(rebasing: r[macStart...]))
                 }
+                guard ok else { throw .legacyMAC }
+                let ciphertext = UnsafeRawBufferPointer(rebasing: r[33..<macStart])
+                let text = try secret(count: ciphertext.count)
+                text.withUnsafeMutableBytes { chacha20XOR(ciphertext, key: chachaKey, nonce: chachaNonce, into: $0) }
+                return try content(ofText: text)
             }
-            return try content(ofText: text)
         }
     }
 
@@ -162,7 +264,17 @@ public enum Sidecar {
             showsWhitespace(UnsafeRawBufferPointer(rebasing: t.prefix(wrapSample)))
                 || showsWhitespace(UnsafeRawBufferPointer(rebasing: t.suffix(2)))
         }
-        guard let content = Base64.decodeSecret(text, ignoringWhitespace: wrapped) else { throw .contentNotBase64 }
+        if wrapped {
+            let decoded: SecureBytes?
+            do throws(SecureMemoryError) { decoded = try Base64.decodeToSecret(text, ignoringWhitespace: true) } catch { throw .secretMemory(error) }
+            guard let decoded else { throw .contentNotBase64 }
+            return decoded
+        }
+        let lastTwo = text.withUnsafeBytes { t in t.count >= 2 ? (t[t.count - 2], t[t.count - 1]) : (0, 0) }
+        guard let size = Base64Decoder.decodedCount(textCount: text.count, lastTwo: lastTwo) else { throw .contentNotBase64 }
+        let content = try secret(count: size)
+        let valid = text.withUnsafeBytes { t in content.withUnsafeMutableBytes { Base64Decoder.decode(t, into: $0) } }
+        guard valid else { throw .contentNotBase64 }
         return content
     }
 

@@ -28,14 +28,18 @@ extension Sidecar {
         if textLength == 0 { return 0 }
         guard let hex = try? bytes.withBytes({ (b) throws(NIP44.Error) in
                   try NIP44.decrypt(payload: UnsafeRawBufferPointer(rebasing: b[3..<(3 + wrappedLength)]), key: key)
-              }),
-              hex.count == 64, let dek = Hex.decodeSecret(hex) else { return nil }
+              }) else { return nil }
         // ChaCha20-Poly1305 (IETF) encrypts the message from block counter 1; block 0 keys Poly1305.
-        let nonce = Array(bytes[(3 + wrappedLength)..<header])
-        switch sizeOfText(ciphertext: bytes, start: header, length: textLength, key: dek, nonce: nonce, firstCounter: 1) {
+        let size = try? bytes.withBytes { (b) throws(Sidecar.Error) -> TextSize in
+            try withDEK(hex: hex) { dek in
+                sizeOfText(ciphertext: b, start: header, length: textLength, key: dek,
+                           nonce: UnsafeRawBufferPointer(rebasing: b[(3 + wrappedLength)..<header]), firstCounter: 1)
+            }
+        }
+        switch size {
         case .exact(let size): return size
         case .wrapped: return (try? decrypt(bytes, key: key))?.count
-        case .invalid: return nil
+        case .invalid, nil: return nil
         }
     }
 
@@ -43,22 +47,26 @@ extension Sidecar {
         guard let raw = legacyRaw(bytes), raw.count >= 65, raw[0] == 0xFF else { return nil }
         let textLength = raw.count - 65
         if textLength == 0 { return 0 }
-        let keys = NIP44.messageKeys(key, nonce: Array(raw[1..<33]))
-        switch sizeOfText(ciphertext: raw, start: 33, length: textLength, key: keys.chachaKey,
-                          nonce: keys.chachaNonce.copyBytes(), firstCounter: 0) {
+        let size = raw.withUnsafeBytes { r in
+            NIP44.withMessageKeys(key, nonce: UnsafeRawBufferPointer(rebasing: r[1..<33])) { chachaKey, chachaNonce, _ in
+                sizeOfText(ciphertext: r, start: 33, length: textLength, key: chachaKey, nonce: chachaNonce, firstCounter: 0)
+            }
+        }
+        switch size {
         case .exact(let size): return size
         case .wrapped: return (try? decrypt(bytes, key: key))?.count
         case .invalid: return nil
         }
     }
 
-    private enum TextSize { case exact(Int), wrapped, invalid }
+    enum TextSize { case exact(Int), wrapped, invalid }
 
     /// The decoded size of the base64 text at `start..<start + length` of a ChaCha20 (IETF)
     /// stream whose first block has counter `firstCounter`, from its first `wrapSample` bytes
     /// and its last two: `.wrapped` when those show line breaks (then the text must be decoded
     /// whole), `.invalid` when its length cannot be unbroken base64.
-    private static func sizeOfText(ciphertext: [UInt8], start: Int, length: Int, key: SecureBytes, nonce: [UInt8],
+    private static func sizeOfText(ciphertext: UnsafeRawBufferPointer, start: Int, length: Int,
+                                   key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
                                    firstCounter: UInt32) -> TextSize {
         let head = keystreamXOR(ciphertext: ciphertext, start: start, range: 0..<min(wrapSample, length), key: key,
                                 nonce: nonce, firstCounter: firstCounter)
@@ -72,18 +80,16 @@ extension Sidecar {
     }
 
     /// Decrypts bytes `range` of a ChaCha20 (IETF) stream that starts at `start` in `ciphertext`.
-    private static func keystreamXOR(ciphertext: [UInt8], start: Int, range: Range<Int>, key: SecureBytes, nonce: [UInt8],
+    private static func keystreamXOR(ciphertext: UnsafeRawBufferPointer, start: Int, range: Range<Int>,
+                                     key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
                                      firstCounter: UInt32) -> [UInt8] {
         guard !range.isEmpty else { return [] }
         let blockStart = range.lowerBound / 64 * 64
         let count = range.upperBound - blockStart
         var out = [UInt8](repeating: 0, count: count)
-        ciphertext.withUnsafeBufferPointer { c in
-            key.withUnsafeBytes { k in
-                _ = crypto_stream_chacha20_ietf_xor_ic(&out, c.baseAddress! + start + blockStart, UInt64(count), nonce,
-                                                      firstCounter + UInt32(blockStart / 64),
-                                                      k.baseAddress!.assumingMemoryBound(to: UInt8.self))
-            }
+        out.withUnsafeMutableBytes { o in
+            chacha20XOR(UnsafeRawBufferPointer(rebasing: ciphertext[(start + blockStart)..<(start + range.upperBound)]),
+                        key: key, nonce: nonce, counter: firstCounter + UInt32(blockStart / 64), into: o)
         }
         let wanted = Array(out[(range.lowerBound - blockStart)...])
         secureZero(&out)

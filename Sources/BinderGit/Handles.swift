@@ -81,3 +81,17 @@ final class RemoteHandle {
     init(_ pointer: OpaquePointer) { self.pointer = pointer }
     deinit { git_remote_free(pointer) }
 }
+
+/// Owns a `git_packbuilder *`.
+final class PackBuilderHandle {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+    deinit { git_packbuilder_free(pointer) }
+}
+
+/// Owns a `git_revwalk *`.
+final class RevwalkHandle {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+    deinit { git_revwalk_free(pointer) }
+}

@@ -3,7 +3,8 @@
 //   - NIP-44 v2 decrypt and encrypt of a 4 KB document (µs per document),
 //   - a 3 MB DEK sidecar: full decrypt (MB/s) and `Sidecar.plaintextSize` (µs, what a listing pays),
 //   - libsodium's raw ChaCha20 (IETF) on 3 MB in place (MB/s): the baseline nothing can beat,
-//   - SecureBytes allocation (µs, one sodium_malloc + sodium_free): binder's secret memory.
+//   - SecureBytes allocation (µs, from the secret-memory arena and back): binder's secret memory,
+//   - the process's kernel mappings while 100,000 secrets are held (the arena's point).
 // Usage: binder-bench [--quick]
 import BinderCrypto
 import Foundation
@@ -90,6 +91,33 @@ results["chacha20_raw_4k_us"] = median(chachaSmall) * 1e6
 // Secret memory: every decrypted document and every intermediate key lives in SecureBytes.
 let allocTimes = measure(iterations: docIterations, samples: samples) { _ = SecureBytes(count: 4096) }
 results["securebytes_alloc_4k_us"] = median(allocTimes) * 1e6
+
+/// Lines of /proc/self/maps: the kernel's mappings of this process (at most 65,530 by default).
+/// (Read with stdio: /proc files report a size of 0, which Foundation's readers trust.)
+func mappingCount() -> Int {
+    guard let file = fopen("/proc/self/maps", "r") else { return -1 }
+    defer { fclose(file) }
+    var lines = 0
+    while true {
+        let c = getc(file)
+        if c == EOF { break }
+        if c == 10 { lines += 1 }
+    }
+    return lines
+}
+// 100,000 secrets of 0.2–4 KB, as a cache of 100,000 documents holds them.
+results["arena_maps_before"] = mappingCount()
+var held: [SecureBytes] = []
+held.reserveCapacity(100_000)
+var sizeState: UInt64 = 1
+for _ in 0..<100_000 {
+    sizeState = sizeState &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+    held.append(try SecureBytes(zeroed: 200 + Int(sizeState >> 33) % 3_900))
+}
+results["arena_100k_maps"] = mappingCount()
+results["arena_100k_mib"] = Double(held.reduce(0) { $0 + $1.count }) / 1_048_576
+results["arena_100k_regions"] = SecureBytes.arenaRegions
+held.removeAll()
 
 results["samples"] = samples
 results["quick"] = quick

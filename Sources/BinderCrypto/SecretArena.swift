@@ -1,0 +1,324 @@
+internal import CSodium
+import Glibc
+import Synchronization
+
+/// Secret memory ran out: the arena could not map another guarded region.
+public enum SecureMemoryError: Swift.Error, Equatable, CustomStringConvertible {
+    case exhausted(bytes: Int)
+
+    public var description: String {
+        switch self {
+        case .exhausted(let bytes): return "secret memory: cannot map \(bytes) more bytes of guarded, locked memory"
+        }
+    }
+}
+
+/// Where every `SecureBytes` lives: a few large guarded regions with an allocator on top.
+///
+/// One `sodium_malloc` per secret costs four kernel mappings (guard page, data, guard page,
+/// the allocation's header page), and the kernel allows 65,530: a cache of 20,000 documents
+/// exhausted it. Here a region is one `sodium_malloc` of `regionBytes` (guard pages on both
+/// sides, `mlock`ed where the system allows, excluded from core dumps), and secrets are carved
+/// out of it:
+///
+/// - **small** (≤ `largestSlot`): a slot in a slab, a run of `slabPages` pages cut into equal
+///   slots of one size class (eight classes per doubling: at most 12.5% rounding waste);
+/// - **medium** (≤ `largestRun`): a run of whole pages, first fit in a region;
+/// - **large**: a guarded, locked mapping of its own (few: the cache bound divided by a megabyte).
+///
+/// Every free byte of a region is zero: regions are zeroed when mapped and every slot or run
+/// is zeroed when it is given back (before the lock is taken), so an allocation hands out zero
+/// memory without touching it. Secrets share a region with each other, not with anything else;
+/// an overrun past a region's end hits its guard page.
+///
+/// All bookkeeping (regions, slabs, free lists) is guarded by the one `state` lock; the objects
+/// below are only touched while it is held.
+final class SecretArena: Sendable {
+    static let shared = SecretArena()
+
+    static let page = 4096
+    static let regionBytes = 8 << 20
+    static let regionPages = regionBytes / page
+    static let slabPages = 16
+    static let slabBytes = slabPages * page
+    static let largestSlot = slabBytes / 2
+    static let largestRun = 1 << 20
+
+    /// One allocation: where it is and how to give it back.
+    enum Allocation: @unchecked Sendable {
+        case slot(Slab, index: Int)
+        case run(Region, firstPage: Int, pages: Int)
+        case dedicated(UnsafeMutableRawPointer, bytes: Int)
+    }
+
+    /// A `sodium_malloc`ed region of `regionPages` pages. Guarded by `SecretArena.state`.
+    final class Region: @unchecked Sendable {
+        let base: UnsafeMutableRawPointer
+        /// Which pages are in use (by a slab or a run).
+        var used: [Bool]
+        var freePages: Int
+        /// No free page lies below this one (a first-fit search starts here).
+        var firstFreeHint = 0
+        /// Empty slabs kept for their class (see `release`): they do not keep the region alive.
+        var idleSlabs: [Slab] = []
+
+        init(base: UnsafeMutableRawPointer) {
+            self.base = base
+            used = [Bool](repeating: false, count: SecretArena.regionPages)
+            freePages = SecretArena.regionPages
+        }
+
+        /// The first page of a free run of `pages` pages, marked used; nil when there is none.
+        func takeRun(_ pages: Int) -> Int? {
+            guard freePages >= pages else { return nil }
+            var start = firstFreeHint
+            while start + pages <= used.count {
+                if used[start] { start += 1; continue }
+                var end = start
+                while end < start + pages && !used[end] { end += 1 }
+                if end == start + pages {
+                    for page in start..<end { used[page] = true }
+                    freePages -= pages
+                    if start == firstFreeHint { firstFreeHint = end }
+                    return start
+                }
+                start = end + 1
+            }
+            return nil
+        }
+
+        func giveRun(_ first: Int, _ pages: Int) {
+            for page in first..<(first + pages) { used[page] = false }
+            freePages += pages
+            firstFreeHint = min(firstFreeHint, first)
+        }
+    }
+
+    /// A run of `slabPages` pages cut into slots of one size class. Guarded by `SecretArena.state`.
+    final class Slab: @unchecked Sendable {
+        let region: Region
+        let firstPage: Int
+        let classIndex: Int
+        let slotBytes: Int
+        let capacity: Int
+        /// Free slot indexes, taken from the end.
+        var freeSlots: [Int32]
+        /// Where this slab sits in its class's list of slabs with free slots; -1 when full.
+        var partialIndex = -1
+
+        init(region: Region, firstPage: Int, classIndex: Int) {
+            self.region = region
+            self.firstPage = firstPage
+            self.classIndex = classIndex
+            slotBytes = SecretArena.slotBytes(ofClass: classIndex)
+            capacity = SecretArena.slabBytes / slotBytes
+            freeSlots = (0..<Int32(capacity)).reversed()
+        }
+
+        var base: UnsafeMutableRawPointer { region.base + firstPage * SecretArena.page }
+        var usedSlots: Int { capacity - freeSlots.count }
+    }
+
+    struct State: ~Copyable {
+        var regions: [Region] = []
+        /// Per size class, the slabs that have a free slot.
+        var partial = [[Slab]](repeating: [], count: SecretArena.classCount)
+        /// Bytes handed out (rounded to slot, page or dedicated size), for tests and the bench.
+        var bytesInUse = 0
+        var dedicatedCount = 0
+    }
+
+    private let state = Mutex(State())
+
+    /// Zeroed memory for `count` bytes (at least one), 16-byte aligned.
+    func allocate(_ count: Int) throws(SecureMemoryError) -> (UnsafeMutableRawPointer, Allocation) {
+        Sodium.ensureReady()
+        let count = max(count, 1)
+        if count <= Self.largestSlot {
+            return try takeSlot(classIndex: Self.classIndex(count))
+        }
+        if count <= Self.largestRun {
+            let pages = (count + Self.page - 1) / Self.page
+            return try state.withLock { (state) throws(SecureMemoryError) -> (UnsafeMutableRawPointer, Allocation) in
+                let (region, first) = try Self.takeRun(pages, &state)
+                state.bytesInUse += pages * Self.page
+                return (region.base + first * Self.page, .run(region, firstPage: first, pages: pages))
+            }
+        }
+        guard let pointer = Self.mapGuarded(count) else { throw .exhausted(bytes: count) }
+        state.withLock {
+            $0.bytesInUse += count
+            $0.dedicatedCount += 1
+        }
+        return (pointer, .dedicated(pointer, bytes: count))
+    }
+
+    /// A mapping of its own for a large secret: a guard page, the data's pages (locked where
+    /// the system allows, left out of core dumps), a guard page; the data (16-byte aligned)
+    /// ends less than 16 bytes before the trailing guard. Not `sodium_malloc`: that fills the
+    /// pages with garbage, which would then be zeroed again, two passes over megabytes that
+    /// a fresh anonymous mapping gives as zero already.
+    private static func mapGuarded(_ count: Int) -> UnsafeMutableRawPointer? {
+        guard count <= Int.max - 3 * page else { return nil }
+        let dataBytes = (count + page - 1) / page * page
+        let total = dataBytes + 2 * page
+        let base = mmap(nil, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        guard let base, base != MAP_FAILED else { return nil }
+        let data = base + page
+        guard mprotect(base, page, PROT_NONE) == 0, mprotect(data + dataBytes, page, PROT_NONE) == 0 else {
+            munmap(base, total)
+            return nil
+        }
+        _ = madvise(data, dataBytes, MADV_DONTDUMP)
+        _ = mlock(data, dataBytes)  // best effort, as libsodium: RLIMIT_MEMLOCK may refuse
+        return data + (dataBytes - count) / 16 * 16
+    }
+
+    /// Zeroes and unmaps what `mapGuarded(count)` returned.
+    private static func unmapGuarded(_ pointer: UnsafeMutableRawPointer, _ count: Int) {
+        let dataBytes = (count + page - 1) / page * page
+        let data = UnsafeMutableRawPointer(bitPattern: UInt(bitPattern: pointer) / UInt(page) * UInt(page))!
+        sodium_memzero(data, dataBytes)
+        _ = munlock(data, dataBytes)
+        munmap(data - page, dataBytes + 2 * page)
+    }
+
+    /// Zeroes and gives back an allocation from `allocate`.
+    func release(_ pointer: UnsafeMutableRawPointer, _ allocation: Allocation) {
+        switch allocation {
+        case .slot(let slab, let index):
+            // The slot is still ours until the lock hands it back: zero it outside the lock.
+            sodium_memzero(pointer, slab.slotBytes)
+            state.withLock { state in
+                let wasFull = slab.freeSlots.isEmpty
+                slab.freeSlots.append(Int32(index))
+                state.bytesInUse -= slab.slotBytes
+                if wasFull { Self.list(slab, &state) }
+                // An empty slab goes back to its region, unless it is its class's last one
+                // (so that one secret made and dropped over and over does not cut a slab each
+                // time); a region holding nothing but such idle slabs is unmapped all the same.
+                if slab.freeSlots.count == slab.capacity {
+                    if state.partial[slab.classIndex].count > 1 {
+                        Self.unlist(slab, &state)
+                        slab.region.giveRun(slab.firstPage, Self.slabPages)
+                    } else {
+                        slab.region.idleSlabs.append(slab)
+                    }
+                    Self.releaseIfEmpty(slab.region, &state)
+                }
+            }
+        case .run(let region, let firstPage, let pages):
+            sodium_memzero(pointer, pages * Self.page)
+            state.withLock { state in
+                region.giveRun(firstPage, pages)
+                state.bytesInUse -= pages * Self.page
+                Self.releaseIfEmpty(region, &state)
+            }
+        case .dedicated(let base, let bytes):
+            Self.unmapGuarded(base, bytes)
+            state.withLock {
+                $0.bytesInUse -= bytes
+                $0.dedicatedCount -= 1
+            }
+        }
+    }
+
+    private func takeSlot(classIndex: Int) throws(SecureMemoryError) -> (UnsafeMutableRawPointer, Allocation) {
+        try state.withLock { (state) throws(SecureMemoryError) -> (UnsafeMutableRawPointer, Allocation) in
+            let slab: Slab
+            if let partial = state.partial[classIndex].last {
+                slab = partial
+            } else {
+                let (region, first) = try Self.takeRun(Self.slabPages, &state)
+                slab = Slab(region: region, firstPage: first, classIndex: classIndex)
+                Self.list(slab, &state)
+            }
+            if slab.freeSlots.count == slab.capacity {
+                slab.region.idleSlabs.removeAll { $0 === slab }
+            }
+            let index = Int(slab.freeSlots.removeLast())
+            if slab.freeSlots.isEmpty { Self.unlist(slab, &state) }
+            state.bytesInUse += slab.slotBytes
+            return (slab.base + index * slab.slotBytes, .slot(slab, index: index))
+        }
+    }
+
+    /// A free run of `pages` pages in some region, mapping a new region when none has one.
+    private static func takeRun(_ pages: Int, _ state: inout State) throws(SecureMemoryError) -> (Region, Int) {
+        for region in state.regions {
+            if let first = region.takeRun(pages) { return (region, first) }
+        }
+        guard let base = sodium_malloc(regionBytes) else { throw .exhausted(bytes: regionBytes) }
+        // sodium_malloc fills with garbage; the arena's invariant is that free memory is zero.
+        sodium_memzero(base, regionBytes)
+        let region = Region(base: base)
+        state.regions.append(region)
+        guard let first = region.takeRun(pages) else { throw .exhausted(bytes: pages * page) }
+        return (region, first)
+    }
+
+    /// Unmaps a region nothing uses any more (idle slabs aside), keeping the last one (for the
+    /// next secret).
+    private static func releaseIfEmpty(_ region: Region, _ state: inout State) {
+        guard regionPages - region.freePages == region.idleSlabs.count * slabPages, state.regions.count > 1,
+              let index = state.regions.firstIndex(where: { $0 === region }) else { return }
+        for slab in region.idleSlabs { unlist(slab, &state) }
+        region.idleSlabs.removeAll()
+        state.regions.remove(at: index)
+        sodium_free(region.base)
+    }
+
+    private static func list(_ slab: Slab, _ state: inout State) {
+        guard slab.partialIndex < 0 else { return }
+        slab.partialIndex = state.partial[slab.classIndex].count
+        state.partial[slab.classIndex].append(slab)
+    }
+
+    private static func unlist(_ slab: Slab, _ state: inout State) {
+        let index = slab.partialIndex
+        guard index >= 0 else { return }
+        let moved = state.partial[slab.classIndex].removeLast()
+        if moved !== slab {
+            state.partial[slab.classIndex][index] = moved
+            moved.partialIndex = index
+        }
+        slab.partialIndex = -1
+    }
+
+    // MARK: Size classes: 16-byte steps up to 128, then eight classes per doubling.
+
+    static let classCount = classIndex(largestSlot) + 1
+
+    static func classIndex(_ count: Int) -> Int {
+        if count <= 128 { return (count + 15) / 16 - 1 }
+        let power = Int.bitWidth - 1 - (count - 1).leadingZeroBitCount  // 2^power < count ≤ 2^(power+1)
+        let step = 1 << (power - 3)
+        return 8 + (power - 7) * 8 + (count - 1 - (1 << power)) / step
+    }
+
+    static func slotBytes(ofClass index: Int) -> Int {
+        if index < 8 { return (index + 1) * 16 }
+        let power = 7 + (index - 8) / 8
+        return (1 << power) + ((index - 8) % 8 + 1) * (1 << (power - 3))
+    }
+
+    // MARK: For tests and the bench
+
+    struct Usage: Equatable {
+        var regions: Int
+        var dedicated: Int
+        var bytesInUse: Int
+        /// Each region's data as an address range.
+        var regionRanges: [Range<UInt>]
+    }
+
+    var usage: Usage {
+        state.withLock { state in
+            Usage(regions: state.regions.count, dedicated: state.dedicatedCount, bytesInUse: state.bytesInUse,
+                  regionRanges: state.regions.map {
+                      let start = UInt(bitPattern: $0.base)
+                      return start..<(start + UInt(Self.regionBytes))
+                  })
+        }
+    }
+}

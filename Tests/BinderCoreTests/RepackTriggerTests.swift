@@ -1,0 +1,65 @@
+import BinderCore
+import BinderCrypto
+import BinderFormat
+import BinderGit
+import Foundation
+import Logging
+import XCTest
+
+/// The committer repacks in the background: a binder holding thousands of loose objects is
+/// repacked after its next save, and saves go on meanwhile.
+final class RepackTriggerTests: XCTestCase {
+    func testASaveInABinderFullOfLooseObjectsStartsARepack() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("binder-repack-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = NIP44.ConversationKey(selfOf: SecretKey.generate())
+        _ = try BinderCreator.create(at: directory.path, key: key, patientName: "Test Patient", dateOfBirth: nil,
+                                     author: Signature(name: "t", email: "t@t"))
+        let repository = try GitRepository.open(path: directory.path)
+        // 8,000 loose objects (unreachable, as a crashed import could leave), written the way
+        // git writes them; about 31 land in each objects/xx folder.
+        let script = """
+        import hashlib, os, sys, zlib
+        root = sys.argv[1] + "/objects"
+        for i in range(8000):
+            body = b"loose %d\\n" % i
+            data = b"blob %d\\0" % len(body) + body
+            name = hashlib.sha1(data).hexdigest()
+            os.makedirs(root + "/" + name[:2], exist_ok=True)
+            with open(root + "/" + name[:2] + "/" + name[2:], "wb") as f:
+                f.write(zlib.compress(data))
+        """
+        let python = Process()
+        python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        python.arguments = ["python3", "-c", script, repository.gitDirectory]
+        try python.run()
+        python.waitUntilExit()
+        XCTAssertEqual(python.terminationStatus, 0)
+        XCTAssertEqual(repository.packCount(), 0)
+
+        let view = try BinderView(repository: repository, key: key, logger: Logger(label: "test"))
+        try view.makeDirectory("visits")
+        // The repack runs on its own thread; saves do not wait for it.
+        var waited = 0
+        while repository.packCount() == 0 && waited < 600 {
+            Thread.sleep(forTimeInterval: 0.1)
+            waited += 1
+        }
+        XCTAssertEqual(repository.packCount(), 1, "no repack after the save")
+        try view.store("visits/2026-02-09.md", content: Array("# Visit\n\nAfter the repack.\n".utf8))
+
+        let fresh = try BinderView(repository: try GitRepository.open(path: directory.path), key: key, logger: Logger(label: "test"))
+        let handle = try fresh.open("visits/2026-02-09.md")
+        defer { fresh.release(handle: handle) }
+        var out = [UInt8](repeating: 0, count: try fresh.attributes("visits/2026-02-09.md").size)
+        _ = try out.withUnsafeMutableBytes { try fresh.read(handle: handle, offset: 0, into: $0) }
+        XCTAssertTrue(String(decoding: out, as: UTF8.self).contains("After the repack."))
+
+        let fsck = Process()
+        fsck.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        fsck.arguments = ["git", "--git-dir=\(repository.gitDirectory)", "fsck", "--strict", "--no-progress", "--no-dangling"]
+        try fsck.run()
+        fsck.waitUntilExit()
+        XCTAssertEqual(fsck.terminationStatus, 0)
+    }
+}
