@@ -43,9 +43,8 @@ struct LogCommand: ParsableCommand {
     }
 
     private func printJSON(_ entries: [(seconds: Int64, commit: ObjectID, message: String)]) throws {
-        let objects = entries.map { ["time": Self.time($0.seconds), "commit": $0.commit.hex, "message": $0.message] }
-        let data = try JSONSerialization.data(withJSONObject: objects, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-        printOut(String(decoding: data, as: UTF8.self))
+        struct Version: Encodable { let time: String, commit: String, message: String }
+        try JSONOutput.print(entries.map { Version(time: Self.time($0.seconds), commit: $0.commit.hex, message: $0.message) })
     }
 
     static func time(_ seconds: Int64) -> String {

@@ -5,20 +5,35 @@ import BinderSync
 import BinderSystem
 import Foundation
 
-/// `--json` output: one JSON object on stdout, keys sorted, for scripts (`jq`). Text output
-/// and JSON come from the same report values.
+/// `--json` output: one JSON value on stdout, keys sorted, for scripts (`jq`). Text output and
+/// JSON come from the same report values; the JSON shapes are Codable types (`…JSON`), and a
+/// field a script may test for is `null` when empty rather than missing (`@Nullable`).
 enum JSONOutput {
-    static func print(_ object: [String: Any]) throws {
+    static func print(_ value: some Encodable) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         do {
-            let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-            FileHandle.standardOutput.write(data + Data("\n".utf8))
+            FileHandle.standardOutput.write(try encoder.encode(value) + Data("\n".utf8))
         } catch {
             throw CommandFailure("cannot write JSON: \(error)")
         }
     }
 
-    static func time(_ seconds: Int64?) -> Any {
-        seconds.map { ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: TimeInterval($0))) } ?? NSNull()
+    static func time(_ seconds: Int64?) -> String? {
+        seconds.map { ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: TimeInterval($0))) }
+    }
+}
+
+/// An optional that is written as `null` when absent (Codable leaves the key out otherwise).
+@propertyWrapper
+struct Nullable<Value: Encodable>: Encodable {
+    var wrappedValue: Value?
+
+    init(wrappedValue: Value?) { self.wrappedValue = wrappedValue }
+
+    func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if let wrappedValue { try container.encode(wrappedValue) } else { try container.encodeNil() }
     }
 }
 
@@ -100,25 +115,44 @@ struct ListReport {
         }
     }
 
+    struct JSON: Encodable {
+        struct LocalBinder: Encodable {
+            let name: String
+            let path: String
+            @Nullable var lastCommit: String?
+            @Nullable var server: String?
+            @Nullable var repoId: String?
+            let pendingCommits: Int
+        }
+        struct RemoteBinder: Encodable {
+            let id: String
+            @Nullable var lastCommit: String?
+            let cloned: Bool
+        }
+        struct Server: Encodable {
+            let url: String
+            /// Why `binders` is null (offline, not logged in, locked).
+            @Nullable var error: String?
+            @Nullable var binders: [RemoteBinder]?
+        }
+        let bindersDirectory: String
+        let local: [LocalBinder]
+        /// Absent with `--local`.
+        let server: Server?
+    }
+
     func printJSON() throws {
         let iso = ISO8601DateFormatter()
-        var object: [String: Any] = [
-            "bindersDirectory": bindersDirectory,
-            "local": local.map { binder -> [String: Any] in
-                ["name": binder.name, "path": binder.path,
-                 "lastCommit": binder.lastCommit.map { iso.string(from: $0) } ?? NSNull(),
-                 "server": binder.target?.server ?? NSNull(), "repoId": binder.target?.repoId ?? NSNull(),
-                 "pendingCommits": binder.pendingCommits]
+        try JSONOutput.print(JSON(
+            bindersDirectory: bindersDirectory,
+            local: local.map { binder in
+                JSON.LocalBinder(name: binder.name, path: binder.path, lastCommit: binder.lastCommit.map { iso.string(from: $0) },
+                                 server: binder.target?.server, repoId: binder.target?.repoId, pendingCommits: binder.pendingCommits)
             },
-        ]
-        if let server {
-            var entry: [String: Any] = ["url": server, "error": serverUnavailable ?? NSNull()]
-            entry["binders"] = remote.map { list in
-                list.map { ["id": $0.id, "lastCommit": $0.lastCommit ?? NSNull(), "cloned": $0.cloned] as [String: Any] }
-            } ?? NSNull()
-            object["server"] = entry
-        }
-        try JSONOutput.print(object)
+            server: server.map { url in
+                JSON.Server(url: url, error: serverUnavailable,
+                            binders: remote?.map { JSON.RemoteBinder(id: $0.id, lastCommit: $0.lastCommit, cloned: $0.cloned) })
+            }))
     }
 }
 
@@ -178,26 +212,50 @@ struct StatusReport {
         for copy in openConflicts { printOut("  \(copy)") }
     }
 
-    func printJSON() throws {
-        var object: [String: Any] = [
-            "binder": path, "name": name, "mounted": mounts,
-            "log": logPath, "logExists": hasLog, "lastLoggedError": lastLoggedError ?? NSNull(),
-        ]
-        if let target {
-            object["sync"] = [
-                "server": target.server, "repoId": target.repoId,
-                "lastSync": JSONOutput.time(record.lastSync), "lastAttempt": JSONOutput.time(record.lastAttempt),
-                "pendingCommits": pendingCommits, "lastError": record.lastError ?? NSNull(),
-                "conflicts": record.conflicts.map { conflict -> [String: Any] in
-                    ["path": conflict.path, "mergedAt": JSONOutput.time(conflict.mergedAt),
-                     "kept": conflict.winner == .local ? "local" : "other", "reason": "\(conflict.reason)",
-                     "otherCommit": "\(conflict.lostCommit)", "copy": conflict.copy ?? NSNull()]
-                },
-                "openConflicts": openConflicts,
-            ] as [String: Any]
-        } else {
-            object["sync"] = NSNull()
+    struct JSON: Encodable {
+        struct Conflict: Encodable {
+            let path: String
+            @Nullable var mergedAt: String?
+            /// "local" or "other": whose version stayed in place.
+            let kept: String
+            let reason: String
+            let otherCommit: String
+            /// The visible conflict copy, when one was made.
+            @Nullable var copy: String?
         }
-        try JSONOutput.print(object)
+        struct Sync: Encodable {
+            let server: String
+            let repoId: String
+            @Nullable var lastSync: String?
+            @Nullable var lastAttempt: String?
+            let pendingCommits: Int
+            @Nullable var lastError: String?
+            let conflicts: [Conflict]
+            let openConflicts: [String]
+        }
+        let binder: String
+        let name: String
+        let mounted: [String]
+        let log: String
+        let logExists: Bool
+        @Nullable var lastLoggedError: String?
+        /// Null for a binder that was never synced.
+        @Nullable var sync: Sync?
+    }
+
+    func printJSON() throws {
+        try JSONOutput.print(JSON(
+            binder: path, name: name, mounted: mounts, log: logPath, logExists: hasLog, lastLoggedError: lastLoggedError,
+            sync: target.map { target in
+                JSON.Sync(server: target.server, repoId: target.repoId,
+                          lastSync: JSONOutput.time(record.lastSync), lastAttempt: JSONOutput.time(record.lastAttempt),
+                          pendingCommits: pendingCommits, lastError: record.lastError,
+                          conflicts: record.conflicts.map { conflict in
+                              JSON.Conflict(path: conflict.path, mergedAt: JSONOutput.time(conflict.mergedAt),
+                                            kept: conflict.winner == .local ? "local" : "other", reason: "\(conflict.reason)",
+                                            otherCommit: "\(conflict.lostCommit)", copy: conflict.copy)
+                          },
+                          openConflicts: openConflicts)
+            }))
     }
 }

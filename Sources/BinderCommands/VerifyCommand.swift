@@ -67,22 +67,35 @@ struct VerifyCommand: ParsableCommand {
         let summary = "\(report.documents) documents, \(report.attachments) attachments, \(report.folders) folders: "
             + (problems.isEmpty ? "all good" : "\(problems.count) problem\(problems.count == 1 ? "" : "s")")
         if json {
-            let list = { (entries: [Entry]) in entries.map { ["path": $0.path, "reason": $0.reason] } }
-            try JSONOutput.print(["binder": path, "documents": report.documents, "attachments": report.attachments,
-                                  "folders": report.folders, "ok": problems.isEmpty, "problems": list(problems),
-                                  "notes": list(notes), "repaired": list(repaired)])
+            try JSONOutput.print(JSON(binder: path, documents: report.documents, attachments: report.attachments,
+                                      folders: report.folders, ok: problems.isEmpty, problems: problems, notes: notes,
+                                      repaired: repaired))
         }
         if !problems.isEmpty { throw CommandFailure(summary) }
         if !json { printOut(summary) }
     }
 
+    /// `--json`'s shape.
+    private struct JSON: Encodable {
+        let binder: String
+        let documents: Int
+        let attachments: Int
+        let folders: Int
+        let ok: Bool
+        let problems: [Entry]
+        let notes: [Entry]
+        let repaired: [Entry]
+    }
+
     /// One line of the report: a path and why.
-    private struct Entry {
+    private struct Entry: Encodable {
         let path: String
         let reason: String
         /// The text line when it is not `path: reason` (a finding's path with control
         /// characters escaped; a repair in words).
         var shown: String?
         var line: String { shown ?? "\(path): \(reason)" }
+        /// JSON carries the path and the reason (`shown` is the text line's form of them).
+        private enum CodingKeys: String, CodingKey { case path, reason }
     }
 }
