@@ -112,6 +112,22 @@ struct MountCommand: ParsableCommand {
             return try runDaemonChild(repository: repository, path: path, name: name, mountpoint: mountpoint, cacheBytes: cacheBytes,
                                       logPath: logPath)
         }
+        let writerLock = try prepareToMount(repository, path: path, name: name, mountpoint: mountpoint, logPath: logPath)
+        let (key, conversationKey) = try unlock(repository, path: path, state: state)
+        if foreground {
+            return try runForeground(repository: repository, path: path, name: name, mountpoint: mountpoint, key: key,
+                                     conversationKey: conversationKey, cacheBytes: cacheBytes, state: state, logPath: logPath,
+                                     writerLock: writerLock)
+        }
+        try spawnDaemon(key: key, logPath: logPath, mountpoint: mountpoint, writerLock: writerLock)
+        printInfo("Mounted \(name) at \(mountpoint)" + (idleSeconds.map { " (locks after \(formatDuration($0)) idle)" } ?? ""))
+        printInfo("Unmount with: binder unmount \(mountpoint)   (log: \(logPath))")
+    }
+
+    /// Checks that the mountpoint and the repository may be mounted, and takes the binder's
+    /// writer lock (removing git locks a dead process left).
+    private func prepareToMount(_ repository: GitRepository, path: String, name: String, mountpoint: String,
+                                logPath: String) throws -> WriterLock? {
         try prepareMountpoint(mountpoint)
         if !force {
             do { try BinderCreator.checkLooksLikeBinder(repository) } catch let error as BinderCreator.NotABinder {
@@ -122,15 +138,20 @@ struct MountCommand: ParsableCommand {
         if !force && !mountOptions.nonempty { try checkEmpty(mountpoint) }
         // Named as the holder at once; the daemon adds its own pid and control socket when ready.
         writerLock?.record(WriterLock.Holder(pid: getpid(), command: "mount", mountpoint: mountpoint))
-        let logger = FileLogHandler.logger(label: "binder.mount", path: logPath, echo: false)
         if writerLock != nil {
             // The writer lock is held: no binder process is in the middle of a git update, so a
             // git lock file nobody has open was left by a process that died.
+            let logger = FileLogHandler.logger(label: "binder.mount", path: logPath, echo: false)
             for lock in GitLockFiles.removeStale(gitDirectory: repository.gitDirectory) {
                 logger.warning("removed a stale git lock", metadata: ["file": "\(lock.name)"])
                 printOut("Removed a stale git lock left by a process that stopped: \(lock)")
             }
         }
+        return writerLock
+    }
+
+    /// The user's key, and the binder's conversation key, checked against the binder.
+    private func unlock(_ repository: GitRepository, path: String, state: StateDirectory) throws -> (SecretKey, NIP44.ConversationKey) {
         if case .file(let file) = passphraseSource {
             printDetail("key: from the kernel keyring if unlocked, else with the passphrase in \(file)")
         }
@@ -141,30 +162,31 @@ struct MountCommand: ParsableCommand {
         } catch {
             throw CommandFailure("cannot mount \(path): \(error)")
         }
-        if foreground {
-            let logger = FileLogHandler.logger(label: "binder.mount", path: logPath, echo: true, notify: notifyTitle(name))
-            let (mount, view) = try makeMount(repository: repository, key: conversationKey, name: name, mountpoint: mountpoint,
-                                              cacheBytes: cacheBytes, logger: logger)
-            try mountOrFail(mount, mountpoint: mountpoint)
-            logger.info("mounted", metadata: ["binder": "\(path)", "mountpoint": "\(mountpoint)"])
-            let sync = startSync(view: view, repository: repository, path: path, key: key, state: state, logger: logger)
-            let locker = MountLocker(activity: mount.activity, mountpoint: mountpoint, idleSeconds: idleSeconds, logger: logger)
-            let control = startControl(sync: sync, locker: locker, state: state, logger: logger)
-            writerLock?.record(WriterLock.Holder(pid: getpid(), command: "mount", mountpoint: mountpoint, control: control?.path))
-            if !Verbosity.isQuiet { printErr("Mounted \(name) at \(mountpoint). Press Ctrl-C to unmount.") }
-            locker.start()
-            let status = mount.run()
-            locker.stop()
-            control?.stop()
-            if let scheduler = sync.scheduler { Task { await scheduler.stop() } }
-            logger.info("unmounted", metadata: ["mountpoint": "\(mountpoint)"])
-            withExtendedLifetime(writerLock) {}
-            if status != 0 { throw CommandFailure("the mount loop ended with an error (\(status))") }
-            return
-        }
-        try spawnDaemon(key: key, logPath: logPath, mountpoint: mountpoint, writerLock: writerLock)
-        printInfo("Mounted \(name) at \(mountpoint)" + (idleSeconds.map { " (locks after \(formatDuration($0)) idle)" } ?? ""))
-        printInfo("Unmount with: binder unmount \(mountpoint)   (log: \(logPath))")
+        return (key, conversationKey)
+    }
+
+    /// `--foreground`: mounts in this process and serves until unmounted.
+    private func runForeground(repository: GitRepository, path: String, name: String, mountpoint: String, key: SecretKey,
+                               conversationKey: NIP44.ConversationKey, cacheBytes: Int, state: StateDirectory, logPath: String,
+                               writerLock: WriterLock?) throws {
+        let logger = FileLogHandler.logger(label: "binder.mount", path: logPath, echo: true, notify: notifyTitle(name))
+        let (mount, view) = try makeMount(repository: repository, key: conversationKey, name: name, mountpoint: mountpoint,
+                                          cacheBytes: cacheBytes, logger: logger)
+        try mountOrFail(mount, mountpoint: mountpoint)
+        logger.info("mounted", metadata: ["binder": "\(path)", "mountpoint": "\(mountpoint)"])
+        let sync = startSync(view: view, repository: repository, path: path, key: key, state: state, logger: logger)
+        let locker = MountLocker(activity: mount.activity, mountpoint: mountpoint, idleSeconds: idleSeconds, logger: logger)
+        let control = startControl(sync: sync, locker: locker, state: state, logger: logger)
+        writerLock?.record(WriterLock.Holder(pid: getpid(), command: "mount", mountpoint: mountpoint, control: control?.path))
+        if !Verbosity.isQuiet { printErr("Mounted \(name) at \(mountpoint). Press Ctrl-C to unmount.") }
+        locker.start()
+        let status = mount.run()
+        locker.stop()
+        control?.stop()
+        if let scheduler = sync.scheduler { Task { await scheduler.stop() } }
+        logger.info("unmounted", metadata: ["mountpoint": "\(mountpoint)"])
+        withExtendedLifetime(writerLock) {}
+        if status != 0 { throw CommandFailure("the mount loop ended with an error (\(status))") }
     }
 
     /// The options a systemd unit's `binder mount --foreground` repeats.

@@ -50,7 +50,8 @@ public enum Hex {
         return true
     }
 
-    private static func nibble(_ c: UInt8) -> UInt8? {
+    /// The value of one hexadecimal digit (either case); nil for any other byte.
+    public static func nibble(_ c: UInt8) -> UInt8? {
         switch c {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10

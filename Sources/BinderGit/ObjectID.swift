@@ -23,21 +23,17 @@ public struct ObjectID: Hashable, Comparable, Sendable, CustomStringConvertible 
         }
     }
 
-    /// The id from 40 hexadecimal characters (either case); nil otherwise.
+    /// The id from 40 hexadecimal characters (either case); nil otherwise. libgit2 parses it.
     public init?(hex: some StringProtocol) {
-        let utf8 = hex.utf8
-        guard utf8.count == Self.hexCount else { return nil }
-        var ok = true
-        withUnsafeMutableRawBytes { raw in
-            var index = utf8.startIndex
-            for i in 0..<Self.byteCount {
-                let high = utf8[index]; utf8.formIndex(after: &index)
-                let low = utf8[index]; utf8.formIndex(after: &index)
-                guard let h = Self.nibble(high), let l = Self.nibble(low) else { ok = false; return }
-                raw[i] = h << 4 | l
-            }
+        var text = String(hex)
+        guard text.utf8.count == Self.hexCount else { return nil }
+        _ = LibGit2.ready
+        var oid = git_oid()
+        let rc = text.withUTF8 { utf8 in
+            utf8.withMemoryRebound(to: CChar.self) { git_oid_fromstrn(&oid, $0.baseAddress, Self.hexCount) }
         }
-        guard ok else { return nil }
+        guard rc == 0 else { return nil }
+        self.init(&oid)
     }
 
     /// The 20 raw bytes.
@@ -45,15 +41,12 @@ public struct ObjectID: Hashable, Comparable, Sendable, CustomStringConvertible 
         withUnsafeRawBytes { Array($0) }
     }
 
-    /// 40 lowercase hexadecimal characters.
+    /// 40 lowercase hexadecimal characters (libgit2's formatting).
     public var hex: String {
-        let digits: [UInt8] = Array("0123456789abcdef".utf8)
-        return withUnsafeRawBytes { raw in
-            String(unsafeUninitializedCapacity: Self.hexCount) { out in
-                for i in 0..<Self.byteCount {
-                    out[2 * i] = digits[Int(raw[i] >> 4)]
-                    out[2 * i + 1] = digits[Int(raw[i] & 0x0f)]
-                }
+        var oid = self.oid
+        return String(unsafeUninitializedCapacity: Self.hexCount) { out in
+            out.withMemoryRebound(to: CChar.self) { chars in
+                guard let base = chars.baseAddress, git_oid_fmt(base, &oid) == 0 else { return 0 }
                 return Self.hexCount
             }
         }
@@ -67,15 +60,6 @@ public struct ObjectID: Hashable, Comparable, Sendable, CustomStringConvertible 
             rhs.withUnsafeRawBytes { r in
                 l.lexicographicallyPrecedes(r)
             }
-        }
-    }
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-        default: return nil
         }
     }
 

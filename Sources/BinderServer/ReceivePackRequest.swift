@@ -1,3 +1,5 @@
+import BinderCrypto
+
 /// The start of a `git-receive-pack` request body: the ref update commands (pkt-lines up to a
 /// flush, optionally push options up to a second flush) and the header of the pack that
 /// follows. Read before anything is created, so that a repository comes into existence only
@@ -57,7 +59,7 @@ public struct ReceivePackRequest: Sendable, Equatable {
     }
 
     private static func isObjectID(_ text: Substring) -> Bool {
-        (text.utf8.count == 40 || text.utf8.count == 64) && text.utf8.allSatisfy { Hexadecimal.value($0) != nil }
+        (text.utf8.count == 40 || text.utf8.count == 64) && text.utf8.allSatisfy { Hex.nibble($0) != nil }
     }
 
     private static func bigEndian(_ bytes: ArraySlice<UInt8>, at index: Int) -> UInt32 {
@@ -81,23 +83,12 @@ struct PacketReader {
         guard bytes.count - offset >= 4 else { return nil }
         var length = 0
         for byte in bytes[offset..<offset + 4] {
-            guard let digit = Hexadecimal.value(byte) else { return nil }
-            length = length * 16 + digit
+            guard let digit = Hex.nibble(byte) else { return nil }
+            length = length * 16 + Int(digit)
         }
         if length == 0 { offset += 4; return .flush }
         guard length > 4, bytes.count - offset >= length else { return nil }
         defer { offset += length }
         return .data(bytes[offset + 4..<offset + length])
-    }
-}
-
-enum Hexadecimal {
-    static func value(_ byte: UInt8) -> Int? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return Int(byte - UInt8(ascii: "0"))
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return Int(byte - UInt8(ascii: "a")) + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return Int(byte - UInt8(ascii: "A")) + 10
-        default: return nil
-        }
     }
 }
