@@ -107,17 +107,16 @@ enum ExitStatusTable {
 enum ManualPage {
     static func render() -> String {
         guard let data = BinderCommand._dumpHelp().data(using: .utf8),
-              let root = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
-              let command = root["command"] as? [String: Any] else { return "" }
+              let command = (try? JSONDecoder().decode(HelpDump.self, from: data))?.command else { return "" }
         var out = ".TH BINDER 1 \"\" \"binder \(BinderVersion.current)\" \"User Commands\"\n"
-        out += ".SH NAME\nbinder \\- \(escape(command["abstract"] as? String ?? ""))\n"
+        out += ".SH NAME\nbinder \\- \(escape(command.abstract ?? ""))\n"
         out += ".SH SYNOPSIS\n.B binder\n.I command\n.RI [ options ]\n.br\n.B mount \\-t fuse.binder\n.I binder mountpoint\n.RI [ \\-o\\ options ]\n"
-        out += ".SH DESCRIPTION\n" + paragraph(command["discussion"] as? String ?? "")
+        out += ".SH DESCRIPTION\n" + paragraph(command.discussion ?? "")
         out += ".PP\nEvery command takes \\fB\\-q\\fR (\\fB\\-\\-quiet\\fR: only data and errors) and "
             + "\\fB\\-v\\fR (\\fB\\-\\-verbose\\fR: more detail on stderr), \\fB\\-h\\fR and \\fB\\-\\-help\\fR.\n"
         out += section(command, path: [])
         out += ".SH COMMANDS\n"
-        for child in children(command) { out += commandSection(child, path: [child["commandName"] as? String ?? ""]) }
+        for child in children(command) { out += commandSection(child, path: [child.commandName ?? ""]) }
         out += ".SH MOUNT OPTIONS\n"
         out += "Given as \\fB\\-o\\fR to \\fBbinder mount\\fR, to \\fBmount \\-t fuse.binder\\fR or in an /etc/fstab line:\n"
         for (name, meaning) in MountOptions.documented {
@@ -155,38 +154,56 @@ enum ManualPage {
         return out
     }
 
-    private static func children(_ command: [String: Any]) -> [[String: Any]] {
-        ((command["subcommands"] as? [[String: Any]]) ?? []).filter {
-            ($0["shouldDisplay"] as? Bool ?? true) && ($0["commandName"] as? String) != "help"
+    /// The part of swift-argument-parser's help dump (`ToolInfoV0`) the page is made of.
+    private struct HelpDump: Decodable {
+        struct Command: Decodable {
+            var commandName: String?
+            var abstract: String?
+            var discussion: String?
+            var shouldDisplay: Bool?
+            var subcommands: [Command]?
+            var arguments: [Argument]?
         }
+        struct Argument: Decodable {
+            struct Name: Decodable { var kind: String; var name: String }
+            var names: [Name]?
+            var valueName: String?
+            var kind: String?
+            var abstract: String?
+            var defaultValue: String?
+            var shouldDisplay: Bool?
+            var isOptional: Bool?
+        }
+        var command: Command
     }
 
-    private static func commandSection(_ command: [String: Any], path: [String]) -> String {
+    private static func children(_ command: HelpDump.Command) -> [HelpDump.Command] {
+        (command.subcommands ?? []).filter { ($0.shouldDisplay ?? true) && $0.commandName != "help" }
+    }
+
+    private static func commandSection(_ command: HelpDump.Command, path: [String]) -> String {
         var out = ".SS \"binder \(escape(path.joined(separator: " ")))\(escape(synopsis(command)))\"\n"
-        out += paragraph(command["abstract"] as? String ?? "")
-        if let discussion = command["discussion"] as? String, !discussion.isEmpty { out += ".PP\n" + paragraph(discussion) }
+        out += paragraph(command.abstract ?? "")
+        if let discussion = command.discussion, !discussion.isEmpty { out += ".PP\n" + paragraph(discussion) }
         out += section(command, path: path)
         for child in children(command) {
-            out += commandSection(child, path: path + [child["commandName"] as? String ?? ""])
+            out += commandSection(child, path: path + [child.commandName ?? ""])
         }
         return out
     }
 
     /// Options and examples of one command.
-    private static func section(_ command: [String: Any], path: [String]) -> String {
+    private static func section(_ command: HelpDump.Command, path: [String]) -> String {
         var out = ""
-        for argument in (command["arguments"] as? [[String: Any]]) ?? [] where argument["shouldDisplay"] as? Bool ?? true {
-            let names = ((argument["names"] as? [[String: Any]]) ?? []).compactMap { name -> String? in
-                guard let value = name["name"] as? String else { return nil }
-                return (name["kind"] as? String == "long" ? "--" : "-") + value
-            }
+        for argument in command.arguments ?? [] where argument.shouldDisplay ?? true {
+            let names = (argument.names ?? []).map { ($0.kind == "long" ? "--" : "-") + $0.name }
             guard !names.contains("--help"), !names.contains("--version") else { continue }
-            let value = (argument["valueName"] as? String).map { " " + $0.uppercased() } ?? ""
-            let kind = argument["kind"] as? String ?? ""
-            let label = kind == "positional" ? (argument["valueName"] as? String ?? "").uppercased()
+            let value = argument.valueName.map { " " + $0.uppercased() } ?? ""
+            let kind = argument.kind ?? ""
+            let label = kind == "positional" ? (argument.valueName ?? "").uppercased()
                 : names.joined(separator: ", ") + (kind == "option" ? value : "")
-            var help = argument["abstract"] as? String ?? ""
-            if let defaultValue = argument["defaultValue"] as? String, !defaultValue.isEmpty, kind == "option" {
+            var help = argument.abstract ?? ""
+            if let defaultValue = argument.defaultValue, !defaultValue.isEmpty, kind == "option" {
                 help += " (default: \(defaultValue))"
             }
             out += ".TP\n.B \(escape(label))\n\(escape(help))\n"
@@ -199,11 +216,11 @@ enum ManualPage {
         return out
     }
 
-    private static func synopsis(_ command: [String: Any]) -> String {
-        let positionals = ((command["arguments"] as? [[String: Any]]) ?? []).filter { $0["kind"] as? String == "positional" }
+    private static func synopsis(_ command: HelpDump.Command) -> String {
+        let positionals = (command.arguments ?? []).filter { $0.kind == "positional" }
         return positionals.map { argument -> String in
-            let name = (argument["valueName"] as? String ?? "").uppercased()
-            return (argument["isOptional"] as? Bool ?? false) ? " [\(name)]" : " \(name)"
+            let name = (argument.valueName ?? "").uppercased()
+            return (argument.isOptional ?? false) ? " [\(name)]" : " \(name)"
         }.joined()
     }
 
