@@ -84,38 +84,10 @@ public struct BinderVerifier {
                 continue  // reported by the listing
             }
             if name == NameMapping.folderMetadataName {
-                do {
-                    let plaintext = try BinderReader.decryptDocument(try repository.readBlob(entry.id), key: key)
-                    guard case .object = try JSONValue.parse(plaintext.copyBytes()) else {
-                        problem(path, "folder metadata is not a JSON object"); continue
-                    }
-                } catch { problem(path, "folder metadata: \(error)") }
+                checkFolderMetadata(entry, problem: problem)
             } else if name.hasSuffix(NameMapping.documentExtension) {
                 report.documents += 1
-                let document: MedicalDocument
-                do { document = try BinderReader.readDocument(try repository.readBlob(entry.id), key: key, gitPath: path) } catch {
-                    problem(path, "\(error) (shown as stored, read-only)"); continue
-                }
-                if !(BinderReader.isPatientInfo(path) && document.metadata["type"] == nil) {
-                    for issue in document.validate() { problem(path, issue) }
-                }
-                for value in Self.attachmentValues(document) {
-                    // A path (`../x.enc`, `sub/x.enc`) is reported by `validate()`.
-                    if value.contains("/") || value == "." || value == ".." { continue }
-                    guard Self.isSidecarName(value) else {
-                        problem(path, "refers to the attachment \"\(value)\", which is not the name of a sidecar in its folder "
-                                + "(shown as a note, not as the attachment)")
-                        continue
-                    }
-                    let sidecarPath = join(folder, value)
-                    if let other = referencedBy[sidecarPath], other != path {
-                        problem(path, "refers to \(value), which \(other) refers to as well: a change to either attachment changes both, "
-                                + "and deleting either deletes it for both")
-                    } else {
-                        referencedBy[sidecarPath] = path
-                    }
-                    if files[sidecarPath] == nil { problem(path, "refers to \(value), which is missing") }
-                }
+                checkDocument(entry, folder: folder, files: files, referencedBy: &referencedBy, problem: problem)
             } else if name.hasSuffix(NameMapping.sidecarExtension) {
                 report.attachments += 1
                 checkSidecar(entry, problem: problem)
@@ -129,6 +101,48 @@ public struct BinderVerifier {
         }
         report.findings.sort { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
         return report
+    }
+
+    /// A folder's `.meta.json` decrypts to a JSON object.
+    private func checkFolderMetadata(_ entry: TreeEntry, problem: (String, String) -> Void) {
+        do {
+            let plaintext = try BinderReader.decryptDocument(try repository.readBlob(entry.id), key: key)
+            guard case .object = try JSONValue.parse(plaintext.copyBytes()) else {
+                return problem(entry.path, "folder metadata is not a JSON object")
+            }
+        } catch { problem(entry.path, "folder metadata: \(error)") }
+    }
+
+    /// A document decrypts, parses and validates, and each attachment it names is a sidecar of
+    /// its folder that exists and that no other document claims (`referencedBy`: sidecar path →
+    /// the first document naming it).
+    private func checkDocument(_ entry: TreeEntry, folder: String, files: [String: TreeEntry],
+                               referencedBy: inout [String: String], problem: (String, String) -> Void) {
+        let path = entry.path
+        let document: MedicalDocument
+        do { document = try BinderReader.readDocument(try repository.readBlob(entry.id), key: key, gitPath: path) } catch {
+            return problem(path, "\(error) (shown as stored, read-only)")
+        }
+        if !(BinderReader.isPatientInfo(path) && document.metadata["type"] == nil) {
+            for issue in document.validate() { problem(path, issue) }
+        }
+        for value in Self.attachmentValues(document) {
+            // A path (`../x.enc`, `sub/x.enc`) is reported by `validate()`.
+            if value.contains("/") || value == "." || value == ".." { continue }
+            guard Self.isSidecarName(value) else {
+                problem(path, "refers to the attachment \"\(value)\", which is not the name of a sidecar in its folder "
+                        + "(shown as a note, not as the attachment)")
+                continue
+            }
+            let sidecarPath = join(folder, value)
+            if let other = referencedBy[sidecarPath], other != path {
+                problem(path, "refers to \(value), which \(other) refers to as well: a change to either attachment changes both, "
+                        + "and deleting either deletes it for both")
+            } else {
+                referencedBy[sidecarPath] = path
+            }
+            if files[sidecarPath] == nil { problem(path, "refers to \(value), which is missing") }
+        }
     }
 
     /// Decrypts a sidecar in full (the tag or MAC checked) and compares its size with the one
