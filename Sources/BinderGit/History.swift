@@ -18,13 +18,6 @@ public struct DeletedFile: Sendable, Hashable {
     public let seconds: Int64
 }
 
-/// Owns a `git_revwalk *`.
-final class RevwalkHandle {
-    let pointer: OpaquePointer
-    init(_ pointer: OpaquePointer) { self.pointer = pointer }
-    deinit { git_revwalk_free(pointer) }
-}
-
 /// The history of a branch and of single files in it: every commit reachable from a tip (merges'
 /// other parents too, newest first), the versions of one path, the files removed since.
 extension GitRepository {
