@@ -22,7 +22,7 @@ struct ShareCommand: ParsableCommand {
     var binder: String?
     @Option(help: "A note for yourself on whom it is for (shown by --list; kept encrypted).")
     var label: String?
-    @Flag(help: "Print the share (id, expiry, the exact QR payload) as one JSON object.")
+    @Flag(help: "Print the share (id, expiry, the exact QR payload) as one JSON object instead of the QR code.")
     var json = false
     @Flag(help: "List the active shares.")
     var list = false
@@ -112,6 +112,8 @@ struct ShareCommand: ParsableCommand {
             let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
             printOut(String(decoding: data, as: UTF8.self))
         } else {
+            // The QR code for the doctor's camera, then the payload itself (the last line, for scripts).
+            if let qr = TerminalQR(payload) { printOut(qr.text) }
             printOut(payload)
             printErr("Shared \(secrets.records) record(s) as \(repoId) until \(Self.iso(scan.expiresAt)); "
                      + "the doctor scans the payload above at \(client.base)/scan. End it with 'binder share --revoke \(repoId)'.")

@@ -42,11 +42,11 @@ final class ShareTests: XCTestCase {
         return Set(all.filter { ($0.hasPrefix(folder) || folder.isEmpty) && $0.hasSuffix(suffix) && !$0.hasPrefix(".") })
     }
 
-    func runDoctor(_ payload: String) throws -> (run: BinderRun, json: [String: Any]) {
+    func runDoctor(_ payload: String, note: String? = nil) throws -> (run: BinderRun, json: [String: Any]) {
         let payloadFile = try serverRoot.file("payload-\(UUID().uuidString)", payload)
         let work = serverRoot.root.appendingPathComponent("doctor-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
-        let run = try BinderSandbox.run(executable: "/usr/bin/env", ["python3", Self.doctor, payloadFile, work])
+        let run = try BinderSandbox.run(executable: "/usr/bin/env", ["python3", Self.doctor, payloadFile, work] + (note.map { [$0] } ?? []))
         let json = (try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]) ?? [:]
         return (run, json)
     }
@@ -121,7 +121,17 @@ final class ShareTests: XCTestCase {
         let theirRevoke = try MgitClient.run(["post", server.url, "/api/auth/scan/revoke",
                                               try serverRoot.file("revoke.json", #"{"sessionToken":"\#(token)"}"#), otherToken])
         XCTAssertTrue(theirRevoke.stdout.hasPrefix("404 "), theirRevoke.stdout)
-        XCTAssertEqual(try runDoctor(payload).run.status, 0, "still shared")
+        // Nor push into it with their own token (push-to-create never touches another's repository).
+        let before = try server.git(id, "rev-parse main")
+        let push = try shell("cd '\(serverRoot.root.path)' && git init -q -b main intruder && cd intruder && git -c user.name=x -c user.email=x@x commit -q --allow-empty -m x && git -c http.extraHeader=\"Authorization: Bearer $(cat '\(otherToken)')\" push -q '\(server.url)/api/mgit/repos/\(id)' main")
+        XCTAssertNotEqual(push.status, 0, push.stderr)
+        XCTAssertEqual(try server.git(id, "rev-parse main"), before)
+        // The doctor may push a note with the scan token, as the scan page does.
+        let noted = try runDoctor(payload, note: "Marker-doctor-3")
+        XCTAssertEqual(noted.run.status, 0, noted.run.stderr)
+        let pushed = try XCTUnwrap(noted.json["pushed"] as? String)
+        XCTAssertEqual(try server.git(id, "rev-parse main").trimmingCharacters(in: .whitespacesAndNewlines), pushed)
+        XCTAssertTrue(try runDoctor(payload).run.stdout.contains("Marker-doctor-3"), "still shared, the note readable")
 
         let listed = try patient.binder(["share", "--list"]).stdout
         XCTAssertTrue(listed.contains(id) && listed.contains("conditions/asthma") && listed.contains("Dr. Lee"), listed)
@@ -162,6 +172,23 @@ final class ShareTests: XCTestCase {
         let listed = try patient.binder(["share", "--list"])
         XCTAssertTrue(listed.stderr.contains("share \(id) expired"), listed.stderr)
         XCTAssertEqual(listed.stdout, "No active shares.\n")
+    }
+
+    func testTextModeDrawsTheQRCodeAboveThePayload() throws {
+        let shared = try patient.binder(["share", "visits", "--binder", "health"])
+        let lines = shared.stdout.split(separator: "\n").map(String.init)
+        let payload = try XCTUnwrap(lines.last)
+        XCTAssertTrue(payload.hasPrefix(#"{"action":"scan_session","#), payload)
+        let qr = lines.dropLast()
+        // A QR code's side is 17 + 4 × version modules; with a quiet zone of 2 on each side, in half-block rows.
+        let side = try XCTUnwrap(qr.first).count
+        XCTAssertEqual((side - 4 - 17) % 4, 0, "\(side)")
+        XCTAssertEqual(qr.count, (side + 1) / 2)
+        XCTAssertTrue(qr.allSatisfy { $0.count == side && $0.allSatisfy { "█▀▄ ".contains($0) } })
+        XCTAssertTrue(shared.stderr.contains("Shared 1 record(s) as scan-"), shared.stderr)
+        let id = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])?["repoId"] as? String)
+        XCTAssertEqual(try runDoctor(payload).run.status, 0)
+        try patient.binder(["share", "--revoke", id])
     }
 
     func testBadSharesFailClearlyAndLeaveNothing() throws {

@@ -4,7 +4,9 @@ payload as limbo.health/scan does (same checks), clones the staging repository w
 git and the scan token, and decrypts every file with the throwaway key (rust-nostr's NIP-44,
 `cryptography`'s ChaCha20-Poly1305, via read_binder.read).
 
-usage: scan_doctor.py PAYLOAD_FILE WORK_FOLDER
+usage: scan_doctor.py PAYLOAD_FILE WORK_FOLDER [NOTE_TEXT]
+With NOTE_TEXT, then writes and pushes a note as the scan page does (visits/<UTC day>-doctor-note.json,
+encrypted to the throwaway key, author Doctor <scan@limbo.health>, pushed with the scan token).
 Prints one JSON object: {"repoId", "head", "documents", "folders", "sidecars"}. Exits non-zero
 if the payload is refused, the clone fails or any file fails to decrypt.
 """
@@ -19,7 +21,7 @@ import nostr_sdk as n
 import read_binder
 
 
-def main(payload_file, work):
+def main(payload_file, work, note=None):
     text = open(payload_file, encoding="utf-8").read().strip()
     payload = json.loads(text)
     # The scan page's own acceptance rules.
@@ -40,9 +42,25 @@ def main(payload_file, work):
     out["repoId"] = payload["repoId"]
     out["head"] = subprocess.run(["git", "-C", clone, "rev-parse", "main"], check=True,
                                  capture_output=True, text=True).stdout.strip()
+    if note is not None:
+        day = time.strftime("%Y-%m-%d", time.gmtime())
+        document = {"value": note, "metadata": {"type": "visit", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                                "provider": "Doctor (via scan)"}, "children": []}
+        sk = keys.secret_key()
+        os.makedirs(os.path.join(clone, "visits"), exist_ok=True)
+        path = "visits/" + day + "-doctor-note.json"
+        with open(os.path.join(clone, path), "w", encoding="utf-8") as f:
+            f.write(n.nip44_encrypt(sk, keys.public_key(), json.dumps(document, separators=(",", ":")), n.Nip44Version.V2))
+        git = ["git", "-C", clone, "-c", "user.name=Doctor", "-c", "user.email=scan@limbo.health"]
+        subprocess.run(git + ["add", path], check=True, capture_output=True)
+        subprocess.run(git + ["commit", "-q", "-m", "Doctor note added " + day], check=True, capture_output=True)
+        subprocess.run(git + ["-c", "http.extraHeader=Authorization: ScanToken " + payload["sessionToken"], "push", "-q",
+                              "origin", "main"], check=True, capture_output=True)
+        out["pushed"] = subprocess.run(["git", "-C", clone, "rev-parse", "main"], check=True,
+                                       capture_output=True, text=True).stdout.strip()
     print(json.dumps(out, ensure_ascii=False))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(*sys.argv[1:4]))
