@@ -186,9 +186,40 @@ final class ShareTests: XCTestCase {
         XCTAssertEqual(qr.count, (side + 1) / 2)
         XCTAssertTrue(qr.allSatisfy { $0.count == side && $0.allSatisfy { "█▀▄ ".contains($0) } })
         XCTAssertTrue(shared.stderr.contains("Shared 1 record(s) as scan-"), shared.stderr)
+        // A real decoder (zbar) reads the payload back from the drawing, made an image.
+        let image = try serverRoot.file("qr.pbm", Self.pbm(terminalQR: Array(qr), side: side))
+        let decoded = try shell("zbarimg --raw -q '\(image)'")
+        XCTAssertEqual(decoded.status, 0, decoded.stderr)
+        XCTAssertEqual(decoded.stdout, payload + "\n")
         let id = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])?["repoId"] as? String)
         XCTAssertEqual(try runDoctor(payload).run.status, 0)
         try patient.binder(["share", "--revoke", id])
+    }
+
+    /// The half-block drawing as a plain PBM (1 = dark), 4 more light modules around, 6 pixels a module.
+    static func pbm(terminalQR lines: [String], side: Int) -> String {
+        var rows: [[Bool]] = []
+        for line in lines {
+            var top: [Bool] = [], bottom: [Bool] = []
+            for character in line {
+                top.append(character == " " || character == "▄")
+                bottom.append(character == " " || character == "▀")
+            }
+            rows.append(top)
+            if rows.count < side { rows.append(bottom) }
+        }
+        let margin = 4, scale = 6
+        let width = (side + 2 * margin) * scale
+        var out = "P1\n\(width) \(width)\n"
+        for y in 0..<(side + 2 * margin) {
+            var pixels = ""
+            for x in 0..<(side + 2 * margin) {
+                let dark = y >= margin && y < side + margin && x >= margin && x < side + margin && rows[y - margin][x - margin]
+                pixels += String(repeating: dark ? "1 " : "0 ", count: scale)
+            }
+            out += String(repeating: pixels + "\n", count: scale)
+        }
+        return out
     }
 
     func testBadSharesFailClearlyAndLeaveNothing() throws {
