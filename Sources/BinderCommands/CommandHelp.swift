@@ -50,6 +50,7 @@ enum CommandHelp {
         "share": [("binder share", "the whole binder for an hour; prints the QR payload for limbo.health/scan"),
                   ("binder share conditions/asthma --expires 30m --label 'Dr. Lee'", "one folder, for 30 minutes"),
                   ("binder share --list", "active shares"),
+                  ("binder share --collect", "bring the doctors' notes home (never overwriting)"),
                   ("binder share --revoke scan-19b2f3c4d5e", "end one now: token revoked, staging copy deleted")],
         "export": [("binder export --format pdf", "every record, as PATIENT-records-DAY.pdf here"),
                    ("binder export visits labs --format html -o ~/clinic.html", "two folders, one self-contained HTML file"),

@@ -26,15 +26,18 @@ struct ShareCommand: ParsableCommand {
     var json = false
     @Flag(help: "List the active shares.")
     var list = false
-    @Option(help: "End the share ID: revoke its token and delete its staging repository.")
+    @Option(help: "End the share ID: collect the doctor's notes, revoke its token and delete its staging repository.")
     var revoke: String?
+    @Flag(help: "Bring the doctor's notes home into the binder (never overwriting): of the share given as the one PATH, else of every share.")
+    var collect = false
     @OptionGroup var serverOptions: ServerOptions
     @OptionGroup var passphrase: PassphraseOptions
 
     func validate() throws {
-        if list || revoke != nil {
-            guard paths.isEmpty, expires == nil, label == nil, !(list && revoke != nil) else {
-                throw ValidationError("--list and --revoke take no paths and no other share options")
+        if list || revoke != nil || collect {
+            guard expires == nil, label == nil, [list, revoke != nil, collect].filter({ $0 }).count == 1,
+                  paths.isEmpty || (collect && paths.count == 1) else {
+                throw ValidationError("--list, --revoke ID and --collect [ID] go alone (no other share options)")
             }
         }
     }
@@ -57,7 +60,8 @@ struct ShareCommand: ParsableCommand {
         // Shares past their expiry end now: the server has ended them; what is kept here goes.
         for ended in book.endExpired(now: Self.now, accounts: accounts) { printErr("share \(ended) expired and was removed") }
         if list { return try printList(book) }
-        if let revoke { return try end(revoke, book: book, accounts: accounts) }
+        if let revoke { return try end(revoke, book: book, accounts: accounts, state: state) }
+        if collect { return try collectNotes(book: book, accounts: accounts, state: state) }
         try share(state: state, key: key, book: book, accounts: accounts)
     }
 
@@ -138,10 +142,23 @@ struct ShareCommand: ParsableCommand {
         }
     }
 
-    private func end(_ id: String, book: ShareBook, accounts: Accounts) throws {
+    private func collectNotes(book: ShareBook, accounts: Accounts, state: StateDirectory) throws {
+        let shares = book.open().filter { paths.isEmpty || $0.record.id == paths[0] }
+        if let id = paths.first, shares.isEmpty { throw CommandFailure("no active share '\(id)' (see 'binder share --list')") }
+        for share in shares {
+            let collected = try book.collect(share, accounts: accounts, state: state)
+            printOut(collected.isEmpty ? "\(share.record.id): no new notes"
+                                       : "\(share.record.id): collected \(collected.count) note(s): " + collected.joined(separator: ", "))
+        }
+    }
+
+    private func end(_ id: String, book: ShareBook, accounts: Accounts, state: StateDirectory) throws {
         guard let share = book.open().first(where: { $0.record.id == id }) else {
             throw CommandFailure("no active share '\(id)' (see 'binder share --list')")
         }
+        // The doctor's notes come home first: the staging repository goes with the revoke.
+        let collected = try book.collect(share, accounts: accounts, state: state)
+        if !collected.isEmpty { printOut("Collected \(collected.count) note(s): " + collected.joined(separator: ", ")) }
         do { try book.revoke(share, accounts: accounts) } catch { throw failure(error) }
         printOut("Revoked \(id): the doctor's token no longer works and the staging repository is deleted.")
     }
@@ -185,6 +202,8 @@ struct ShareRecord: Codable {
     /// The "Shared medical records" commit: the doctor's additions come after it.
     let snapshot: String
     var sealed: String
+    /// The staging repository's tip at the last `--collect` (what was brought home already).
+    var collected: String?
 }
 
 struct ShareSecrets: Codable {
@@ -231,6 +250,61 @@ struct ShareBook {
         load().map { record in
             let plain = try? NIP44.decrypt(payload: record.sealed, key: NIP44.ConversationKey(selfOf: key))
             return Share(record: record, secrets: plain.flatMap { try? JSONDecoder().decode(ShareSecrets.self, from: Data($0.copyBytes())) })
+        }
+    }
+
+    /// Brings the doctor's new notes into the share's binder (StagingCopy, DoctorNotes): the
+    /// paths written. The binder must not be held by a mount or another command.
+    func collect(_ share: Share, accounts: Accounts, state: StateDirectory) throws -> [String] {
+        guard let secrets = share.secrets else { throw CommandFailure("share \(share.record.id) was made with another key") }
+        let record = share.record
+        let binder: GitRepository
+        do { binder = try GitRepository.open(path: record.binder) } catch {
+            throw CommandFailure("the binder of share \(record.id) is gone (\(record.binder))")
+        }
+        let writerLock: WriterLock
+        do { writerLock = try WriterLock.acquire(gitDirectory: binder.gitDirectory) } catch .held(let holder) {
+            throw CommandFailure("cannot bring the doctor's notes into \(BinderLocator.displayName(record.binder)) while it is \(holder); unmount it first")
+        } catch {
+            throw CommandFailure("cannot lock \(record.binder): \(error)")
+        }
+        defer { withExtendedLifetime(writerLock) {} }
+        let stagingPath = state.root + "/shares/" + record.id + "-collect-\(UUID().uuidString).git"
+        defer { try? FileManager.default.removeItem(atPath: stagingPath) }
+        do {
+            let client = try ServerClient(server: record.server)
+            let session = ServerSession(client: client, key: key, accounts: accounts)
+            let staging = try GitRepository.create(path: stagingPath, bare: true)
+            let tip: ObjectID?
+            do { tip = try StagingPush.fetch(into: staging, repoId: record.id, session: session) } catch {
+                if let error = error as? SyncError, Self.isGone(error) { return [] }   // removed (expired): nothing left to collect
+                throw error
+            }
+            guard let tip, let since = ObjectID(hex: record.collected ?? record.snapshot), tip != since else { return [] }
+            let throwaway = try SecretKey(hex: secrets.ephemeralPrivkey)
+            let written = try DoctorNotes.collect(from: staging, since: since, tip: tip, throwaway: NIP44.ConversationKey(selfOf: throwaway),
+                                                  into: binder, key: NIP44.ConversationKey(selfOf: key), author: commitAuthor())
+            var updated = record
+            updated.collected = tip.hex
+            try save(load().map { $0.id == record.id ? updated : $0 })
+            return written
+        } catch let error as SyncError {
+            throw failure(error)
+        } catch let error as StagingCopy.Failure {
+            throw CommandFailure(error.description)
+        } catch let error as CommandFailure {
+            throw error
+        } catch {
+            throw CommandFailure("cannot collect the notes of \(record.id): \(error)")
+        }
+    }
+
+    /// The server no longer has the staging repository (it refuses an id nobody owns).
+    static func isGone(_ error: SyncError) -> Bool {
+        switch error {
+        case .forbidden: return true
+        case .server(let status, _): return status == 404
+        default: return false
         }
     }
 

@@ -68,4 +68,19 @@ public enum StagingPush {
             throw .rejected("\(repoId) exists on the server already (\(why)); try again")
         }
     }
+
+    /// Fetches the staging repository `repoId` (the owner's token) into `repository`: its tip,
+    /// nil when it is empty.
+    public static func fetch(into repository: GitRepository, repoId: String, session: ServerSession) throws(SyncError) -> ObjectID? {
+        let url = session.client.repositoryURL(repoId)
+        let logger = Logger(label: "binder.share")
+        return try session.authorized { (token: String) throws(SyncError) -> ObjectID? in
+            let carrier = GitCarrier(repositoryURL: url, token: token, retry: session.client.retry, logger: logger)
+            do throws(GitError) {
+                return try repository.fetch(RemoteEndpoint(url: url, carrier: carrier))
+            } catch {
+                throw carrier.failure ?? SyncEngine.classify(error)
+            }
+        }
+    }
 }

@@ -133,11 +133,29 @@ final class ShareTests: XCTestCase {
         XCTAssertEqual(try server.git(id, "rev-parse main").trimmingCharacters(in: .whitespacesAndNewlines), pushed)
         XCTAssertTrue(try runDoctor(payload).run.stdout.contains("Marker-doctor-3"), "still shared, the note readable")
 
+        // The note comes home, under the patient's key; a second one the same day (which the scan
+        // page writes over the first) lands beside it; nothing is overwritten or collected twice.
+        let day = String(ISO8601DateFormatter().string(from: Date()).prefix(10))
+        let note = "visits/\(day)-doctor-note.json"
+        let collected = try patient.binder(["share", "--collect", id])
+        XCTAssertEqual(collected.stdout, "\(id): collected 1 note(s): \(note)\n")
+        XCTAssertEqual(try patient.storedValue("health", note), "Marker-doctor-3")
+        XCTAssertEqual(try patient.git("health", "log -1 --format=%s main"), "Incorporate doctor note")
+        XCTAssertEqual(try runDoctor(payload, note: "Marker-doctor-4").run.status, 0)
+        let second = try patient.binder(["share", "--collect"])
+        XCTAssertEqual(second.stdout, "\(id): collected 1 note(s): visits/\(day)-doctor-note-2.json\n")
+        XCTAssertEqual(try patient.storedValue("health", "visits/\(day)-doctor-note-2.json"), "Marker-doctor-4")
+        XCTAssertEqual(try patient.storedValue("health", note), "Marker-doctor-3")
+        XCTAssertEqual(try patient.binder(["share", "--collect", id]).stdout, "\(id): no new notes\n")
+
         let listed = try patient.binder(["share", "--list"]).stdout
         XCTAssertTrue(listed.contains(id) && listed.contains("conditions/asthma") && listed.contains("Dr. Lee"), listed)
 
+        // A revoke brings home what came since the last collection first.
+        XCTAssertEqual(try runDoctor(payload, note: "Marker-doctor-5").run.status, 0)
         let revoked = try patient.binder(["share", "--revoke", id])
-        XCTAssertTrue(revoked.stdout.contains("Revoked \(id)"), revoked.stdout)
+        XCTAssertTrue(revoked.stdout.hasPrefix("Collected 1 note(s): visits/\(day)-doctor-note-3.json\nRevoked \(id)"), revoked.stdout)
+        XCTAssertEqual(try patient.storedValue("health", "visits/\(day)-doctor-note-3.json"), "Marker-doctor-5")
         XCTAssertFalse(FileManager.default.fileExists(atPath: "\(server.repos)/\(id).git"), "the staging repository is deleted")
         let after = try runDoctor(payload)
         XCTAssertNotEqual(after.run.status, 0, "the token no longer opens anything")
