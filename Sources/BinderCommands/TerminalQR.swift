@@ -11,7 +11,7 @@ struct TerminalQR {
         guard let code = QRcode_encodeString8bit(text, 0, QR_ECLEVEL_L) else { return nil }
         defer { QRcode_free(code) }
         let width = Int(code.pointee.width)
-        let data = code.pointee.data!
+        guard width > 0, let data = code.pointee.data else { return nil }
         modules = (0..<width).map { y in (0..<width).map { x in data[y * width + x] & 1 == 1 } }
     }
 
