@@ -6,7 +6,8 @@ import PackageDescription
 //   BinderCommands -> BinderSync -> BinderCore; BinderCommands -> BinderServer -> {BinderGit, BinderCrypto}
 // Each C library is imported by exactly one Swift target:
 //   CSodium, CSecp256k1, CCrypto (OpenSSL's libcrypto: SHA-256, Poly1305) -> BinderCrypto; CGit2 -> BinderGit;
-//   CFuse3 -> BinderFUSE; CLinux -> BinderSystem; CPangoCairo (Pango, Cairo, libjpeg) -> BinderExport.
+//   CFuse3 -> BinderFUSE; CLinux -> BinderSystem; CPangoCairo (Pango, Cairo, libjpeg) -> BinderExport;
+//   CQREncode (libqrencode) -> BinderCommands.
 let package = Package(
     name: "binder",
     platforms: [.macOS(.v13)],
@@ -35,6 +36,7 @@ let package = Package(
         .systemLibrary(name: "CGit2", pkgConfig: "libgit2", providers: [.apt(["libgit2-dev"])]),
         .systemLibrary(name: "CFuse3", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
         .target(name: "CLinux"),
+        .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
         .systemLibrary(name: "CPangoCairo", pkgConfig: "pangocairo",
                        providers: [.apt(["libpango1.0-dev", "libcairo2-dev", "libjpeg-dev"])]),
 
@@ -80,7 +82,7 @@ let package = Package(
         ]),
         .target(name: "BinderCommands", dependencies: [
             "BinderExport", "BinderCore", "BinderFUSE", "BinderGit", "BinderFormat", "BinderSystem", "BinderCrypto",
-            "BinderSync", "BinderServer",
+            "BinderSync", "BinderServer", "CQREncode",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

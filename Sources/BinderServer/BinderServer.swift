@@ -51,6 +51,8 @@ public final class BinderServer: Sendable {
         let store = RepositoryStore(root: options.repositories)
         try FileManager.default.createDirectory(atPath: options.repositories, withIntermediateDirectories: true)
         do { try store.prepare() } catch { throw ServerError.setup("cannot prepare \(store.serverFolder): \(error)") }
+        // Scan sessions live in memory: those of an earlier run are over, so are their staging repositories.
+        for staging in store.stagingRepositories() { store.remove(staging.id) }
         let secret = try TokenAuthority.loadSecret(at: store.serverFolder + "/jwt-secret", rotate: options.rotateSecret)
         routes = Routes(repositories: store, tokens: TokenAuthority(secret: secret, lifetime: options.tokenLifetime),
                         limits: options.limits, logger: logger, publicURL: options.publicURL, faultRate: options.faultRate)

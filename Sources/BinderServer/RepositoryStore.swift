@@ -88,6 +88,24 @@ struct RepositoryStore: Sendable {
         return (repositories, bytes)
     }
 
+    /// Removes the repository `id`: renamed out of place first (it disappears at once for every
+    /// request), then deleted. True if it was there.
+    @discardableResult
+    func remove(_ id: String) -> Bool {
+        let doomed = stagingFolder + "/removed-\(id)-\(UUID().uuidString).git"
+        guard rename(path(id), doomed) == 0 else { return false }
+        try? FileManager.default.removeItem(atPath: doomed)
+        return true
+    }
+
+    /// The `scan-…` staging repositories, with when each was last changed.
+    func stagingRepositories() -> [(id: String, modified: Date)] {
+        ids().filter { ScanSessions.isStagingID($0) }.map { id in
+            let attributes = try? FileManager.default.attributesOfItem(atPath: path(id))
+            return (id, (attributes?[.modificationDate] as? Date) ?? .distantPast)
+        }
+    }
+
     /// Every repository id on the server.
     private func ids() -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []

@@ -45,6 +45,7 @@ final class Routes: Sendable {
     let repositories: RepositoryStore
     let tokens: TokenAuthority
     let challenges = ChallengeBook()
+    let scans = ScanSessions()
     let git: GitBackend
     let limits: ServeLimits
     let logger: Logger
@@ -78,6 +79,8 @@ final class Routes: Sendable {
     func register(on router: Router<ServeContext>) {
         router.post("/api/auth/nostr/challenge") { request, context in try await self.challenge(request, context) }
         router.post("/api/auth/nostr/verify") { request, context in try await self.verify(request, context) }
+        router.post("/api/auth/scan/session") { request, _ in try await self.openScanSession(request) }
+        router.post("/api/auth/scan/revoke") { request, _ in try await self.revokeScanSession(request) }
         router.get("/api/mgit/user/repositories") { request, _ in try self.list(request) }
         router.get("/api/mgit/qr/clone/:repoId") { request, context in try self.qrPayload(request, context) }
         router.get("/api/mgit/repos/:repoId/info/refs") { request, context in try await self.advertise(request, context) }
@@ -168,6 +171,91 @@ final class Routes: Sendable {
                                                          jwt_token: token, repo_name: id))
     }
 
+    // MARK: - Scan sessions (Share with a doctor)
+
+    /// Who makes a git request: a user by bearer token, or a doctor by scan token (the query's
+    /// `scan_token` or `Authorization: ScanToken …`, as limbo.health takes it); a bearer token wins.
+    enum Caller {
+        case user(TokenAuthority.Claims)
+        case scan(repoId: String)
+    }
+
+    private func gitCaller(_ request: Request) throws -> Caller {
+        endFinishedShares()
+        let header = request.headers[.authorization]
+        if header?.lowercased().hasPrefix("bearer ") == true { return .user(try authenticate(request)) }
+        let scanToken: String?
+        if let header, header.lowercased().hasPrefix("scantoken ") {
+            scanToken = header.dropFirst(10).trimmingCharacters(in: .whitespaces)
+        } else {
+            scanToken = request.uri.queryParameters.get("scan_token").map { String($0) }
+        }
+        guard let scanToken else { return .user(try authenticate(request)) }
+        // Unknown, revoked and expired tokens look alike: a session is forgotten when it ends.
+        guard let repoId = scans.repository(forToken: scanToken, now: Self.now) else { throw ServeFailure(403, "Invalid scan token") }
+        return .scan(repoId: repoId)
+    }
+
+    /// A scan token opens its own staging repository only, and never creates one.
+    private func checkScanAccess(_ caller: Caller, id: String, service: GitBackend.Service) throws {
+        guard case .scan(let repoId) = caller, repoId == id else { throw ServeFailure(403, "Token not scoped to this repo") }
+        guard repositories.exists(id) else {
+            throw ServeFailure(404, service == .receivePack ? "Repository not found (scan tokens cannot create repos)" : "Repository not found")
+        }
+    }
+
+    /// Removes the staging repositories whose sessions ended by expiry, and (at most once a
+    /// minute) those pushed long ago that never got a session.
+    private func endFinishedShares() {
+        for id in scans.expire(now: Self.now) where repositories.remove(id) {
+            logger.info("scan session expired; staging repository removed", metadata: ["repo": "\(id)"])
+        }
+        let now = Date()
+        guard scans.orphanSweepDue(now: now) else { return }
+        for staging in repositories.stagingRepositories()
+        where !scans.isShared(staging.id) && now.timeIntervalSince(staging.modified) > ScanSessions.orphanGrace {
+            if repositories.remove(staging.id) { logger.info("unshared staging repository removed", metadata: ["repo": "\(staging.id)"]) }
+        }
+    }
+
+    /// `POST /api/auth/scan/session` `{stagingRepoId, expiresIn?}`: only the owner of an existing
+    /// `scan-…` repository may open a session on it (limbo.health checks neither).
+    private func openScanSession(_ request: Request) async throws -> Response {
+        let user = try authenticate(request)
+        endFinishedShares()
+        let body = try await RequestBodyReader.collect(request, limit: limits.jsonBytes)
+        let asked = try JSONReply.decode(ScanSessionRequest.self, from: body, expected: "{stagingRepoId, expiresIn?}")
+        guard let id = asked.stagingRepoId, !id.isEmpty else { throw ServeFailure(400, "stagingRepoId is required") }
+        guard ScanSessions.isStagingID(id) else { throw ServeFailure(400, #"stagingRepoId must start with "scan-""#) }
+        guard RepositoryID.isValid(id) else { throw ServeFailure(400, "bad repository id") }
+        guard repositories.exists(id) else { throw ServeFailure(404, "no staging repository \(id): push it first") }
+        guard repositories.owner(id) == user.pubkey else { throw ServeFailure(403, "not your staging repository") }
+        let lifetime = asked.expiresIn ?? ScanSessions.defaultLifetime
+        guard lifetime > 0, lifetime <= ScanSessions.maxLifetime else {
+            throw ServeFailure(400, "expiresIn must be 1 to \(ScanSessions.maxLifetime) seconds")
+        }
+        let session = scans.open(repoId: id, owner: user.pubkey, now: Self.now, lifetime: lifetime)
+        logger.info("scan session opened", metadata: ["repo": "\(id)", "expires": "\(session.expiresAt)"])
+        return JSONReply.response(200, ScanSessionReply(sessionToken: session.token, repoId: id, expiresAt: session.expiresAt))
+    }
+
+    /// `POST /api/auth/scan/revoke` `{sessionToken}`: ends the caller's own session and removes
+    /// its staging repository (unless another session of the same repository is still live).
+    private func revokeScanSession(_ request: Request) async throws -> Response {
+        let user = try authenticate(request)
+        endFinishedShares()
+        let body = try await RequestBodyReader.collect(request, limit: limits.jsonBytes)
+        let asked = try JSONReply.decode(ScanRevokeRequest.self, from: body, expected: "{sessionToken}")
+        guard let token = asked.sessionToken, !token.isEmpty else { throw ServeFailure(400, "sessionToken is required") }
+        guard let ended = scans.revoke(token: token, owner: user.pubkey) else {
+            throw ServeFailure(404, "Session not found or not owned by you")
+        }
+        if !ended.stillShared, repositories.remove(ended.repoId) {
+            logger.info("scan session revoked; staging repository removed", metadata: ["repo": "\(ended.repoId)"])
+        }
+        return JSONReply.response(200, ScanRevokeReply(success: true))
+    }
+
     // MARK: - Git Smart HTTP
 
     private func injectFault() throws {
@@ -180,12 +268,16 @@ final class Routes: Sendable {
     /// no refs (so the client pushes; nothing is created yet), upload-pack 403.
     private func advertise(_ request: Request, _ context: ServeContext) async throws -> Response {
         try injectFault()
-        let user = try authenticate(request)
+        let caller = try gitCaller(request)
         let id = try repositoryID(context)
         guard let name = request.uri.queryParameters.get("service"), let service = GitBackend.Service(rawValue: name) else {
             throw ServeFailure(400, "service not supported (only smart HTTP is served)")
         }
         let repository: String
+        guard case .user(let user) = caller else {
+            try checkScanAccess(caller, id: id, service: service)
+            return try await advertisement(service, id: id, repository: repositories.path(id), request)
+        }
         if repositories.exists(id) {
             guard repositories.owner(id) == user.pubkey else { throw ServeFailure(403, "not authorized for this repository") }
             repository = repositories.path(id)
@@ -194,6 +286,10 @@ final class Routes: Sendable {
             try checkRepositoryQuota(user.pubkey)
             repository = repositories.emptyTemplate
         }
+        return try await advertisement(service, id: id, repository: repository, request)
+    }
+
+    private func advertisement(_ service: GitBackend.Service, id: String, repository: String, _ request: Request) async throws -> Response {
         let body: [UInt8]
         let protocolHeader = Self.gitProtocol.flatMap { request.headers[$0] }
         do {
@@ -212,26 +308,36 @@ final class Routes: Sendable {
     /// stores a branch.
     private func exchange(_ service: GitBackend.Service, _ request: Request, _ context: ServeContext) async throws -> Response {
         try injectFault()
-        let user = try authenticate(request)
+        let caller = try gitCaller(request)
         let id = try repositoryID(context)
         let exists = repositories.exists(id)
-        if exists {
-            guard repositories.owner(id) == user.pubkey else { throw ServeFailure(403, "not authorized for this repository") }
-        } else if service == .uploadPack {
-            throw ServeFailure(403, "not authorized for this repository")
+        // Whose quota a push counts against: the caller's, or for a scan token the staging repository's owner's.
+        let owner: String
+        switch caller {
+        case .scan:
+            try checkScanAccess(caller, id: id, service: service)
+            guard let repositoryOwner = repositories.owner(id) else { throw ServeFailure(404, "Repository not found") }
+            owner = repositoryOwner
+        case .user(let user):
+            if exists {
+                guard repositories.owner(id) == user.pubkey else { throw ServeFailure(403, "not authorized for this repository") }
+            } else if service == .uploadPack {
+                throw ServeFailure(403, "not authorized for this repository")
+            }
+            owner = user.pubkey
         }
         let limit: Int
         // A creation holds its place in the owner's quota from here until it is published or fails.
         var reserved = false
-        defer { if reserved { creating.withLock { $0[user.pubkey, default: 1] -= 1 } } }
+        defer { if reserved { creating.withLock { $0[owner, default: 1] -= 1 } } }
         if service == .uploadPack {
             limit = limits.fetchRequestBytes
         } else {
             if !exists {
-                try checkRepositoryQuota(user.pubkey, reserve: true)
+                try checkRepositoryQuota(owner, reserve: true)
                 reserved = true
             }
-            let left = limits.bytesPerUser - repositories.usage(owner: user.pubkey).bytes
+            let left = limits.bytesPerUser - repositories.usage(owner: owner).bytes
             guard left > 0 else { throw ServeFailure(413, "storage quota used up") }
             limit = Int(min(Int64(limits.pushBytes), left))
         }
@@ -247,7 +353,7 @@ final class Routes: Sendable {
             output = try await runGit(service, id: id, repository: repositories.emptyTemplate, input: input,
                                       protocolHeader: protocolHeader)
         } else {
-            output = try await create(id, owner: user.pubkey, input: input, protocolHeader: protocolHeader)
+            output = try await create(id, owner: owner, input: input, protocolHeader: protocolHeader)
         }
         return Self.gitResponse(service, output)
     }

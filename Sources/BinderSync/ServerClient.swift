@@ -144,7 +144,7 @@ public struct ServerClient: Sendable {
     // MARK: - HTTP
 
     /// One JSON call, retried with backoff while the server is unreachable or answers 5xx/429.
-    private func call<Body: Encodable, Answer: Decodable>(_ method: String, _ path: String, body: Body?, token: String?,
+    func call<Body: Encodable, Answer: Decodable>(_ method: String, _ path: String, body: Body?, token: String?,
                                                           as _: Answer.Type, limits: AnswerLimits = .json) throws(SyncError) -> Answer {
         var headers = [("Accept", "application/json")]
         if let token { headers.append(("Authorization", "Bearer " + token)) }

@@ -8,6 +8,7 @@ usage:
   mgit_client.py verify-bad SERVER NSEC_FILE CASE             -> prints the HTTP status of a bad login
       CASE: wrong-kind | stale | reused | bad-signature | wrong-challenge | unknown-challenge
   mgit_client.py get SERVER PATH [TOKEN_FILE]                 -> prints "STATUS BODY"
+  mgit_client.py post SERVER PATH BODY_FILE TOKEN_FILE        -> prints "STATUS BODY" (BODY_FILE: JSON)
 """
 import gzip
 import json
@@ -109,6 +110,10 @@ def main(argv):
     if cmd == "get":
         token = read(argv[4]) if len(argv) > 4 else None
         status, body = call("GET", server + argv[3], token=token)
+        print(status, body.decode())
+        return 0
+    if cmd == "post":
+        status, body = call("POST", server + argv[3], body=json.loads(read(argv[4])), token=read(argv[5]))
         print(status, body.decode())
         return 0
     print("unknown command", cmd, file=sys.stderr)

@@ -22,6 +22,12 @@ def git(repo, *args):
 
 def main(repo, nsec_file):
     keys = n.Keys(n.SecretKey.parse(open(nsec_file, encoding="utf-8").read().strip()))
+    print(json.dumps(read(repo, keys), ensure_ascii=False))
+    return 0
+
+
+def read(repo, keys):
+    """Every file of `main` decrypted with `keys` (self conversation key); raises on any failure."""
     sk, pk = keys.secret_key(), keys.public_key()
 
     def nip44(text):
@@ -44,8 +50,7 @@ def main(repo, nsec_file):
                 out["sidecars"][path] = "legacy-0xFF"  # binder never writes this format
                 continue
             out["sidecars"][path] = hashlib.sha256(base64.b64decode(text, validate=True)).hexdigest()
-    print(json.dumps(out, ensure_ascii=False))
-    return 0
+    return out
 
 
 if __name__ == "__main__":
