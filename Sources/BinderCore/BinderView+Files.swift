@@ -90,16 +90,18 @@ extension BinderView {
         let (parentPath, name) = ViewPath.split(path)
         try NameRules.check(name, in: parentPath, path: path)
         _ = try WritePlanner(binder: LiveBinder(view: self, snapshot: listings.snapshot), limits: limits).parent(of: parentPath)
+        let empty = try WriteError.needingSecretMemory(path) { () throws(SecureMemoryError) in try EditBuffer() }
         if ScratchNames.isScratch(name) {
-            scratch.put(path, ScratchFile(content: SecureBytes(count: 0), modified: Self.now()))
-            return openFiles.register(OpenFile(path: path, buffer: EditBuffer(), writable: true))
+            scratch.put(path, ScratchFile(content: try WriteError.needingSecretMemory(path) { () throws(SecureMemoryError) in try SecureBytes(zeroed: 0) },
+                                          modified: Self.now()))
+            return openFiles.register(OpenFile(path: path, buffer: empty, writable: true))
         }
         if let current = try? listings.node(path), !scratch.isHidden(path) {
             if current.isDirectory { throw .isDirectory(path) }
             if current.isRaw { throw .readOnly(path) }
             return try openForWriting(path, truncate: true)
         }
-        return openFiles.register(OpenFile(path: path, buffer: EditBuffer(), writable: true, dirty: true), provisionalAt: path)
+        return openFiles.register(OpenFile(path: path, buffer: empty, writable: true, dirty: true), provisionalAt: path)
     }
 
     /// Opens an existing file for writing (`truncate`: O_TRUNC).
@@ -110,11 +112,13 @@ extension BinderView {
             if current.isRaw { throw .readOnly(path) }
             if current.isDirectory { throw .isDirectory(path) }
         }
-        var buffer = EditBuffer()
-        if !truncate {
+        let buffer: EditBuffer
+        if truncate {
+            buffer = try WriteError.needingSecretMemory(path) { () throws(SecureMemoryError) in try EditBuffer() }
+        } else {
             do { buffer = EditBuffer(content: try currentContent(path)) } catch {
                 if case .notFound = error { return try createInPlaceOfVanished(path) }
-                throw .corrupt(path: path, reason: "\(error)")
+                throw .reading(path, error)
             }
         }
         return openFiles.register(OpenFile(path: path, buffer: buffer, writable: true, dirty: truncate))
@@ -141,7 +145,7 @@ extension BinderView {
         return try file.edit.withLock { (edit) throws(WriteError) -> Int in
             guard edit.writable else { throw .readOnly(edit.path) }
             try checkSize(&edit, offset: offset, count: bytes.count)
-            edit.buffer.write(offset: offset, bytes)
+            try WriteError.needingSecretMemory(edit.path) { () throws(SecureMemoryError) in try edit.buffer.write(offset: offset, bytes) }
             edit.dirty = true
             edit.written = true
             return bytes.count
@@ -194,7 +198,8 @@ extension BinderView {
         let pending = try file.edit.withLock { (edit) throws(WriteError) -> (path: String, bytes: SecureBytes, modified: Timestamp?)? in
             if let refusal = edit.refusal { throw refusal }
             guard edit.dirty, !edit.detached, edit.written || closing else { return nil }
-            return (edit.path, edit.buffer.snapshot(), edit.modified)
+            let bytes = try WriteError.needingSecretMemory(edit.path) { () throws(SecureMemoryError) in try edit.buffer.snapshot() }
+            return (edit.path, bytes, edit.modified)
         }
         guard let pending else { return false }
         if ScratchNames.isScratch(ViewPath.split(pending.path).name) {
@@ -260,7 +265,7 @@ extension BinderView {
             do { content = try currentContent(from) } catch {
                 if case .notFound = error { throw .notFound(from) }
                 if case .isDirectory = error { throw .isDirectory(from) }
-                throw .corrupt(path: from, reason: "\(error)")
+                throw .reading(from, error)
             }
             if toName.hasPrefix(".fuse_hidden") {
                 // libfuse's way of unlinking a file that is still open: the record is deleted
@@ -285,7 +290,8 @@ extension BinderView {
         try NameRules.check(name, in: parentPath, path: path)
         guard ScratchNames.isScratch(name) else { throw .invalid(path: path, reason: "symbolic links are not stored in a binder") }
         if (try? attributes(path)) != nil { throw .exists(path) }
-        scratch.put(path, ScratchFile(content: SecureBytes(count: 0), modified: Self.now(), linkTarget: target))
+        let empty = try WriteError.needingSecretMemory(path) { () throws(SecureMemoryError) in try SecureBytes(zeroed: 0) }
+        scratch.put(path, ScratchFile(content: empty, modified: Self.now(), linkTarget: target))
     }
 
     public func readLink(_ path: String) throws(ViewError) -> String {
@@ -326,7 +332,7 @@ struct LiveBinder: StoredBinder {
     func document(_ gitPath: String) throws(WriteError) -> MedicalDocument { try view.document(gitPath, in: snapshot) }
 
     func content(_ node: Node, viewPath: String) throws(WriteError) -> [UInt8] {
-        do { return try view.content(of: node, path: viewPath).copyBytes() } catch { throw .corrupt(path: viewPath, reason: "\(error)") }
+        do { return try view.content(of: node, path: viewPath).copyBytes() } catch { throw .reading(viewPath, error) }
     }
 
     func pendingFolder(_ viewPath: String) -> Parent? { view.scratch.pendingFolder(viewPath) }

@@ -29,7 +29,7 @@ extension BinderView {
     /// The bytes of a file in `.binder/`.
     func controlContent(_ path: String) throws(ViewError) -> SecureBytes {
         switch try controlNode(path) {
-        case .status: return SecureBytes(utf8: statusText())
+        case .status: return try ViewError.needingSecretMemory(path) { () throws(SecureMemoryError) in try SecureBytes(copyingUTF8: statusText()) }
         case .file(let node): return try content(of: node, path: path)
         case .folder: throw .isDirectory(path)
         case .link: throw .notFound(path)  // the kernel follows links; reading one is readlink
@@ -200,9 +200,10 @@ extension BinderView {
             return (Node(source: .sidecar(blob: sidecarBlob), size: size, modified: time, gitPath: gitPath),
                     NameMapping.splitExtension(name).ext)
         }
-        let bytes = SecureBytes(utf8: FrontMatter.render(metadata: document.metadata, value: document.value))
-        plaintext.put(.document(blob: blob), bytes)
-        return (Node(source: .document(blob: blob), size: bytes.count, modified: time, gitPath: gitPath), NameMapping.markdownExtension)
+        let text = FrontMatter.render(metadata: document.metadata, value: document.value)
+        // Cached when secret memory allows; otherwise a read renders it again (or fails with ENOMEM).
+        if let bytes = try? SecureBytes(copyingUTF8: text) { plaintext.put(.document(blob: blob), bytes) }
+        return (Node(source: .document(blob: blob), size: text.utf8.count, modified: time, gitPath: gitPath), NameMapping.markdownExtension)
     }
 
     // MARK: - Deleted

@@ -177,7 +177,9 @@ public final class BinderView: Sendable {
     func currentContent(_ path: String) throws(ViewError) -> SecureBytes {
         if Self.isControlPath(path) { return try controlContent(path) }
         if let file = scratch.file(path) { return file.content }
-        if let provisional = openFiles.provisional(path) { return provisional.edit.withLock { $0.buffer.snapshot() } }
+        if let provisional = openFiles.provisional(path) {
+            return try ViewError.needingSecretMemory(path) { () throws(SecureMemoryError) in try provisional.edit.withLock { edit throws(SecureMemoryError) in try edit.buffer.snapshot() } }
+        }
         if scratch.isHidden(path) { throw .notFound(path) }
         let node = try listings.node(path)
         guard !node.isDirectory else { throw .isDirectory(path) }

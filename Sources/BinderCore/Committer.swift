@@ -37,11 +37,13 @@ final class Committer: Sendable {
     /// How often a plan is made again when `main` moved under it before giving up.
     static let attempts = 3
 
-    /// Commits since the last repack, and whether one is running. Each commit leaves about
-    /// four loose objects (a blob, the trees on its path, the commit); every `repackEvery`
-    /// commits they are folded into one pack on a thread of its own (see `repackWhenDue`).
+    /// Commits since the last repack, and whether one is running. Each commit writes a small
+    /// pack (its blob, the trees on its path, the commit); every `foldEvery` commits the small
+    /// packs are folded into one, and every `repackEvery` commits everything is repacked, on a
+    /// thread of its own (see `repackWhenDue`).
     let repacking: Mutex<(commits: Int, running: Bool)>
     static let repackEvery = 1_000
+    static let foldEvery = 32
 
     init(repository: GitRepository, key: NIP44.ConversationKey, logger: Logger, branch: String, author: Signature,
          listings: ListingCache) {
@@ -63,25 +65,36 @@ final class Committer: Sendable {
         return sample * 256 / 4
     }
 
-    /// Counts a commit; every `repackEvery` commits, repacks on a thread of its own, through
-    /// a second instance of the repository, so that saves go on meanwhile (`GitRepository.repack`
-    /// removes only what its durable new pack holds: a kill at any point loses nothing).
+    /// Whether a fold or a full repack is due after this commit.
+    enum PackWork { case fold, repack }
+
+    /// Counts a commit; every `foldEvery` commits folds the small packs, every `repackEvery`
+    /// repacks, on a thread of its own, through a second instance of the repository, so that
+    /// saves go on meanwhile (both remove only what their durable new pack holds: a kill at any
+    /// point loses nothing). One runs at a time; a fold due meanwhile waits for the next turn.
     private func repackWhenDue() {
-        let due = repacking.withLock { state -> Bool in
+        let due = repacking.withLock { state -> PackWork? in
             state.commits += 1
-            guard state.commits >= Self.repackEvery, !state.running else { return false }
-            state = (0, true)
-            return true
+            guard !state.running else { return nil }
+            if state.commits >= Self.repackEvery {
+                state = (0, true)
+                return .repack
+            }
+            guard state.commits % Self.foldEvery == 0 else { return nil }
+            state.running = true
+            return .fold
         }
-        guard due else { return }
+        guard let due else { return }
         let path = repository.gitDirectory
         Thread.detachNewThread { [self] in
             do {
-                let result = try GitRepository.open(path: path).repack()
-                logger.info("repacked", metadata: ["objects": "\(result.objects)", "loose removed": "\(result.looseRemoved)",
-                                                   "packs removed": "\(result.packsRemoved)"])
+                let repository = try GitRepository.open(path: path)
+                let result = due == .repack ? try repository.repack() : try repository.foldSmallPacks()
+                logger.info(due == .repack ? "repacked" : "folded small packs",
+                            metadata: ["objects": "\(result.objects)", "loose removed": "\(result.looseRemoved)",
+                                       "packs removed": "\(result.packsRemoved)"])
             } catch {
-                logger.warning("repack failed (the loose objects stay): \(error)")
+                logger.warning("repack failed (the objects stay where they are): \(error)")
             }
             repacking.withLock { $0.running = false }
         }
@@ -96,11 +109,11 @@ final class Committer: Sendable {
                 let planned = try plan()
                 if planned.changes.isEmpty { return nil }
                 let parent = listings.snapshot.commit
-                let changes = try encrypt(planned.changes)
+                let (changes, blobs) = try encrypt(planned.changes)
                 do {
                     let author = Signature(name: authorName, email: authorEmail, time: Date())
                     let id = try repository.commitChanges(onto: parent, changes: changes, message: planned.message, author: author,
-                                                          branch: branch)
+                                                          branch: branch, blobs: blobs)
                     try adopt(commitOnTop: id, changes: changes)
                     hooks.withLock { $0 }.onCommit?(id)
                     followInWorkTree(changes)
@@ -122,18 +135,23 @@ final class Committer: Sendable {
         }
     }
 
-    /// Encrypts what the plan holds in plaintext and writes the blobs (not yet a commit: until
-    /// the ref moves they are unreferenced objects that `git gc` may drop).
-    private func encrypt(_ planned: [PlannedChange]) throws(WriteError) -> [TreeChange] {
+    /// Encrypts what the plan holds in plaintext: the tree changes, and the blobs they name,
+    /// which `commitChanges` stores in the commit's pack.
+    private func encrypt(_ planned: [PlannedChange]) throws(WriteError) -> ([TreeChange], [[UInt8]]) {
         var changes: [TreeChange] = []
+        var blobs: [[UInt8]] = []
+        func blob(_ bytes: [UInt8]) throws(GitError) -> ObjectID {
+            blobs.append(bytes)
+            return try GitRepository.blobID(of: bytes)
+        }
         for change in planned {
             do {
                 switch change {
                 case .document(let gitPath, let json), .folderMetadata(let gitPath, let json):
                     let payload = try NIP44.encrypt(json, key: key)
-                    changes.append(.write(path: gitPath, blob: try repository.writeBlob(Array(payload.utf8))))
+                    changes.append(.write(path: gitPath, blob: try blob(Array(payload.utf8))))
                 case .sidecar(let gitPath, let content):
-                    changes.append(.write(path: gitPath, blob: try repository.writeBlob(try Sidecar.encrypt(content, key: key))))
+                    changes.append(.write(path: gitPath, blob: try blob(try Sidecar.encrypt(content, key: key))))
                 case .blob(let gitPath, let id):
                     changes.append(.write(path: gitPath, blob: id))
                 case .delete(let gitPath):
@@ -146,7 +164,7 @@ final class Committer: Sendable {
                 throw .storage(path: change.gitPath, reason: "\(error)", code: Self.code(of: error))
             }
         }
-        return changes
+        return (changes, blobs)
     }
 
     /// The system's reason for a storage failure: the errno of the failing call where the git

@@ -17,7 +17,7 @@ struct ContentReader {
             throw .isDirectory(path)
         case .raw(let blob):
             let bytes = try readObject(blob, gitPath: node.gitPath)
-            return try secret(path) { () throws(SecureMemoryError) in try SecureBytes(copying: bytes) }
+            return try ViewError.needingSecretMemory(path) { () throws(SecureMemoryError) in try SecureBytes(copying: bytes) }
         case .sidecar(let blob):
             do { return try Sidecar.decrypt(try readObject(blob, gitPath: node.gitPath), key: key) } catch let error as ViewError {
                 throw error
@@ -27,24 +27,18 @@ struct ContentReader {
         case .document(let blob):
             let document = try decoded(blob, gitPath: node.gitPath)
             let text = FrontMatter.render(metadata: document.metadata, value: document.value)
-            return try secret(path) { () throws(SecureMemoryError) in try SecureBytes(copyingUTF8: text) }
+            return try ViewError.needingSecretMemory(path) { () throws(SecureMemoryError) in try SecureBytes(copyingUTF8: text) }
         case .child(let blob, let indexPath):
             let child = try descend(try decoded(blob, gitPath: node.gitPath), indexPath, gitPath: node.gitPath)
             let text = FrontMatter.render(metadata: child.metadata, value: child.value)
-            return try secret(path) { () throws(SecureMemoryError) in try SecureBytes(copyingUTF8: text) }
+            return try ViewError.needingSecretMemory(path) { () throws(SecureMemoryError) in try SecureBytes(copyingUTF8: text) }
         case .inlineAttachment(let blob, let indexPath):
             let child = try descend(try decoded(blob, gitPath: node.gitPath), indexPath, gitPath: node.gitPath)
-            guard let bytes = Sidecar.decodeInline(child.value) else {
+            guard let bytes = try ViewError.needingSecretMemory(path, { () throws(SecureMemoryError) in try Sidecar.decodeInline(child.value) }) else {
                 throw .corrupt(path: node.gitPath, reason: "inline attachment is not base64")
             }
             return bytes
         }
-    }
-
-    /// Secret memory for the plaintext the cache keeps: running out of it fails this read
-    /// with ENOMEM (the secret-memory arena could not map another region), never a trap.
-    private func secret(_ path: String, _ make: () throws(SecureMemoryError) -> SecureBytes) throws(ViewError) -> SecureBytes {
-        do { return try make() } catch { throw .storage(path: path, reason: error.description, code: .noMemory) }
     }
 
     /// A document, decrypted and parsed.
@@ -54,6 +48,7 @@ struct ContentReader {
 
     private func decoded(_ blob: ObjectID, gitPath: String) throws(ViewError) -> MedicalDocument {
         do { return try document(blob, gitPath: gitPath) } catch let error as ViewError { throw error } catch {
+            if let memory = exhaustedSecretMemory(error) { throw .storage(path: gitPath, reason: memory.description, code: .noMemory) }
             throw .corrupt(path: gitPath, reason: "\(error)")
         }
     }

@@ -4,7 +4,8 @@ import BinderCrypto
 /// when something is written into it, so memory follows what was written, not the file's size
 /// (a write far past the end leaves a hole that reads as zeros and costs nothing). Starts as a
 /// shared, immutable copy of the file's content (`base`); a page is copied on its first change.
-/// Replaced pages are zeroed when freed (`SecureBytes`).
+/// Replaced pages are zeroed when freed (`SecureBytes`). Running out of secret memory throws
+/// `SecureMemoryError` (the caller answers ENOMEM) and leaves the buffer as it was.
 struct EditBuffer {
     static let pageSize = 64 << 10
 
@@ -22,8 +23,8 @@ struct EditBuffer {
         count = content.count
     }
 
-    init() {
-        base = SecureBytes(count: 0)
+    init() throws(SecureMemoryError) {
+        base = try SecureBytes(zeroed: 0)
         baseCount = 0
         count = 0
     }
@@ -61,24 +62,34 @@ struct EditBuffer {
     }
 
     /// The page `page`, made private (copied from the content, or zeros) on first change.
-    private mutating func ownPage(_ page: Int) -> SecureBytes {
+    private mutating func ownPage(_ page: Int) throws(SecureMemoryError) -> SecureBytes {
         if let stored = pages[page] { return stored }
-        let fresh = SecureBytes(count: Self.pageSize)
+        let fresh = try SecureBytes(zeroed: Self.pageSize)
         fresh.withUnsafeMutableBytes { copyBase(from: page * Self.pageSize, into: $0) }
         pages[page] = fresh
         return fresh
     }
 
     /// Writes `bytes` at `offset` (the caller has checked the limits). Writing past the end
-    /// leaves a hole of zeros, as a file would.
-    mutating func write(offset: Int, _ bytes: UnsafeRawBufferPointer) {
+    /// leaves a hole of zeros, as a file would. Every page the write touches is made private
+    /// before any byte is copied, so a lack of secret memory changes nothing.
+    mutating func write(offset: Int, _ bytes: UnsafeRawBufferPointer) throws(SecureMemoryError) {
         guard offset >= 0, let source = bytes.baseAddress else { return }
+        var added: [Int] = []
+        for page in stride(from: offset / Self.pageSize, to: (offset + bytes.count + Self.pageSize - 1) / Self.pageSize, by: 1)
+        where pages[page] == nil {
+            do { _ = try ownPage(page) } catch {
+                for page in added { pages.removeValue(forKey: page) }
+                throw error
+            }
+            added.append(page)
+        }
         var done = 0
         while done < bytes.count {
             let position = offset + done
             let page = position / Self.pageSize, within = position % Self.pageSize
             let length = min(bytes.count - done, Self.pageSize - within)
-            ownPage(page).withUnsafeMutableBytes { (memory: UnsafeMutableRawBufferPointer) in
+            pages[page]?.withUnsafeMutableBytes { (memory: UnsafeMutableRawBufferPointer) in
                 (memory.baseAddress! + within).copyMemory(from: source + done, byteCount: length)
             }
             done += length
@@ -101,9 +112,9 @@ struct EditBuffer {
     }
 
     /// The content as one exact-size secret (for scratch files and for storing).
-    func snapshot() -> SecureBytes {
+    func snapshot() throws(SecureMemoryError) -> SecureBytes {
         if pages.isEmpty && baseCount == count && base.count == count { return base }
-        let out = SecureBytes(count: count)
+        let out = try SecureBytes(zeroed: count)
         out.withUnsafeMutableBytes { _ = read(offset: 0, into: $0) }
         return out
     }

@@ -15,6 +15,9 @@ struct ListingBuilder {
     let commitTime: Timestamp
     /// Plaintext produced while listing (rendered documents), handed to the cache.
     var rendered: [(Node.Source, SecureBytes)] = []
+    /// Set when a decryption ran out of secret memory: the listing shows such a record as
+    /// stored, so it must not be kept or shown (`ListingCache` answers ENOMEM instead).
+    var outOfSecretMemory: SecureMemoryError?
     /// Finished listings by view path ("" is the root).
     var listings: [String: Listing] = [:]
     /// What each document of the folder contributed last time, by file name: reused when the
@@ -199,16 +202,23 @@ struct ListingBuilder {
             return finish(NameMapping.attachmentName(sidecar: document.value, format: document.metadata["format"]?.stringValue), node)
         }
         let source = Node.Source.document(blob: entry.id)
-        let bytes = SecureBytes(utf8: FrontMatter.render(metadata: document.metadata, value: document.value))
-        rendered.append((source, bytes))
+        let size = keepRendered(source, FrontMatter.render(metadata: document.metadata, value: document.value))
         let time = modified(document.metadata)
-        let node = Node(source: source, size: bytes.count, modified: time, gitPath: gitPath)
+        let node = Node(source: source, size: size, modified: time, gitPath: gitPath)
         guard !document.children.isEmpty else { return finish(stem + NameMapping.markdownExtension, node) }
         var childListings: [String: Listing] = [:]
         buildChildren(of: document, blob: entry.id, indexPath: [], viewPath: "", gitPath: gitPath,
                       gitDirectory: gitDirectory, files: files, consumed: &consumed, into: &childListings)
         let folder = Node(source: .directory, size: 0, modified: time, gitPath: gitPath, owner: .child(documentPath: gitPath, indexPath: []))
         return finish(stem + NameMapping.markdownExtension, node, children: DocumentPart.Children(node: folder, listings: childListings))
+    }
+
+    /// Keeps `text` (a rendered document or child) for the cache, in secret memory; returns its
+    /// size. When secret memory is exhausted it is not kept: a read renders it again, and
+    /// fails with ENOMEM if memory is still short. Listing never fails for lack of it.
+    private mutating func keepRendered(_ source: Node.Source, _ text: String) -> Int {
+        if let bytes = try? SecureBytes(copyingUTF8: text) { rendered.append((source, bytes)) }
+        return text.utf8.count
     }
 
     /// `files[name]`, remembered as something the document being computed depends on.
@@ -238,18 +248,26 @@ struct ListingBuilder {
             let name = NameMapping.childName(child, index: index, count: document.children.count, sidecar: nil)
             if NameMapping.isInlineAttachment(child) {
                 let source = Node.Source.inlineAttachment(blob: blob, indexPath: childPath)
-                if let bytes = Sidecar.decodeInline(child.value) {
-                    rendered.append((source, bytes))
-                    _ = listing.insertUnique(name, Node(source: source, size: bytes.count, modified: time, gitPath: gitPath))
-                    continue
+                do {
+                    if let bytes = try Sidecar.decodeInline(child.value) {
+                        rendered.append((source, bytes))
+                        _ = listing.insertUnique(name, Node(source: source, size: bytes.count, modified: time, gitPath: gitPath))
+                        continue
+                    }
+                } catch {
+                    // No secret memory to keep it for the cache: the size is worked out from
+                    // the text, and a read decodes it again (or fails with ENOMEM).
+                    if let size = Sidecar.inlineSize(child.value) {
+                        _ = listing.insertUnique(name, Node(source: source, size: size, modified: time, gitPath: gitPath))
+                        continue
+                    }
                 }
                 logger.warning("inline attachment is not base64", metadata: ["path": "\(gitPath)", "child": "\(childPath)"])
             }
             let source = Node.Source.child(blob: blob, indexPath: childPath)
-            let bytes = SecureBytes(utf8: FrontMatter.render(metadata: child.metadata, value: child.value))
-            rendered.append((source, bytes))
+            let size = keepRendered(source, FrontMatter.render(metadata: child.metadata, value: child.value))
             let shown = listing.insertUnique(NameMapping.isInlineAttachment(child) ? NameMapping.splitExtension(name).stem + ".md" : name,
-                                             Node(source: source, size: bytes.count, modified: time, gitPath: gitPath))
+                                             Node(source: source, size: size, modified: time, gitPath: gitPath))
             if !child.children.isEmpty {
                 let childrenName = NameMapping.splitExtension(shown).stem + NameMapping.childrenSuffix
                 _ = listing.insertUnique(childrenName, Node(source: .directory, size: 0, modified: time, gitPath: gitPath,
@@ -267,6 +285,10 @@ struct ListingBuilder {
         do {
             return try BinderReader.readDocument(repository.readBlob(entry.id), key: key, gitPath: gitPath)
         } catch {
+            if let memory = exhaustedSecretMemory(error) {
+                outOfSecretMemory = memory
+                return nil
+            }
             logger.warning("shown as stored: \(error)", metadata: ["path": "\(gitPath)"])
             return nil
         }
@@ -300,7 +322,11 @@ struct ListingBuilder {
         objectReads += 1
         guard let bytes = try? repository.readBlob(entry.id) else { return nil }
         // Text the length cannot speak for (wrapped into lines): decrypted whole, once.
-        return Sidecar.plaintextSize(bytes, key: key) ?? (try? Sidecar.decrypt(bytes, key: key))?.count
+        if let size = Sidecar.plaintextSize(bytes, key: key) { return size }
+        do { return try Sidecar.decrypt(bytes, key: key).count } catch {
+            if let memory = exhaustedSecretMemory(error) { outOfSecretMemory = memory }
+            return nil
+        }
     }
 
     private mutating func modified(_ metadata: JSONObject) -> Timestamp {

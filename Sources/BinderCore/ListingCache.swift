@@ -73,6 +73,9 @@ final class ListingCache: Sendable {
             builder.previousParts = parts ?? [:]
             builder.build(viewPath: path, gitDirectory: path, entries: entries)
             objectReads.add(builder.objectReads, ordering: .relaxed)
+            if let memory = builder.outOfSecretMemory {
+                throw .storage(path: path, reason: memory.description, code: .noMemory)
+            }
             for (source, bytes) in builder.rendered { plaintext.put(source, bytes) }
             let own = builder.listings[path] ?? Listing()
             return contents.withLock { contents in

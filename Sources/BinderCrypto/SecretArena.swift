@@ -126,6 +126,14 @@ final class SecretArena: Sendable {
         /// Bytes handed out (rounded to slot, page or dedicated size), for tests and the bench.
         var bytesInUse = 0
         var dedicatedCount = 0
+        /// Tests only (`SecureBytes.limitForTesting`): allocations that would take `bytesInUse`
+        /// past this fail as if the kernel refused another region. Nothing else sets it.
+        var testLimit = Int.max
+
+        /// Throws when `bytes` more would pass the test limit.
+        func checkTestLimit(_ bytes: Int) throws(SecureMemoryError) {
+            if bytes > testLimit - bytesInUse { throw .exhausted(bytes: bytes) }
+        }
     }
 
     private let state = Mutex(State())
@@ -140,11 +148,13 @@ final class SecretArena: Sendable {
         if count <= Self.largestRun {
             let pages = (count + Self.page - 1) / Self.page
             return try state.withLock { (state) throws(SecureMemoryError) -> (UnsafeMutableRawPointer, Allocation) in
+                try state.checkTestLimit(pages * Self.page)
                 let (region, first) = try Self.takeRun(pages, &state)
                 state.bytesInUse += pages * Self.page
                 return (region.base + first * Self.page, .run(region, firstPage: first, pages: pages))
             }
         }
+        try state.withLock { (state) throws(SecureMemoryError) in try state.checkTestLimit(count) }
         guard let pointer = Self.mapGuarded(count) else { throw .exhausted(bytes: count) }
         state.withLock {
             $0.bytesInUse += count
@@ -225,6 +235,7 @@ final class SecretArena: Sendable {
 
     private func takeSlot(classIndex: Int) throws(SecureMemoryError) -> (UnsafeMutableRawPointer, Allocation) {
         try state.withLock { (state) throws(SecureMemoryError) -> (UnsafeMutableRawPointer, Allocation) in
+            try state.checkTestLimit(Self.slotBytes(ofClass: classIndex))
             let slab: Slab
             if let partial = state.partial[classIndex].last {
                 slab = partial
@@ -310,6 +321,11 @@ final class SecretArena: Sendable {
         var bytesInUse: Int
         /// Each region's data as an address range.
         var regionRanges: [Range<UInt>]
+    }
+
+    /// See `SecureBytes.limitForTesting`.
+    func setTestLimit(_ bytes: Int?) {
+        state.withLock { $0.testLimit = bytes ?? Int.max }
     }
 
     var usage: Usage {

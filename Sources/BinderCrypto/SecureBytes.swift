@@ -66,6 +66,17 @@ public final class SecureBytes: @unchecked Sendable {
         SecretArena.shared.release(base, allocation)
     }
 
+    /// Tests only: from now on, allocations that would take the bytes in use past `bytes`
+    /// fail with `SecureMemoryError` (nil lifts the limit). Package-internal, so no program
+    /// input can reach it; it lets a test run out of secret memory without exhausting the
+    /// machine's.
+    package static func limitForTesting(_ bytes: Int?) {
+        SecretArena.shared.setTestLimit(bytes)
+    }
+
+    /// Bytes of secret memory handed out now, rounded to slot, page or mapping size (tests).
+    package static var bytesInUseForTesting: Int { SecretArena.shared.usage.bytesInUse }
+
     /// How many regions the secret-memory arena holds now (for the benchmark).
     public static var arenaRegions: Int { SecretArena.shared.usage.regions }
 

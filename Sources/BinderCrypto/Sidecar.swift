@@ -55,9 +55,12 @@ public enum Sidecar {
     @_spi(Fuzzing)
     public static func seal(text: SecureBytes, key: NIP44.ConversationKey) throws(Sidecar.Error) -> [UInt8] {
         Sodium.ensureReady()
-        let dek = randomSecret(32)
+        let dek = try secret(count: 32)
+        dek.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, $0.count) }
+        let hex = try secret(count: 64)
+        hex.withUnsafeMutableBytes { o in dek.withUnsafeBytes { i in Hex.encode(i, into: o) } }
         let wrapped: [UInt8]
-        do { wrapped = Array(try NIP44.encrypt(dek.hexSecret(), key: key).utf8) } catch { throw .wrappedKey(error) }
+        do { wrapped = Array(try NIP44.encrypt(hex, key: key).utf8) } catch { throw .wrappedKey(error) }
         guard wrapped.count <= Int(UInt16.max) else { throw .wrappedKey(.invalidPayloadSize(wrapped.count)) }
         let nonce = randomBytes(aeadNonceSize)
         let header = 1 + 2 + wrapped.count + aeadNonceSize
@@ -313,8 +316,21 @@ public enum Sidecar {
         return Base64.encode(raw)
     }
 
-    /// Inline attachments (the original spec): the document's `value` is base64 of the bytes.
-    public static func decodeInline(_ value: String) -> SecureBytes? {
-        Base64.decodeSecret(SecureBytes(utf8: value))
+    /// Inline attachments (the original spec): the document's `value` is base64 of the bytes;
+    /// nil when it is not base64.
+    public static func decodeInline(_ value: String) throws(SecureMemoryError) -> SecureBytes? {
+        try Base64.decodeToSecret(try SecureBytes(copyingUTF8: value), ignoringWhitespace: true)
+    }
+
+    /// How many bytes `decodeInline(value)` gives when `value` is well-formed base64, worked
+    /// out without decoding (no secret memory needed: a listing shows the size).
+    public static func inlineSize(_ value: String) -> Int? {
+        var characters = 0, padding = 0
+        for byte in value.utf8 where byte != 0x20 && byte != 0x09 && byte != 0x0d && byte != 0x0a {
+            characters += 1
+            padding = byte == UInt8(ascii: "=") ? padding + 1 : 0
+        }
+        guard characters % 4 == 0, padding <= 2 else { return nil }
+        return characters / 4 * 3 - padding
     }
 }

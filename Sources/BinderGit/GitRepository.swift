@@ -5,7 +5,7 @@ import Foundation
 /// database and written commit by commit.
 ///
 /// Thread safety: libgit2 objects of one repository must not be used from two
-/// threads at once. `lock` guards `repo` and `odb` and every libgit2 object
+/// threads at once. `lock` guards `repo`, `odb`, `commitStaging` and every libgit2 object
 /// derived from them (trees, commits, blobs, references, signatures): each is
 /// created, used and freed inside one `locked { }` call, and only Swift values
 /// leave it. `isBare`, `gitDirectory` and `workTree` are immutable after init.
@@ -15,12 +15,15 @@ import Foundation
 /// transfer holds it for its whole length: a process that must keep answering
 /// while one runs (the mount) opens a second instance for the network.
 public final class GitRepository: @unchecked Sendable {
-    /// Guards `repo`, `odb` and all libgit2 objects derived from them.
+    /// Guards `repo`, `odb`, `commitStaging` and all libgit2 objects derived from them.
     private let lock = NSLock()
     /// The libgit2 repository. Use only inside `locked { }`.
     let repo: RepositoryHandle
     /// The repository's object database. Use only inside `locked { }`.
     let odb: OdbHandle
+    /// Where commits stage their objects before packing them; made at the first commit.
+    /// Use only inside `locked { }`.
+    var commitStaging: CommitStaging?
 
     /// True for a bare repository (no work tree).
     public let isBare: Bool

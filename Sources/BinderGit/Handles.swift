@@ -95,3 +95,26 @@ final class RevwalkHandle {
     init(_ pointer: OpaquePointer) { self.pointer = pointer }
     deinit { git_revwalk_free(pointer) }
 }
+
+/// Where a commit's objects are written before they reach disk as one pack (see
+/// `GitRepository.inOnePackLocked`): an object database whose one writable backend is
+/// libgit2's in-memory `mempack`, reading everything else from the repository's objects
+/// folder, added as an alternate (libgit2 never writes to an alternate). Owns `odb`; the
+/// backend `memory` belongs to `odb` and is freed with it.
+final class CommitStaging {
+    let odb: OdbHandle
+    let memory: OpaquePointer
+
+    init(objects: String) throws(GitError) {
+        var odbPointer: OpaquePointer?
+        try check(git_odb_new(&odbPointer), "stage objects in memory")
+        odb = OdbHandle(odbPointer!)
+        var backend: OpaquePointer?
+        try check(git_mempack_new(&backend), "stage objects in memory")
+        // Above the alternate's priority: writes and lookups try memory first. (Adding fails
+        // only when out of memory; the backend then leaks, as in `onePackDatabase`.)
+        try check(git_odb_add_backend(odb.pointer, backend, 1_000), "stage objects in memory")
+        memory = backend!
+        try check(git_odb_add_disk_alternate(odb.pointer, objects), "read objects from '\(objects)'")
+    }
+}

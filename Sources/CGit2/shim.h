@@ -3,6 +3,9 @@
 #include <git2.h>
 /* The smart transport interface: fetch and push carried over binder's own HTTP client. */
 #include <git2/sys/transport.h>
+/* A commit's objects are staged in memory and written as one pack (BinderGit's Commit.swift). */
+#include <git2/sys/mempack.h>
+#include <git2/sys/repository.h>
 
 /*
  * git_libgit2_opts() is variadic and cannot be called from Swift; these

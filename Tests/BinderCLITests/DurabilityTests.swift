@@ -13,11 +13,17 @@ final class DurabilityTests: XCTestCase {
         return try MedicalDocument(plaintext: try NIP44.decrypt(payload: payload.stdout, key: key).copyBytes())
     }
 
+    func looseObjects(_ binder: MountedBinder) throws -> Int {
+        let counts = try shell("git -C '\(binder.repository)' count-objects -v").stdout
+        return Int(counts.split(separator: "\n").first { $0.hasPrefix("count: ") }?.dropFirst(7) ?? "") ?? -1
+    }
+
     func testKillDashNineLosesNoAcknowledgedSave() throws {
         let binder = try MountedBinder()
         defer { binder.unmount() }
         try binder.mount()
         let pid = try XCTUnwrap(daemonPID(binder.mountpoint))
+        let looseBefore = try looseObjects(binder)
         // A stream of saves; each line of `acked` is written only after close() returned.
         let acked = binder.sandbox.root.appendingPathComponent("acked").path
         let writer = """
@@ -49,6 +55,9 @@ final class DurabilityTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(saved.count, 15)
         XCTAssertEqual(try shell("git -C '\(binder.repository)' fsck --strict 2>&1").status, 0)
         XCTAssertEqual(try shell("git -C '\(binder.repository)' cat-file -t main").stdout, "commit\n")
+        // Each save went to disk as one pack: no loose objects were added (a repack may have
+        // removed some).
+        XCTAssertLessThanOrEqual(try looseObjects(binder), looseBefore, "saves write packs, not loose objects")
         for i in saved {
             let document = try stored(binder, "visits/2026-07-01-stream-\(i).json")
             XCTAssertEqual(document?.value, "# Stream \(i)\n", "acknowledged save \(i) is missing")

@@ -17,31 +17,31 @@ final class CorePartsTests: XCTestCase {
         return Array(out.prefix(n))
     }
 
-    func testEditBufferWritesAcrossPagesAndLeavesZeroHoles() {
+    func testEditBufferWritesAcrossPagesAndLeavesZeroHoles() throws {
         var buffer = EditBuffer(content: SecureBytes(Array("hello".utf8)))
         let page = EditBuffer.pageSize
         let tail = [UInt8](repeating: 7, count: 10)
-        tail.withUnsafeBytes { buffer.write(offset: 2 * page - 5, $0) }  // straddles pages 1 and 2
+        try tail.withUnsafeBytes { try buffer.write(offset: 2 * page - 5, $0) }  // straddles pages 1 and 2
         XCTAssertEqual(buffer.count, 2 * page + 5)
         XCTAssertEqual(bytes(buffer, 0, 5), Array("hello".utf8))
         XCTAssertEqual(bytes(buffer, 5, 100), [UInt8](repeating: 0, count: 100), "a hole reads as zeros")
         XCTAssertEqual(bytes(buffer, 2 * page - 5, 10), tail)
         XCTAssertEqual(buffer.allocatedBytes, 2 * page, "only the pages written are allocated (page 0 stays shared)")
         XCTAssertEqual(Array(bytes(buffer).prefix(5)), Array("hello".utf8))
-        XCTAssertEqual(buffer.snapshot().count, buffer.count)
+        XCTAssertEqual(try buffer.snapshot().count, buffer.count)
     }
 
-    func testEditBufferFarWriteCostsOnePage() {
-        var buffer = EditBuffer()
-        [UInt8(1)].withUnsafeBytes { buffer.write(offset: 200 << 20, $0) }
+    func testEditBufferFarWriteCostsOnePage() throws {
+        var buffer = try EditBuffer()
+        try [UInt8(1)].withUnsafeBytes { try buffer.write(offset: 200 << 20, $0) }
         XCTAssertEqual(buffer.count, (200 << 20) + 1)
         XCTAssertEqual(buffer.allocatedBytes, EditBuffer.pageSize, "memory follows what was written, not the size")
         XCTAssertEqual(bytes(buffer, (200 << 20) - 2, 3), [0, 0, 1])
     }
 
-    func testEditBufferTruncateThenGrowReadsZeros() {
+    func testEditBufferTruncateThenGrowReadsZeros() throws {
         var buffer = EditBuffer(content: SecureBytes(Array("abcdefgh".utf8)))
-        [UInt8(ascii: "X")].withUnsafeBytes { buffer.write(offset: 1, $0) }
+        try [UInt8(ascii: "X")].withUnsafeBytes { try buffer.write(offset: 1, $0) }
         buffer.truncate(3)
         XCTAssertEqual(bytes(buffer), Array("aXc".utf8))
         buffer.truncate(6)

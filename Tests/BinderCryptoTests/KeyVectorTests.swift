@@ -163,8 +163,10 @@ final class SidecarTests: XCTestCase {
     }
 
     func testInlineBase64() {
-        XCTAssertEqual(Sidecar.decodeInline("aGVsbG8=")?.copyBytes(), Array("hello".utf8))
-        XCTAssertNil(Sidecar.decodeInline("not*base64"))
+        XCTAssertEqual(try Sidecar.decodeInline("aGVsbG8=")?.copyBytes(), Array("hello".utf8))
+        XCTAssertNil(try Sidecar.decodeInline("not*base64"))
+        XCTAssertEqual(Sidecar.inlineSize("aGVs bG8=\n"), 5)
+        XCTAssertNil(Sidecar.inlineSize("aGVsbG8"))
     }
 }
 

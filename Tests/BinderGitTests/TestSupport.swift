@@ -100,3 +100,15 @@ let testAuthor = Signature(name: "Limbo Health", email: "app@limbo.health")
 func oid(_ hex: String, file: StaticString = #filePath, line: UInt = #line) throws -> ObjectID {
     try XCTUnwrap(ObjectID(hex: hex), "not an object id: \(hex)", file: file, line: line)
 }
+
+/// Every commit of `main` (`commits` of them, `tip` last), every tree and blob they reach:
+/// present and intact for stock git (fsck, and cat-file of each object).
+func assertRepositoryComplete(_ path: String, tip: ObjectID, commits: Int, file: StaticString = #filePath, line: UInt = #line) throws {
+    XCTAssertEqual(try git("fsck", "--strict", "--no-progress", "--no-dangling", "--full", in: path), "", file: file, line: line)
+    XCTAssertEqual(try git("rev-parse", "main", in: path), tip.hex, file: file, line: line)
+    XCTAssertEqual(Int(try git("rev-list", "--count", "main", in: path)), commits, file: file, line: line)
+    // rev-list --objects reads every object reachable; cat-file checks each is readable.
+    let objects = lines(try git("rev-list", "--objects", "main", in: path)).map { String($0.prefix(40)) }
+    let batch = try gitData(["cat-file", "--batch-check"], in: path, input: Data(objects.joined(separator: "\n").utf8 + [10]))
+    XCTAssertFalse(String(decoding: batch, as: UTF8.self).contains("missing"), file: file, line: line)
+}

@@ -135,7 +135,7 @@ enum CryptoTargets {
         case 2:
             checkSize(Sidecar.sealLegacy(text: data, key: key, nonce: fixedNonce))
         case 3:
-            _ = Sidecar.decodeInline(String(decoding: data, as: UTF8.self))
+            _ = try? Sidecar.decodeInline(String(decoding: data, as: UTF8.self))
         default:
             do {
                 let file = try Sidecar.encrypt(data, key: key)

@@ -1,0 +1,138 @@
+import Foundation
+import XCTest
+@testable import BinderGit
+
+/// Each commit's new objects go to disk as one small pack (no loose objects, one fsync of a
+/// pack, its index and the folder), which stock git reads; folding keeps packs few; kill -9
+/// at any point of a stream of commits loses no commit that was acknowledged.
+final class CommitPackTests: XCTestCase {
+    /// One save the way the committer makes it: a record and an index file, stored with the commit.
+    @discardableResult
+    private func save(_ repo: GitRepository, _ i: Int, onto parent: ObjectID?) throws -> ObjectID {
+        let record = Array("{\"content\":\"record \(i) \(String(repeating: "x", count: i % 97))\"}\n".utf8)
+        let index = Array("entries \(i)\n".utf8)
+        return try repo.commitChanges(onto: parent,
+                                      changes: [.write(path: "visits/\(i % 40)/r\(i).json", blob: try GitRepository.blobID(of: record)),
+                                                .write(path: "index.json", blob: try GitRepository.blobID(of: index))],
+                                      message: "Save \(i)", author: testAuthor, blobs: [record, index])
+    }
+
+    private func counts(_ path: String) throws -> (loose: Int, packs: Int) {
+        let text = lines(try git("count-objects", "-v", in: path))
+        func value(_ key: String) -> Int { Int(text.first { $0.hasPrefix(key + ": ") }!.dropFirst(key.count + 2))! }
+        return (value("count"), value("packs"))
+    }
+
+    private func packIndexes(_ path: String) -> Set<String> {
+        Set(GitRepository.packIndexes(in: path + "/objects/pack"))
+    }
+
+    func testACommitWritesOnePackOfItsNewObjectsAndNoLooseOnes() throws {
+        let tmp = try TemporaryDirectory()
+        let path = tmp.sub("r.git")
+        let repo = try GitRepository.create(path: path, bare: true)
+        var tip: ObjectID?
+        for i in 0..<5 {
+            let before = packIndexes(path)
+            tip = try save(repo, i, onto: tip)
+            let added = packIndexes(path).subtracting(before)
+            XCTAssertEqual(added.count, 1, "commit \(i): one new pack")
+            XCTAssertEqual(try counts(path).loose, 0, "commit \(i): no loose objects")
+            // The pack holds exactly what is new: 2 blobs, the trees of `visits/N`, `visits`
+            // and the root, the commit. (Unchanged folders are not written again.)
+            let index = try Data(contentsOf: URL(fileURLWithPath: added.first!))
+            let entries = lines(String(decoding: try gitData(["show-index"], in: path, input: index), as: UTF8.self)).filter { !$0.isEmpty }
+            XCTAssertEqual(entries.count, 6, "commit \(i)")
+        }
+        try assertRepositoryComplete(path, tip: tip!, commits: 5)
+        // Stock git reads the contents.
+        XCTAssertEqual(try git("cat-file", "-p", "main:index.json", in: path), "entries 4")
+        XCTAssertEqual(try git("cat-file", "-t", "main", in: path), "commit")
+        // binder reads them, through this instance and a new one, and commits on top.
+        XCTAssertEqual(try repo.readBlob(try XCTUnwrap(try repo.entry(at: "visits/3/r3.json", commit: tip!)).id),
+                       Array("{\"content\":\"record 3 xxx\"}\n".utf8))
+        let other = try GitRepository.open(path: path)
+        tip = try save(other, 5, onto: tip)
+        XCTAssertEqual(try repo.readBlob(try XCTUnwrap(try repo.entry(at: "index.json", commit: tip!)).id), Array("entries 5\n".utf8))
+        // A blob named but not stored is refused (strict object creation), and nothing moves.
+        XCTAssertThrowsError(try repo.commitChanges(onto: tip, changes: [.write(path: "a.json", blob: try GitRepository.blobID(of: [1]))],
+                                                    message: "Broken", author: testAuthor))
+        XCTAssertEqual(try repo.branchTip(), tip)
+        // Git's own gc agrees.
+        try git("gc", "--quiet", in: path)
+        try assertRepositoryComplete(path, tip: tip!, commits: 6)
+    }
+
+    func testFoldingSmallPacksLeavesOneAndLosesNothing() throws {
+        let tmp = try TemporaryDirectory()
+        let path = tmp.sub("r.git")
+        let repo = try GitRepository.create(path: path, bare: true)
+        var tip: ObjectID?
+        for i in 0..<40 { tip = try save(repo, i, onto: tip) }
+        XCTAssertEqual(try counts(path).packs, 40)
+        let result = try GitRepository.open(path: path).foldSmallPacks()
+        XCTAssertEqual(result.packsRemoved, 40)
+        XCTAssertEqual(try counts(path).packs, 1)
+        try assertRepositoryComplete(path, tip: tip!, commits: 40)
+        // The instance that committed still reads everything and commits on top; a full
+        // repack then folds the rest.
+        for i in 40..<45 { tip = try save(repo, i, onto: tip) }
+        XCTAssertEqual(try repo.repack().packsRemoved, 6)
+        XCTAssertEqual(try counts(path).packs, 1)
+        try assertRepositoryComplete(path, tip: tip!, commits: 45)
+    }
+
+    /// kill -9 of a process committing in a loop, at many points: every commit it had
+    /// acknowledged (written to a file after `commitChanges` returned) is on `main`, and git
+    /// finds the repository sound. Folds run in between, so some kills land in them.
+    func testKillDuringCommitsLosesNoAcknowledgedCommit() throws {
+        let tmp = try TemporaryDirectory()
+        let path = tmp.sub("r.git")
+        var tip: ObjectID? = try save(try GitRepository.create(path: path, bare: true), 0, onto: nil)
+        var total = 1
+        for round in 0..<8 {
+            let acked = tmp.sub("acked-\(round)")
+            _ = FileManager.default.createFile(atPath: acked, contents: nil)
+            let start = tip
+            let pid = fork()
+            if pid == 0 {
+                // The child: commit until killed; fold now and then; acknowledge each commit.
+                let fd = open(acked, O_WRONLY | O_APPEND)
+                guard fd >= 0, let child = try? GitRepository.open(path: path) else { _exit(1) }
+                var parent = start
+                for i in 0..<100_000 {
+                    guard let id = try? self.save(child, 1_000 * (round + 1) + i, onto: parent) else { _exit(2) }
+                    let line = Array((id.hex + "\n").utf8)
+                    _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                    parent = id
+                    if i % 7 == 6 { _ = try? child.foldSmallPacks() }
+                }
+                _exit(0)
+            }
+            XCTAssertGreaterThan(pid, 0)
+            // Kill once some commits are acknowledged, at a point that varies by round.
+            var waited = 0
+            while ((try? String(contentsOfFile: acked, encoding: .utf8))?.count ?? 0) < 41 * (3 + round) && waited < 3_000 {
+                usleep(10_000)
+                waited += 1
+            }
+            usleep(UInt32(1_000 * (round * 3 % 11)))
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+            XCTAssertEqual(status & 0x7F, SIGKILL, "round \(round): the child should have been killed (status \(status))")
+            // A kill while the branch was being moved leaves git's ref lock: its owner is
+            // dead, so it goes (as the mount clears it).
+            try? FileManager.default.removeItem(atPath: path + "/refs/heads/main.lock")
+
+            let acknowledged = lines(try String(contentsOfFile: acked, encoding: .utf8)).filter { !$0.isEmpty }
+            XCTAssertGreaterThan(acknowledged.count, 0)
+            let onMain = Set(lines(try git("rev-list", "main", in: path)))
+            for id in acknowledged { XCTAssertTrue(onMain.contains(id), "round \(round): acknowledged commit \(id) lost") }
+            tip = try GitRepository.open(path: path).branchTip()
+            total = onMain.count
+            try assertRepositoryComplete(path, tip: tip!, commits: total)
+        }
+        XCTAssertGreaterThan(total, 8)
+    }
+}
