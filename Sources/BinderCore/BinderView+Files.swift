@@ -104,8 +104,9 @@ extension BinderView {
         return openFiles.register(OpenFile(path: path, buffer: empty, writable: true, dirty: true), provisionalAt: path)
     }
 
-    /// Opens an existing file for writing (`truncate`: O_TRUNC).
-    public func openForWriting(_ path: String, truncate: Bool) throws(WriteError) -> UInt64 {
+    /// Opens an existing file for writing (`truncate`: O_TRUNC; `append`: O_APPEND, each write
+    /// at the end of the file as stored here).
+    public func openForWriting(_ path: String, truncate: Bool, append: Bool = false) throws(WriteError) -> UInt64 {
         let path = ViewPath.normalize(path)
         if Self.isControlPath(path) { throw .readOnly(path) }
         if !ScratchNames.isScratch(ViewPath.split(path).name), let current = try? listings.node(path) {
@@ -121,7 +122,7 @@ extension BinderView {
                 throw .reading(path, error)
             }
         }
-        return openFiles.register(OpenFile(path: path, buffer: buffer, writable: true, dirty: truncate))
+        return openFiles.register(OpenFile(path: path, buffer: buffer, writable: true, dirty: truncate, appends: append))
     }
 
     /// An open for writing of a name the view no longer has: the kernel still believed in it
@@ -144,6 +145,7 @@ extension BinderView {
         guard let file = openFiles.file(handle) else { throw .notFound("handle \(handle)") }
         return try file.edit.withLock { (edit) throws(WriteError) -> Int in
             guard edit.writable else { throw .readOnly(edit.path) }
+            let offset = edit.appends ? edit.buffer.count : offset
             try checkSize(&edit, offset: offset, count: bytes.count)
             try WriteError.needingSecretMemory(edit.path) { () throws(SecureMemoryError) in try edit.buffer.write(offset: offset, bytes) }
             edit.dirty = true

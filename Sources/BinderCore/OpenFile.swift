@@ -22,12 +22,16 @@ final class OpenFile: Sendable {
         /// and every later flush reports the refusal again.
         var refusal: WriteError?
         let writable: Bool
+        /// Opened with O_APPEND: every write goes to the end of the bytes held here, whatever
+        /// offset the kernel gives (it computes one from the size it cached, which a commit
+        /// that re-rendered the file can have made stale).
+        var appends = false
     }
 
     let edit: Mutex<Edit>
 
-    init(path: String, buffer: EditBuffer, writable: Bool, dirty: Bool = false) {
-        edit = Mutex(Edit(path: path, buffer: buffer, dirty: dirty, writable: writable))
+    init(path: String, buffer: EditBuffer, writable: Bool, dirty: Bool = false, appends: Bool = false) {
+        edit = Mutex(Edit(path: path, buffer: buffer, dirty: dirty, writable: writable, appends: appends))
     }
 }
 

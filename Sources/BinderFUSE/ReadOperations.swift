@@ -91,7 +91,8 @@ enum ReadOperations {
         do {
             if access != O_RDONLY || info.pointee.flags & O_TRUNC != 0 {
                 if fs.refusesChanges(name) { return -EROFS }
-                info.pointee.fh = try fs.view.openForWriting(name, truncate: info.pointee.flags & O_TRUNC != 0)
+                info.pointee.fh = try fs.view.openForWriting(name, truncate: info.pointee.flags & O_TRUNC != 0,
+                                                             append: info.pointee.flags & O_APPEND != 0)
                 return 0
             }
             info.pointee.fh = try fs.view.open(name)

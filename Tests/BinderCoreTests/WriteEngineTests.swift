@@ -197,6 +197,21 @@ final class WriteEngineTests: XCTestCase {
         XCTAssertEqual(try stored("visits/v.json"), nested)
     }
 
+    /// O_APPEND: a write goes to the end of the file as the view holds it, whatever offset the
+    /// kernel gives (it computes one from a size it may have cached before a commit re-rendered
+    /// the file, as `binder new --edit`'s `>>` right after the record was created).
+    func testAnAppendingWriteGoesToTheEndWhateverOffsetTheKernelGives() throws {
+        try view.makeDirectory("visits")
+        try view.store("visits/note.md", content: Array("# Note\n\nFirst.\n".utf8))
+        let handle = try view.openForWriting("visits/note.md", truncate: false, append: true)
+        let line = Array("Second.\n".utf8)
+        // A stale offset: the length of what was written, shorter than the rendered file.
+        _ = try line.withUnsafeBytes { try view.write(handle: handle, offset: 15, $0) }
+        _ = try view.flush(handle: handle, closing: true)
+        _ = view.release(handle: handle)
+        XCTAssertEqual(try stored("visits/note.json").value, "# Note\n\nFirst.\nSecond.\n")
+    }
+
     func testNothingButCiphertextIsStored() throws {
         try view.makeDirectory("visits")
         try view.store("visits/secret.md", content: Array("---\nprovider: Dr. Canary-7731\n---\nCANARY-PLAINTEXT-7731\n".utf8))
