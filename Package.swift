@@ -7,7 +7,7 @@ import PackageDescription
 // Each C library is imported by exactly one Swift target:
 //   CSodium, CSecp256k1, CCrypto (OpenSSL's libcrypto: SHA-256, Poly1305) -> BinderCrypto; CGit2 -> BinderGit;
 //   CFuse3 -> BinderFUSE; CLinux -> BinderSystem; CPangoCairo (Pango, Cairo, libjpeg) -> BinderExport;
-//   CQREncode (libqrencode) -> BinderCommands.
+//   CQREncode (libqrencode) -> BinderCommands; CZBar (libzbar: reading a QR code in an image) -> BinderCommands.
 let package = Package(
     name: "binder",
     platforms: [.macOS(.v13)],
@@ -37,6 +37,7 @@ let package = Package(
         .systemLibrary(name: "CFuse3", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
         .target(name: "CLinux"),
         .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
+        .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
         .systemLibrary(name: "CPangoCairo", pkgConfig: "pangocairo",
                        providers: [.apt(["libpango1.0-dev", "libcairo2-dev", "libjpeg-dev"])]),
 
@@ -82,7 +83,7 @@ let package = Package(
         ]),
         .target(name: "BinderCommands", dependencies: [
             "BinderExport", "BinderCore", "BinderFUSE", "BinderGit", "BinderFormat", "BinderSystem", "BinderCrypto",
-            "BinderSync", "BinderServer", "CQREncode",
+            "BinderSync", "BinderServer", "CQREncode", "CZBar",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

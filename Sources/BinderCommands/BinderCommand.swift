@@ -17,7 +17,8 @@ public struct BinderCommand: ParsableCommand {
         subcommands: [KeyCommand.self, UnlockCommand.self, LockCommand.self, CreateCommand.self,
                       MountCommand.self, UnmountCommand.self, VerifyCommand.self,
                       LoginCommand.self, ListCommand.self, CloneCommand.self, SyncCommand.self, StatusCommand.self,
-                      ServeCommand.self, NewCommand.self, LogCommand.self, ExportCommand.self, ShareCommand.self]
+                      ServeCommand.self, NewCommand.self, LogCommand.self, ExportCommand.self, ShareCommand.self,
+                      OpenShareCommand.self]
     )
 
     public init() {}

@@ -70,7 +70,8 @@ extension BinderView {
     func commit(_ plan: (WritePlanner) throws(WriteError) -> WritePlan) throws(WriteError) {
         do {
             try committer.commit { () throws(WriteError) in
-                try plan(WritePlanner(binder: LiveBinder(view: self, snapshot: listings.snapshot), limits: limits))
+                policy.named(try plan(WritePlanner(binder: LiveBinder(view: self, snapshot: listings.snapshot), limits: limits,
+                                                   policy: policy)))
             }
         } catch {
             if error.needsReason {
@@ -90,6 +91,7 @@ extension BinderView {
         let (parentPath, name) = ViewPath.split(path)
         try NameRules.check(name, in: parentPath, path: path)
         _ = try WritePlanner(binder: LiveBinder(view: self, snapshot: listings.snapshot), limits: limits).parent(of: parentPath)
+        if !ScratchNames.isScratch(name) && (try? listings.node(path)) == nil { try policy.checkNew(path) }
         let empty = try WriteError.needingSecretMemory(path) { () throws(SecureMemoryError) in try EditBuffer() }
         if ScratchNames.isScratch(name) {
             scratch.put(path, ScratchFile(content: try WriteError.needingSecretMemory(path) { () throws(SecureMemoryError) in try SecureBytes(zeroed: 0) },
@@ -110,6 +112,7 @@ extension BinderView {
         let path = ViewPath.normalize(path)
         if Self.isControlPath(path) { throw .readOnly(path) }
         if !ScratchNames.isScratch(ViewPath.split(path).name), let current = try? listings.node(path) {
+            try policy.checkChange(path)
             if current.isRaw { throw .readOnly(path) }
             if current.isDirectory { throw .isDirectory(path) }
         }
@@ -263,6 +266,7 @@ extension BinderView {
             try store(to, content: bytes, modified: source.timesSet ? source.modified : nil)
             scratch.remove(from)
         case (nil, true):
+            try policy.checkChange(from)  // a record moved aside as a backup is a change to it
             let content: SecureBytes
             do { content = try currentContent(from) } catch {
                 if case .notFound = error { throw .notFound(from) }

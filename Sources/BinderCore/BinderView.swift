@@ -26,6 +26,8 @@ public final class BinderView: Sendable {
         /// Whether `readdir` of the root lists `.binder` (`mount --views visible`); any path
         /// through it works either way.
         public var viewsVisible: Bool
+        /// What may change (`onlyNewRecords`: a doctor's share, `binder open-share`).
+        public var mode: WriteMode = .everything
 
         public init(cacheCapacity: Int = 256 << 20, branch: String = "main",
                     author: Signature = Signature(name: BinderCreator.defaultAuthor.name, email: BinderCreator.defaultAuthor.email),
@@ -64,6 +66,8 @@ public final class BinderView: Sendable {
     let refusals = RefusalLog()
     let controlViews = ControlViewCache()
     let viewsVisible: Bool
+    /// `Options.mode` with what the view held when it was made.
+    let policy: WritePolicy
 
     public init(repository: GitRepository, key: NIP44.ConversationKey, logger: Logger, options: Options = Options()) throws {
         self.repository = repository
@@ -76,6 +80,7 @@ public final class BinderView: Sendable {
         listings = ListingCache(repository: repository, key: key, logger: logger, plaintext: plaintext, snapshot: snapshot)
         committer = Committer(repository: repository, key: key, logger: logger, branch: options.branch, author: options.author,
                               listings: listings)
+        policy = try WritePolicy(options.mode, listings: listings)
     }
 
     /// The commit shown.

@@ -12,6 +12,8 @@ public enum WriteError: Error, Sendable, Equatable, CustomStringConvertible {
     case notDirectory(String)
     /// Raw files (undecryptable, unparsable, not binder's) and binder's own status files.
     case readOnly(String)
+    /// What a share held when a doctor opened it (`WriteMode.onlyNewRecords`): EROFS.
+    case shared(String)
     /// A change the binder format does not allow (deleting `patient-info`, a folder named
     /// `.git`, …).
     case notPermitted(path: String, reason: String)
@@ -37,6 +39,7 @@ public enum WriteError: Error, Sendable, Equatable, CustomStringConvertible {
         case .isDirectory: return .isDirectory
         case .notDirectory: return .notDirectory
         case .readOnly: return .permissionDenied
+        case .shared: return .readOnlyFileSystem
         case .notPermitted: return .notPermitted
         case .nameTooLong: return .fileNameTooLong
         case .invalid: return .invalidArgument
@@ -63,6 +66,7 @@ public enum WriteError: Error, Sendable, Equatable, CustomStringConvertible {
         case .isDirectory(let p): return "\(p): is a folder"
         case .notDirectory(let p): return "\(p): not a folder"
         case .readOnly(let p): return "\(p): read-only (shown as stored; see binder verify)"
+        case .shared(let p): return "\(p): shared with you read-only (add a new .md note instead)"
         case .notPermitted(let p, let why): return "\(p): \(why)"
         case .nameTooLong(let p): return "\(p): a name is over 255 bytes"
         case .invalid(let p, let why): return "\(p): \(why)"

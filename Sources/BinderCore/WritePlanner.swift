@@ -11,11 +11,15 @@ struct WritePlanner {
     let limits: WriteLimits
     /// The time of this save, as the apps write it (ISO 8601, milliseconds, UTC).
     let now: String
+    /// What may change at all (a doctor's share: new records only).
+    let policy: WritePolicy
 
-    init(binder: any StoredBinder, limits: WriteLimits = WriteLimits(), now: String = Timestamps.now()) {
+    init(binder: any StoredBinder, limits: WriteLimits = WriteLimits(), now: String = Timestamps.now(),
+         policy: WritePolicy = .everything) {
         self.binder = binder
         self.limits = limits
         self.now = now
+        self.policy = policy
     }
 
     /// The patient's own record: every binder has one, so it cannot be deleted or moved away.
@@ -31,6 +35,7 @@ struct WritePlanner {
         let limit = limits.maximum(for: path)
         guard content.count <= limit else { throw .tooLarge(path: path, bytes: content.count, limit: limit) }
         let edit = Edit(planner: self, path: path, name: name, content: content, modifiedTime: modified)
+        if binder.node(path) != nil { try policy.checkChange(path) } else { try policy.checkNew(path) }
         if let current = binder.node(path) {
             if current.isDirectory { throw .isDirectory(path) }
             if current.isRaw { throw .readOnly(path) }
@@ -68,6 +73,7 @@ struct WritePlanner {
     /// `unlink` of a record, an attachment, a child or a raw file.
     func remove(_ path: String) throws(WriteError) -> WritePlan {
         guard let current = binder.node(path) else { throw .notFound(path) }
+        try policy.checkChange(path)
         if path == Self.patientInfo {
             throw .notPermitted(path: path, reason: "every binder keeps its patient-info record (edit it instead)")
         }
@@ -124,6 +130,7 @@ struct WritePlanner {
         let (parentPath, name) = ViewPath.split(path)
         try NameRules.check(name, in: parentPath, path: path)
         if binder.node(path) != nil || binder.pendingFolder(path) != nil { throw .exists(path) }
+        try policy.checkFolder(path)
         if name.hasSuffix(NameMapping.childrenSuffix) { return .inMemory(try childrenFolder(path)) }
         guard case .folder(let gitParent) = try parent(of: parentPath) else {
             throw .notPermitted(path: path, reason: "a record's children folder holds records and attachments, not folders")
@@ -158,6 +165,7 @@ struct WritePlanner {
     func removeDirectory(_ path: String) throws(WriteError) -> WritePlan {
         guard let node = binder.node(path) else { throw .notFound(path) }
         guard node.isDirectory else { throw .notDirectory(path) }
+        try policy.checkChange(path)
         guard binder.names(in: path).isEmpty else { throw .notEmpty(path) }
         guard binder.gitFolders[path] != nil else { return .none() }
         return WritePlan(changes: [.delete(gitPath: path)], message: "Delete folder")
@@ -172,6 +180,7 @@ struct WritePlanner {
             if path.isEmpty || binder.pendingFolder(path) != nil { return .none() }
             throw .notFound(path)
         }
+        try policy.checkChange(path)
         if current.modified.matches(set: time) { return .none() }
         let iso = Self.iso(time)
         switch (current.source, current.owner) {
@@ -203,6 +212,8 @@ struct WritePlanner {
         guard let source = binder.node(from) else { throw .notFound(from) }
         let (toParentPath, toName) = ViewPath.split(to)
         try NameRules.check(toName, in: toParentPath, path: to)
+        try policy.checkChange(from)
+        if binder.node(to) != nil { try policy.checkChange(to) } else if !source.isDirectory { try policy.checkNew(to) }
         if from == Self.patientInfo {
             throw .notPermitted(path: from, reason: "every binder keeps its patient-info record under this name")
         }
@@ -231,7 +242,7 @@ struct WritePlanner {
         defer { secureZero(&content) }
         let removal = try removal(of: source, path: from)
         let removed = PlannedBinder(base: binder, removing: removal.changes, replacedView: [from, to])
-        let store = try WritePlanner(binder: removed, limits: limits, now: now).store(to, content: content)
+        let store = try WritePlanner(binder: removed, limits: limits, now: now, policy: policy).store(to, content: content)
         // Both halves were planned on the same snapshot: if they rewrite the same record (a child
         // moved between two `.children` folders of one record), the second would undo the first.
         let rewritten = Set(removal.changes.filter { !$0.isDeletion }.map(\.gitPath))

@@ -12,14 +12,17 @@ import Synchronization
 final class GitCarrier: SmartHTTPCarrier {
     let repositoryURL: String
     private let token: String
+    /// `Bearer` (a login's JWT), or `ScanToken` (a doctor's scan token: `binder open-share`).
+    private let scheme: String
     let retry: RetryPolicy
     let logger: Logger
     /// Why the transfer failed (set on the transfer's thread, read after libgit2 returns).
     private let lastFailure = Mutex<SyncError?>(nil)
 
-    init(repositoryURL: String, token: String, retry: RetryPolicy, logger: Logger) {
+    init(repositoryURL: String, token: String, scheme: String = "Bearer", retry: RetryPolicy, logger: Logger) {
         self.repositoryURL = repositoryURL
         self.token = token
+        self.scheme = scheme
         self.retry = retry
         self.logger = logger
     }
@@ -39,7 +42,7 @@ final class GitCarrier: SmartHTTPCarrier {
     }
 
     private func once(_ service: SmartHTTPService, body: [UInt8]) throws(SyncError) -> [UInt8] {
-        var headers = [("Authorization", "Bearer " + token)]
+        var headers = [("Authorization", scheme + " " + token)]
         let limits: AnswerLimits
         switch service {
         case .uploadPackAdvertisement, .receivePackAdvertisement:

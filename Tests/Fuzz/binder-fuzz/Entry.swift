@@ -71,6 +71,7 @@ struct FuzzTarget: Sendable {
         "document": FuzzTarget(run: FormatTargets.document),
         "front-matter": FuzzTarget(run: FormatTargets.frontMatter),
         "timestamps": FuzzTarget(run: FormatTargets.timestamps),
+        "scan-invitation": FuzzTarget(run: FormatTargets.scanInvitation),
     ]
 
     static var names: [String] { all.keys.sorted() }

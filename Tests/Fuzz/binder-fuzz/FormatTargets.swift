@@ -95,3 +95,23 @@ enum FormatTargets {
               "timestamp \(seconds).\(nanoseconds) written as \(text) reads back as \(String(describing: reread))")
     }
 }
+
+extension FormatTargets {
+    /// Input: a doctor's QR payload (`binder open-share`). What parses holds to the flow's
+    /// shapes, and the same fields written back as JSON parse to the same invitation.
+    static func scanInvitation(_ bytes: [UInt8]) {
+        guard let invitation = try? ScanInvitation(parsing: bytes) else { return }
+        check(invitation.privateKeyHex.utf8.count == 64, "a key that is not 64 hex characters was taken")
+        check(!invitation.repoId.contains("/") && !invitation.repoId.hasPrefix("."), "a repository id that is a path was taken")
+        check(invitation.endpoint.hasPrefix("http://") || invitation.endpoint.hasPrefix("https://"), "an endpoint that is not http(s)")
+        let written = JSONValue.object(["action": "scan_session", "ephemeralPrivkey": .string(invitation.privateKeyHex),
+                                        "sessionToken": .string(invitation.sessionToken), "repoId": .string(invitation.repoId),
+                                        "expiresAt": JSONValue(invitation.expiresAt), "endpoint": .string(invitation.endpoint)])
+        guard let again = try? ScanInvitation(parsing: written.serializedBytes()) else {
+            return check(false, "an invitation written back does not parse")
+        }
+        check(again.privateKeyHex == invitation.privateKeyHex && again.sessionToken == invitation.sessionToken
+              && again.repoId == invitation.repoId && again.expiresAt == invitation.expiresAt && again.endpoint == invitation.endpoint,
+              "an invitation written back parses to another")
+    }
+}

@@ -1,0 +1,74 @@
+import BinderExport
+internal import CZBar
+
+/// Reads the text of a QR code in a picture with libzbar: the only user of CZBar. Each zbar
+/// object has one owner that frees it in deinit; nothing of zbar's leaves this file.
+enum QRImageReader {
+    enum Failure: Error, CustomStringConvertible {
+        case noCode
+        case scanner(String)
+
+        var description: String {
+            switch self {
+            case .noCode: return "no QR code found in the image"
+            case .scanner(let why): return "the QR decoder failed (\(why))"
+            }
+        }
+    }
+
+    /// The bytes of the first QR code zbar finds in `image`, at most `maximumBytes` of them
+    /// (a longer one is not a scan payload: nil).
+    static func read(_ image: GrayImage, maximumBytes: Int) throws(Failure) -> [UInt8] {
+        guard let scanner = Scanner() else { throw .scanner("no scanner") }
+        guard let picture = Picture(image) else { throw .scanner("no image") }
+        let found = zbar_scan_image(scanner.pointer, picture.pointer)
+        guard found >= 0 else { throw .scanner("zbar_scan_image \(found)") }
+        var symbol = zbar_image_first_symbol(picture.pointer)
+        while let current = symbol {
+            if zbar_symbol_get_type(current) == ZBAR_QRCODE, let data = zbar_symbol_get_data(current) {
+                let count = Int(zbar_symbol_get_data_length(current))
+                guard count <= maximumBytes else { return Array(repeating: 0, count: maximumBytes + 1) }
+                return data.withMemoryRebound(to: UInt8.self, capacity: count) { Array(UnsafeBufferPointer(start: $0, count: count)) }
+            }
+            symbol = zbar_symbol_next(current)
+        }
+        throw .noCode
+    }
+
+    /// A zbar image scanner that looks for QR codes only.
+    private final class Scanner {
+        let pointer: OpaquePointer
+
+        init?() {
+            guard let pointer = zbar_image_scanner_create() else { return nil }
+            self.pointer = pointer
+            _ = zbar_image_scanner_request_dbus(pointer, 0)  // results stay here (zbar can announce them on D-Bus)
+            _ = zbar_image_scanner_set_config(pointer, ZBAR_NONE, ZBAR_CFG_ENABLE, 0)
+            _ = zbar_image_scanner_set_config(pointer, ZBAR_QRCODE, ZBAR_CFG_ENABLE, 1)
+        }
+
+        deinit { zbar_image_scanner_destroy(pointer) }
+    }
+
+    /// A zbar image over a copy of the gray pixels this object owns (zbar only borrows them:
+    /// the image is destroyed before they are freed).
+    private final class Picture {
+        let pointer: OpaquePointer
+        private let pixels: UnsafeMutableBufferPointer<UInt8>
+
+        init?(_ image: GrayImage) {
+            guard let pointer = zbar_image_create() else { return nil }
+            self.pointer = pointer
+            pixels = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(1, image.pixels.count))
+            _ = pixels.initialize(from: image.pixels)
+            zbar_image_set_format(pointer, binder_zbar_format_y800())
+            zbar_image_set_size(pointer, UInt32(image.width), UInt32(image.height))
+            zbar_image_set_data(pointer, pixels.baseAddress, UInt(image.pixels.count), nil)
+        }
+
+        deinit {
+            zbar_image_destroy(pointer)
+            pixels.deallocate()
+        }
+    }
+}
