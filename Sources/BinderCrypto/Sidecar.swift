@@ -269,7 +269,7 @@ public enum Sidecar {
         }
         if wrapped {
             let decoded: SecureBytes?
-            do throws(SecureMemoryError) { decoded = try Base64.decodeToSecret(text, ignoringWhitespace: true) } catch { throw .secretMemory(error) }
+            do throws(SecureMemoryError) { decoded = try Base64.decodeSecret(text, ignoringWhitespace: true) } catch { throw .secretMemory(error) }
             guard let decoded else { throw .contentNotBase64 }
             return decoded
         }
@@ -299,19 +299,18 @@ public enum Sidecar {
     @_spi(Fuzzing)
     public static func sealLegacy(text: [UInt8], key: NIP44.ConversationKey, nonce: [UInt8]? = nil) -> [UInt8] {
         let nonce = nonce ?? randomBytes(32)
-        let keys = NIP44.messageKeys(key, nonce: nonce)
+        precondition(nonce.count == 32, "NIP-44 nonce must be 32 bytes")  // a test's vector, never input
         var raw = [UInt8](repeating: 0, count: 1 + 32 + text.count + 32)
         raw[0] = 0xFF
         raw.replaceSubrange(1..<33, with: nonce)
         raw.withUnsafeMutableBytes { out in
             let ciphertext = UnsafeMutableRawBufferPointer(rebasing: out[33..<(33 + text.count)])
-            keys.chachaKey.withUnsafeBytes { k in
-                keys.chachaNonce.withUnsafeBytes { n in
-                    text.withUnsafeBytes { chacha20XOR($0, key: k, nonce: n, into: ciphertext) }
-                }
+            let mac = UnsafeMutableRawBufferPointer(rebasing: out[(33 + text.count)...])
+            // The message keys live in scratch memory zeroed on return: no secret memory to run out of.
+            NIP44.withMessageKeys(key, nonce: UnsafeRawBufferPointer(rebasing: out[1..<33])) { chachaKey, chachaNonce, hmacKey in
+                text.withUnsafeBytes { chacha20XOR($0, key: chachaKey, nonce: chachaNonce, into: ciphertext) }
+                hmacSHA256(key: hmacKey, [UnsafeRawBufferPointer(rebasing: out[1..<(33 + text.count)])], into: mac)
             }
-            let mac = keys.hmacKey.withUnsafeBytes { hmacSHA256(key: $0, [UnsafeRawBufferPointer(rebasing: out[1..<(33 + text.count)])]) }
-            mac.withUnsafeBytes { (out.baseAddress! + 33 + text.count).copyMemory(from: $0.baseAddress!, byteCount: 32) }
         }
         return Base64.encode(raw)
     }
@@ -319,7 +318,7 @@ public enum Sidecar {
     /// Inline attachments (the original spec): the document's `value` is base64 of the bytes;
     /// nil when it is not base64.
     public static func decodeInline(_ value: String) throws(SecureMemoryError) -> SecureBytes? {
-        try Base64.decodeToSecret(try SecureBytes(copyingUTF8: value), ignoringWhitespace: true)
+        try Base64.decodeSecret(try SecureBytes(copyingUTF8: value), ignoringWhitespace: true)
     }
 
     /// How many bytes `decodeInline(value)` gives when `value` is well-formed base64, worked
