@@ -36,7 +36,7 @@ final class KeyMemoryExhaustionTests: XCTestCase {
         let passphrase = try SecureBytes(copyingUTF8: "correct horse")
         let ncryptsec = try NIP49.encrypt(key, passphrase: passphrase, logN: 1)
         let base64 = try SecureBytes(copyingUTF8: "QUJD")
-        withoutSecretMemory {
+        try withoutSecretMemory {
             assertExhausted(try SecretKey.generate(), "generating a key")
             assertExhausted(try SecretKey(nsec: nsec), "importing an nsec")
             assertExhausted(try SecretKey(hex: String(repeating: "1", count: 64)), "importing a hex key")

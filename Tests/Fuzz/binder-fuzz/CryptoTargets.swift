@@ -79,7 +79,8 @@ enum CryptoTargets {
             do {
                 let sealed = try NIP49.encrypt(key, passphrase: passphrase, logN: 1)
                 let opened = try NIP49.decrypt(sealed, passphrase: passphrase)
-                check(try opened.key.hexSecret().constantTimeEquals(try key.hexSecret()), "NIP-49 round trip changed the key")
+                let same = try opened.key.hexSecret().constantTimeEquals(try key.hexSecret())
+                check(same, "NIP-49 round trip changed the key")
             } catch {
                 check(false, "NIP-49 round trip failed: \(error)")
             }
