@@ -1,4 +1,5 @@
 import ArgumentParser
+import BinderCrypto
 import BinderSystem
 import Foundation
 
@@ -61,6 +62,8 @@ public struct BinderCommand: ParsableCommand {
             Foundation.exit(ExitStatus.success)
         } catch let failure as CommandFailure {
             fail(failure)
+        } catch let exhausted as SecureMemoryError {
+            fail(CommandFailure(exhausted.description))
         } catch {
             // swift-argument-parser's own: help and --version (0), usage errors (64).
             exit(withError: error)

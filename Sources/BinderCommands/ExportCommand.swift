@@ -45,7 +45,7 @@ struct ExportCommand: ParsableCommand {
     func run() throws {
         let state = StateDirectory()
         let (repository, path) = try BinderLocator(state: state).open(try binderForViews(binder, state: state))
-        let key = NIP44.ConversationKey(selfOf: try KeyStore(state: state).secretKey(passphrase: passphrase.source))
+        let key = try NIP44.ConversationKey(selfOf: KeyStore(state: state).secretKey(passphrase: passphrase.source))
         do { try BinderCreator.checkIsBinder(repository, key: key) } catch {
             throw CommandFailure("cannot export \(path): \(error)")
         }

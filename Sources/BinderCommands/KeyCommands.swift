@@ -23,11 +23,11 @@ struct KeyCommand: ParsableCommand {
             guard !store.exists else {
                 throw CommandFailure("a key already exists at \(store.state.keyFile); move it away first to replace it")
             }
-            let key = SecretKey.generate()
+            let key = try SecretKey.generate()
             let secret = try askNewPassphrase(passphrase.source)
             let ncryptsec = try NIP49.encrypt(key, passphrase: secret, logN: logN)
             try store.save(ncryptsec: ncryptsec, publicKey: key.publicKey)
-            let nsec = key.nsec()
+            let nsec = try key.nsec()
             printOut("Your public key:  \(key.publicKey.npub)")
             printOut("")
             printOut("Your secret key is shown this once. Write it down and keep it somewhere safe:")
@@ -52,7 +52,7 @@ struct KeyCommand: ParsableCommand {
             guard !store.exists else {
                 throw CommandFailure("a key already exists at \(store.state.keyFile); move it away first to replace it")
             }
-            let input = readStandardInputSecret()
+            let input = try readStandardInputSecret()
             let text = input.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
                 .trimmingCharacters(in: .whitespacesAndNewlines)
             guard !text.isEmpty else { throw CommandFailure("nothing on standard input: pipe in an nsec, hex key or ncryptsec") }
@@ -115,7 +115,7 @@ struct KeyCommand: ParsableCommand {
                 throw CommandFailure.usage("--nsec prints your secret key in the clear; add --confirm-plaintext if you mean it")
             }
             let key = try store.secretKey(passphrase: passphrase.source)
-            let text = key.nsec()
+            let text = try key.nsec()
             text.withUnsafeBytes { FileHandle.standardOutput.write(Data($0)) }
             FileHandle.standardOutput.write(Data("\n".utf8))
         }
@@ -132,6 +132,6 @@ func askNewPassphrase(_ source: PassphraseSource) throws -> SecureBytes {
 }
 
 /// All of standard input, into secret memory (a key being imported).
-func readStandardInputSecret(limit: Int = 4096) -> SecureBytes {
-    SecretInput.read(fd: 0, upTo: limit)
+func readStandardInputSecret(limit: Int = 4096) throws(SecureMemoryError) -> SecureBytes {
+    try SecretInput.read(fd: 0, upTo: limit)
 }

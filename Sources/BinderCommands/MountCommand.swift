@@ -156,7 +156,7 @@ struct MountCommand: ParsableCommand {
             printDetail("key: from the kernel keyring if unlocked, else with the passphrase in \(file)")
         }
         let key = try KeyStore(state: state).secretKey(passphrase: passphraseSource)
-        let conversationKey = NIP44.ConversationKey(selfOf: key)
+        let conversationKey = try NIP44.ConversationKey(selfOf: key)
         do { try BinderCreator.checkIsBinder(repository, key: conversationKey) } catch let error as BinderCreator.NotABinder {
             if !force { throw notABinder(path, error) }
         } catch {
@@ -283,7 +283,12 @@ struct MountCommand: ParsableCommand {
                                 logPath: String) throws {
         let logger = FileLogHandler.logger(label: "binder.mount", path: logPath, echo: false, notify: notifyTitle(name))
         let report = DaemonProcess.report
-        guard let raw = DaemonProcess.receiveSecret(count: 32), let key = try? SecretKey(bytes: raw) else {
+        let received: SecureBytes?
+        do { received = try DaemonProcess.receiveSecret(count: 32) } catch {
+            report("error: \(error)")
+            throw CommandFailure("\(error)")
+        }
+        guard let raw = received, let key = try? SecretKey(bytes: raw) else {
             report("error: the mount daemon did not receive the key")
             throw CommandFailure("no key on fd 3")
         }
@@ -409,7 +414,7 @@ struct MountCommand: ParsableCommand {
         if writerLock != nil { arguments += ["--writer-lock-fd", "\(DaemonProcess.inheritedDescriptor)"] }
         let daemon: DaemonProcess
         do {
-            daemon = try DaemonProcess.spawnSelf(arguments: arguments, secret: key.withUnsafeBytes { SecureBytes($0) },
+            daemon = try DaemonProcess.spawnSelf(arguments: arguments, secret: key.withUnsafeBytes { try SecureBytes(copying: $0) },
                                                  inherited: writerLock?.fd)
         } catch {
             throw CommandFailure("cannot start the mount daemon: \(error)")

@@ -70,7 +70,7 @@ struct ShareCommand: ParsableCommand {
     private func share(state: StateDirectory, key: SecretKey, book: ShareBook, accounts: Accounts) throws {
         let lifetime = try lifetime()
         let (repository, path) = try BinderLocator(state: state).open(try defaultBinder(binder, state: state))
-        let conversationKey = NIP44.ConversationKey(selfOf: key)
+        let conversationKey = try NIP44.ConversationKey(selfOf: key)
         do { try BinderCreator.checkKey(repository, key: conversationKey) } catch {
             throw CommandFailure("your key cannot read \(path): \(error)")
         }
@@ -78,7 +78,7 @@ struct ShareCommand: ParsableCommand {
         let client: ServerClient
         do { client = try ServerClient(server: server) } catch { throw failure(error) }
         let session = ServerSession(client: client, key: key, accounts: accounts)
-        let throwaway = SecretKey.generate()
+        let throwaway = try SecretKey.generate()
         let repoId = ServerClient.newStagingID()
         // The staging copy holds only ciphertext under the throwaway key; it goes once pushed.
         let stagingPath = state.root + "/shares/" + repoId + ".git"
@@ -103,7 +103,7 @@ struct ShareCommand: ParsableCommand {
         do { scan = try session.authorized { (token: String) throws(SyncError) in
             try client.openScanSession(token: token, repoId: repoId, lifetime: lifetime)
         } } catch { throw failure(error) }
-        let secrets = ShareSecrets(ephemeralPrivkey: String(decoding: throwaway.hexSecret().copyBytes(), as: UTF8.self),
+        let secrets = ShareSecrets(ephemeralPrivkey: String(decoding: try throwaway.hexSecret().copyBytes(), as: UTF8.self),
                                    sessionToken: scan.sessionToken, label: label ?? "", paths: paths,
                                    records: copy.paths.filter { $0.hasSuffix(".json") && !$0.hasSuffix(".meta.json") }.count)
         let record = ShareRecord(id: repoId, server: client.base, binder: path, created: Self.now, expiresAt: scan.expiresAt,

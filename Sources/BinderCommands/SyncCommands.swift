@@ -195,7 +195,7 @@ struct SyncCommand: ParsableCommand {
         let (repository, path) = try BinderLocator(state: state).open(try defaultBinder(binder, state: state))
         let accounts = Accounts(path: state.accountsFile)
         let key = try KeyStore(state: state).secretKey(passphrase: passphrase.source)
-        let conversationKey = NIP44.ConversationKey(selfOf: key)
+        let conversationKey = try NIP44.ConversationKey(selfOf: key)
         do { try BinderCreator.checkKey(repository, key: conversationKey) } catch {
             throw CommandFailure("your key cannot read \(path): \(error)")
         }

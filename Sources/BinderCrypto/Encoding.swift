@@ -85,13 +85,6 @@ public enum Base64 {
         bytes.withUnsafeBytes { encode($0) }
     }
 
-    /// Base64 text of secret bytes, into secret memory.
-    public static func encodeSecret(_ bytes: SecureBytes) -> SecureBytes {
-        do {
-            return try bytes.withUnsafeBytes { (b) throws(SecureMemoryError) in try encodeToSecret(b) }
-        } catch { fatalError("\(error)") }
-    }
-
     /// Base64 text of `bytes` (secret), into secret memory, reporting exhausted secret memory.
     static func encodeToSecret(_ bytes: UnsafeRawBufferPointer) throws(SecureMemoryError) -> SecureBytes {
         Sodium.ensureReady()
@@ -130,14 +123,9 @@ public enum Base64 {
         decode(Array(text.utf8))
     }
 
-    /// Decode base64 held in secret memory into secret memory; `ignoring` whitespace such as
-    /// the line breaks some writers insert.
-    public static func decodeSecret(_ text: SecureBytes, ignoringWhitespace: Bool = true) -> SecureBytes? {
-        do { return try decodeToSecret(text, ignoringWhitespace: ignoringWhitespace) } catch { fatalError("\(error)") }
-    }
-
-    /// `decodeSecret`, reporting exhausted secret memory instead of stopping.
-    static func decodeToSecret(_ text: SecureBytes, ignoringWhitespace: Bool) throws(SecureMemoryError) -> SecureBytes? {
+    /// Decode base64 held in secret memory into secret memory, `ignoringWhitespace` such as the
+    /// line breaks some writers insert; nil when it is not base64.
+    public static func decodeSecret(_ text: SecureBytes, ignoringWhitespace: Bool = true) throws(SecureMemoryError) -> SecureBytes? {
         Sodium.ensureReady()
         // libsodium finds ignored characters with strchr, which also matches the string's NUL
         // terminator: NUL bytes would be skipped as if they were whitespace.

@@ -38,16 +38,17 @@ public enum NIP44 {
     public struct ConversationKey: Sendable {
         let key: SecureBytes
 
-        public init(secretKey: SecretKey, publicKey: PublicKey) {
-            let shared = secretKey.sharedX(with: publicKey)
-            key = shared.withUnsafeBytes { ikm in
-                Array("nip44-v2".utf8).withUnsafeBytes { salt in hmacSHA256(key: salt, [ikm]) }
+        /// HKDF-extract(salt "nip44-v2", the ECDH shared x); the shared x lives on the stack and
+        /// is zeroed, so the key's 32 bytes are the only secret memory this needs.
+        public init(secretKey: SecretKey, publicKey: PublicKey) throws(SecureMemoryError) {
+            key = try secretKey.withSharedX(with: publicKey) { (ikm) throws(SecureMemoryError) in
+                try Array("nip44-v2".utf8).withBytes { (salt) throws(SecureMemoryError) in try hmacSHA256(key: salt, [ikm]) }
             }
         }
 
         /// The key a binder's owner encrypts to themselves with.
-        public init(selfOf secretKey: SecretKey) {
-            self.init(secretKey: secretKey, publicKey: secretKey.publicKey)
+        public init(selfOf secretKey: SecretKey) throws(SecureMemoryError) {
+            try self.init(secretKey: secretKey, publicKey: secretKey.publicKey)
         }
 
         public init(raw: SecureBytes) throws(NIP44.Error) {
@@ -55,7 +56,7 @@ public enum NIP44 {
             key = raw
         }
 
-        public var hexSecret: SecureBytes { key.hexSecret() }
+        public var hexSecret: SecureBytes { get throws(SecureMemoryError) { try key.hexSecret() } }
     }
 
     /// The per-message keys of NIP-44: HKDF-expand(conversation key, info = nonce, 76 bytes).
@@ -65,11 +66,14 @@ public enum NIP44 {
         public let hmacKey: SecureBytes     // 32 bytes
     }
 
-    public static func messageKeys(_ conversationKey: ConversationKey, nonce: [UInt8]) -> MessageKeys {
+    /// The message keys in secret memory, for tests and test vectors (encryption and decryption
+    /// use `withMessageKeys`).
+    public static func messageKeys(_ conversationKey: ConversationKey, nonce: [UInt8]) throws(SecureMemoryError) -> MessageKeys {
         precondition(nonce.count == 32, "NIP-44 nonce must be 32 bytes")
-        return nonce.withUnsafeBytes { n in
-            withMessageKeys(conversationKey, nonce: n) { key, chachaNonce, hmacKey in
-                MessageKeys(chachaKey: SecureBytes(key), chachaNonce: SecureBytes(chachaNonce), hmacKey: SecureBytes(hmacKey))
+        return try nonce.withBytes { (n) throws(SecureMemoryError) in
+            try withMessageKeys(conversationKey, nonce: n) { (key, chachaNonce, hmacKey) throws(SecureMemoryError) in
+                MessageKeys(chachaKey: try SecureBytes(copying: key), chachaNonce: try SecureBytes(copying: chachaNonce),
+                            hmacKey: try SecureBytes(copying: hmacKey))
             }
         }
     }

@@ -12,6 +12,7 @@ public enum NIP49 {
         case wrongPassphrase
         case scryptFailed(logN: UInt8)
         case invalidKey(String)
+        case secretMemory(SecureMemoryError)
 
         public var description: String {
             switch self {
@@ -20,6 +21,7 @@ public enum NIP49 {
             case .wrongPassphrase: return "wrong passphrase"
             case .scryptFailed(let n): return "scrypt failed (log_n \(n); out of memory?)"
             case .invalidKey(let why): return "ncryptsec holds an invalid key: \(why)"
+            case .secretMemory(let error): return error.description
             }
         }
     }
@@ -36,16 +38,22 @@ public enum NIP49 {
     public static let maximumLogN: UInt8 = 22
 
     /// The passphrase as NIP-49 wants it: Unicode NFKC, then UTF-8, in secret memory.
-    static func normalizedPassphrase(_ passphrase: SecureBytes) -> SecureBytes {
+    static func normalizedPassphrase(_ passphrase: SecureBytes) throws(SecureMemoryError) -> SecureBytes {
         let text = passphrase.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-        return SecureBytes(utf8: text.precomposedStringWithCompatibilityMapping)
+        return try SecureBytes(copyingUTF8: text.precomposedStringWithCompatibilityMapping)
+    }
+
+    /// `count` zero bytes of secret memory, or `.secretMemory`.
+    static func secretBuffer(_ count: Int) throws(NIP49.Error) -> SecureBytes {
+        do throws(SecureMemoryError) { return try SecureBytes(zeroed: count) } catch { throw .secretMemory(error) }
     }
 
     static func scryptKey(_ passphrase: SecureBytes, salt: [UInt8], logN: UInt8) throws(NIP49.Error) -> SecureBytes {
         Sodium.ensureReady()
         guard logN >= 1 && logN <= maximumLogN else { throw .malformed("log_n \(logN) is out of range") }
-        let normalized = normalizedPassphrase(passphrase)
-        let key = SecureBytes(count: 32)
+        let normalized: SecureBytes
+        do throws(SecureMemoryError) { normalized = try normalizedPassphrase(passphrase) } catch { throw .secretMemory(error) }
+        let key = try secretBuffer(32)
         let rc = key.withUnsafeMutableBytes { k in
             normalized.withUnsafeBytes { p in
                 crypto_pwhash_scryptsalsa208sha256_ll(p.baseAddress!.assumingMemoryBound(to: UInt8.self), p.count,
@@ -104,7 +112,7 @@ public enum NIP49 {
         let nonce = fields.nonce, ciphertext = fields.ciphertext
         var ad = fields.keySecurity
         let key = try scryptKey(passphrase, salt: fields.salt, logN: fields.logN)
-        let secret = SecureBytes(count: 32)
+        let secret = try secretBuffer(32)
         var written: UInt64 = 0
         let rc = secret.withUnsafeMutableBytes { s in
             key.withUnsafeBytes { k in

@@ -35,6 +35,11 @@ public struct PublicKey: Hashable, Sendable {
         self.bytes = bytes
     }
 
+    /// 32 bytes libsecp256k1 has just serialised from a point: valid by construction.
+    fileprivate init(serialised bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
     public init(hex: String) throws(KeyError) {
         guard let raw = Hex.decode(hex), raw.count == 32 else {
             throw .invalidPublicKey("public key hex must be 64 hex characters")
@@ -86,9 +91,10 @@ public struct SecretKey: Sendable {
     }
 
     /// A fresh random key.
-    public static func generate() -> SecretKey {
+    public static func generate() throws(SecureMemoryError) -> SecretKey {
         while true {
-            if let key = try? SecretKey(bytes: randomSecret(32)) { return key }
+            let candidate = try randomSecret(32)  // out of range about once in 2^128 draws
+            if let key = try? SecretKey(bytes: candidate) { return key }
         }
     }
 
@@ -98,7 +104,7 @@ public struct SecretKey: Sendable {
             throw .malformed("secret key hex must be 64 hex characters")
         }
         defer { secureZero(&raw) }
-        try self.init(bytes: SecureBytes(raw))
+        try self.init(bytes: Self.secretCopy(raw))
     }
 
     /// From `nsec1…`.
@@ -108,7 +114,11 @@ public struct SecretKey: Sendable {
         defer { secureZero(&decoded.data) }
         guard decoded.hrp == "nsec" else { throw .malformed("expected an nsec, got \(decoded.hrp)") }
         guard decoded.data.count == 32 else { throw .malformed("nsec must hold 32 bytes, holds \(decoded.data.count)") }
-        try self.init(bytes: SecureBytes(decoded.data))
+        try self.init(bytes: Self.secretCopy(decoded.data))
+    }
+
+    private static func secretCopy(_ bytes: [UInt8]) throws(KeyError) -> SecureBytes {
+        do throws(SecureMemoryError) { return try SecureBytes(copying: bytes) } catch { throw .secretMemory(error) }
     }
 
     public var publicKey: PublicKey {
@@ -119,16 +129,18 @@ public struct SecretKey: Sendable {
         _ = secp256k1_keypair_xonly_pub(Secp256k1Context.shared.pointer, &xonly, &parity, &keypair)
         var out = [UInt8](repeating: 0, count: 32)
         _ = secp256k1_xonly_pubkey_serialize(Secp256k1Context.shared.pointer, &out, &xonly)
-        return try! PublicKey(xOnly: out)
+        return PublicKey(serialised: out)
     }
 
     /// `nsec1…`, as a secret.
-    public func nsec() -> SecureBytes {
-        secret.withUnsafeBytes { SecureBytes(utf8: Bech32.encode(hrp: "nsec", data: Array($0))) }
+    public func nsec() throws(SecureMemoryError) -> SecureBytes {
+        var raw = secret.copyBytes()
+        defer { secureZero(&raw) }
+        return try SecureBytes(copyingUTF8: Bech32.encode(hrp: "nsec", data: raw))
     }
 
     /// 64 lowercase hex characters, as a secret.
-    public func hexSecret() -> SecureBytes { secret.hexSecret() }
+    public func hexSecret() throws(SecureMemoryError) -> SecureBytes { try secret.hexSecret() }
 
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try secret.withUnsafeBytes(body)
@@ -144,19 +156,21 @@ public struct SecretKey: Sendable {
         return keypair
     }
 
-    /// ECDH as NIP-44 defines it: the shared point's x-coordinate, unhashed.
-    func sharedX(with publicKey: PublicKey) -> SecureBytes {
+    /// Runs `body` with ECDH as NIP-44 defines it (the shared point's x-coordinate, unhashed),
+    /// held in scratch memory that is zeroed before this returns.
+    func withSharedX<R, E: Error>(with publicKey: PublicKey, _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         var point = publicKey.evenYPoint()
-        let out = SecureBytes(count: 32)
-        let ok = out.withUnsafeMutableBytes { o in
-            secret.withUnsafeBytes { s in
+        return try withUnsafeTemporaryAllocation(byteCount: 32, alignment: 16) { (shared) throws(E) -> R in
+            defer { secureZero(shared) }
+            let ok = secret.withUnsafeBytes { s in
                 binder_ecdh_xonly(Secp256k1Context.shared.pointer,
-                                  o.baseAddress!.assumingMemoryBound(to: UInt8.self), &point,
+                                  shared.baseAddress!.assumingMemoryBound(to: UInt8.self), &point,
                                   s.baseAddress!.assumingMemoryBound(to: UInt8.self))
             }
+            // Both keys were validated, and the group has prime order: the product is never infinity.
+            precondition(ok == 1, "ECDH failed with a validated key pair")
+            return try body(UnsafeRawBufferPointer(shared))
         }
-        precondition(ok == 1, "ECDH failed with a validated key pair")
-        return out
     }
 
     /// BIP-340 Schnorr signature of a 32-byte message, with fresh auxiliary randomness.
@@ -185,10 +199,12 @@ public enum KeyError: Error, Equatable, CustomStringConvertible {
     case invalidSecretKey(String)
     case invalidPublicKey(String)
     case malformed(String)
+    case secretMemory(SecureMemoryError)
 
     public var description: String {
         switch self {
         case .invalidSecretKey(let why), .invalidPublicKey(let why), .malformed(let why): return why
+        case .secretMemory(let error): return error.description
         }
     }
 }

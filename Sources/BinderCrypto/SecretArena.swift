@@ -8,7 +8,7 @@ public enum SecureMemoryError: Swift.Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .exhausted(let bytes): return "secret memory: cannot map \(bytes) more bytes of guarded, locked memory"
+        case .exhausted(let bytes): return "out of secret memory (ENOMEM): cannot map \(bytes) more bytes of guarded, locked memory"
         }
     }
 }

@@ -7,9 +7,9 @@ import Synchronization
 /// core dumps) and is zeroed and given back when the last reference goes. Contents are written
 /// only while the value is being built (before it is shared), which is why it can be `Sendable`.
 ///
-/// The throwing initialisers (`zeroed:`, `copying:`, `copyingUTF8:`) report exhausted secret
-/// memory as `SecureMemoryError`; everything reachable from a mount uses them. The plain ones
-/// (`count:`, `_:`, `utf8:`) stop the process instead, for the command line's few small keys.
+/// Every initialiser (`zeroed:`, `copying:`, `copyingUTF8:`) reports exhausted secret memory as
+/// `SecureMemoryError`: a mount answers ENOMEM, a command says so and exits 1, the server
+/// refuses to start. None stops the process.
 public final class SecureBytes: @unchecked Sendable {
     private let base: UnsafeMutableRawPointer
     public let count: Int
@@ -45,21 +45,6 @@ public final class SecureBytes: @unchecked Sendable {
         string.withUTF8 { source in
             if count > 0 { base.copyMemory(from: source.baseAddress!, byteCount: count) }
         }
-    }
-
-    /// A zero-filled secret buffer of `count` bytes; stops the process if secret memory is exhausted.
-    public convenience init(count: Int) {
-        do { try self.init(zeroed: count) } catch { fatalError("\(error)") }
-    }
-
-    /// `init(copying:)`, stopping the process if secret memory is exhausted.
-    public convenience init(_ bytes: some Collection<UInt8>) {
-        do { try self.init(copying: bytes) } catch { fatalError("\(error)") }
-    }
-
-    /// `init(copyingUTF8:)`, stopping the process if secret memory is exhausted.
-    public convenience init(utf8 string: String) {
-        do { try self.init(copyingUTF8: string) } catch { fatalError("\(error)") }
     }
 
     deinit {
@@ -104,11 +89,6 @@ public final class SecureBytes: @unchecked Sendable {
         return out
     }
 
-    /// `copying(_:)`, stopping the process if secret memory is exhausted.
-    public func slice(_ range: Range<Int>) -> SecureBytes {
-        do { return try copying(range) } catch { fatalError("\(error)") }
-    }
-
     /// Copies the bytes out into an ordinary array. Only for data that is about to leave the
     /// process's secret memory anyway (an answer to a FUSE read, a file written by the user).
     public func copyBytes() -> [UInt8] {
@@ -121,8 +101,8 @@ public final class SecureBytes: @unchecked Sendable {
     }
 
     /// Lowercase hex of the contents, as a secret.
-    public func hexSecret() -> SecureBytes {
-        let out = SecureBytes(count: count * 2)
+    public func hexSecret() throws(SecureMemoryError) -> SecureBytes {
+        let out = try SecureBytes(zeroed: count * 2)
         out.withUnsafeMutableBytes { o in
             withUnsafeBytes { i in Hex.encode(i, into: o) }
         }

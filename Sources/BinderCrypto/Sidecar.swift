@@ -168,10 +168,28 @@ public enum Sidecar {
     private static func decryptText(_ ciphertext: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer,
                                     nonce: UnsafeRawBufferPointer) throws(Sidecar.Error) -> SecureBytes {
         let length = ciphertext.count
-        // The text's first `wrapSample` characters and its last two say whether it is wrapped
-        // into lines and how long the attachment is.
-        let shape: (wrapped: Bool, lastTwo: (UInt8, UInt8))? = withUnsafeTemporaryAllocation(
-            byteCount: 256, alignment: 16) { scratch in
+        guard let shape = textShape(ciphertext, key: key, nonce: nonce) else { return try secret(count: 0) }
+        if shape.wrapped {
+            let text = try secret(count: length)
+            text.withUnsafeMutableBytes { chacha20XOR(ciphertext, key: key, nonce: nonce, counter: 1, into: $0) }
+            return try content(ofText: text)
+        }
+        guard let size = Base64Decoder.decodedCount(textCount: length, lastTwo: shape.lastTwo) else {
+            throw .contentNotBase64
+        }
+        let content = try secret(count: size)
+        let valid = content.withUnsafeMutableBytes { decryptAndDecode(ciphertext, key: key, nonce: nonce, into: $0) }
+        guard valid else { throw .contentNotBase64 }
+        return content
+    }
+
+    /// Whether the text is wrapped into lines (its first `wrapSample` characters or its last two
+    /// show whitespace) and its last two characters (which give the attachment's length),
+    /// decrypting only those; nil for an empty text.
+    private static func textShape(_ ciphertext: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer,
+                                  nonce: UnsafeRawBufferPointer) -> (wrapped: Bool, lastTwo: (UInt8, UInt8))? {
+        let length = ciphertext.count
+        return withUnsafeTemporaryAllocation(byteCount: 256, alignment: 16) { scratch in
             defer { secureZero(scratch) }
             guard length > 0 else { return nil }
             let head = min(wrapSample, length)
@@ -186,45 +204,39 @@ public enum Sidecar {
             let wrapped = showsWhitespace(UnsafeRawBufferPointer(headText)) || showsWhitespace(lastTwo)
             return (wrapped, lastTwo.count == 2 ? (lastTwo[0], lastTwo[1]) : (0, lastTwo[0]))
         }
-        guard let shape else { return try secret(count: 0) }
-        if shape.wrapped {
-            let text = try secret(count: length)
-            text.withUnsafeMutableBytes { chacha20XOR(ciphertext, key: key, nonce: nonce, counter: 1, into: $0) }
-            return try content(ofText: text)
-        }
-        guard let size = Base64Decoder.decodedCount(textCount: length, lastTwo: shape.lastTwo) else {
-            throw .contentNotBase64
-        }
-        let content = try secret(count: size)
+    }
+
+    /// Decrypts unwrapped base64 text `chunkBytes` at a time into zeroed scratch and decodes
+    /// each chunk straight into `out`; false when the text is not base64.
+    private static func decryptAndDecode(_ ciphertext: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer,
+                                         nonce: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Bool {
+        let length = ciphertext.count
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: min(chunkBytes, length), alignment: 64)
         defer {
             secureZero(scratch)
             scratch.deallocate()
         }
         var valid = true
-        content.withUnsafeMutableBytes { out in
-            var offset = 0
-            while offset < length {
-                let count = min(chunkBytes, length - offset)
-                let text = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<count])
-                chacha20XOR(UnsafeRawBufferPointer(rebasing: ciphertext[offset..<(offset + count)]), key: key,
-                            nonce: nonce, counter: 1 + UInt32(offset / 64), into: text)
-                let outStart = offset / 4 * 3
-                if offset + count < length {
-                    let ok = Base64Decoder.decodeFullGroups(
-                        UnsafeRawBufferPointer(text),
-                        into: UnsafeMutableRawBufferPointer(rebasing: out[outStart..<(outStart + count / 4 * 3)]))
-                    valid = valid && ok
-                } else {
-                    let ok = Base64Decoder.decode(UnsafeRawBufferPointer(text),
-                                                  into: UnsafeMutableRawBufferPointer(rebasing: out[outStart...]))
-                    valid = valid && ok
-                }
-                offset += count
+        var offset = 0
+        while offset < length {
+            let count = min(chunkBytes, length - offset)
+            let text = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<count])
+            chacha20XOR(UnsafeRawBufferPointer(rebasing: ciphertext[offset..<(offset + count)]), key: key,
+                        nonce: nonce, counter: 1 + UInt32(offset / 64), into: text)
+            let outStart = offset / 4 * 3
+            if offset + count < length {
+                let ok = Base64Decoder.decodeFullGroups(
+                    UnsafeRawBufferPointer(text),
+                    into: UnsafeMutableRawBufferPointer(rebasing: out[outStart..<(outStart + count / 4 * 3)]))
+                valid = valid && ok
+            } else {
+                let ok = Base64Decoder.decode(UnsafeRawBufferPointer(text),
+                                              into: UnsafeMutableRawBufferPointer(rebasing: out[outStart...]))
+                valid = valid && ok
             }
+            offset += count
         }
-        guard valid else { throw .contentNotBase64 }
-        return content
+        return valid
     }
 
     private static func secret(count: Int) throws(Sidecar.Error) -> SecureBytes {
@@ -269,7 +281,7 @@ public enum Sidecar {
         }
         if wrapped {
             let decoded: SecureBytes?
-            do throws(SecureMemoryError) { decoded = try Base64.decodeToSecret(text, ignoringWhitespace: true) } catch { throw .secretMemory(error) }
+            do throws(SecureMemoryError) { decoded = try Base64.decodeSecret(text, ignoringWhitespace: true) } catch { throw .secretMemory(error) }
             guard let decoded else { throw .contentNotBase64 }
             return decoded
         }
@@ -299,19 +311,18 @@ public enum Sidecar {
     @_spi(Fuzzing)
     public static func sealLegacy(text: [UInt8], key: NIP44.ConversationKey, nonce: [UInt8]? = nil) -> [UInt8] {
         let nonce = nonce ?? randomBytes(32)
-        let keys = NIP44.messageKeys(key, nonce: nonce)
+        precondition(nonce.count == 32, "NIP-44 nonce must be 32 bytes")  // a test's vector, never input
         var raw = [UInt8](repeating: 0, count: 1 + 32 + text.count + 32)
         raw[0] = 0xFF
         raw.replaceSubrange(1..<33, with: nonce)
         raw.withUnsafeMutableBytes { out in
             let ciphertext = UnsafeMutableRawBufferPointer(rebasing: out[33..<(33 + text.count)])
-            keys.chachaKey.withUnsafeBytes { k in
-                keys.chachaNonce.withUnsafeBytes { n in
-                    text.withUnsafeBytes { chacha20XOR($0, key: k, nonce: n, into: ciphertext) }
-                }
+            let mac = UnsafeMutableRawBufferPointer(rebasing: out[(33 + text.count)...])
+            // The message keys live in scratch memory zeroed on return: no secret memory to run out of.
+            NIP44.withMessageKeys(key, nonce: UnsafeRawBufferPointer(rebasing: out[1..<33])) { chachaKey, chachaNonce, hmacKey in
+                text.withUnsafeBytes { chacha20XOR($0, key: chachaKey, nonce: chachaNonce, into: ciphertext) }
+                hmacSHA256(key: hmacKey, [UnsafeRawBufferPointer(rebasing: out[1..<(33 + text.count)])], into: mac)
             }
-            let mac = keys.hmacKey.withUnsafeBytes { hmacSHA256(key: $0, [UnsafeRawBufferPointer(rebasing: out[1..<(33 + text.count)])]) }
-            mac.withUnsafeBytes { (out.baseAddress! + 33 + text.count).copyMemory(from: $0.baseAddress!, byteCount: 32) }
         }
         return Base64.encode(raw)
     }
@@ -319,7 +330,7 @@ public enum Sidecar {
     /// Inline attachments (the original spec): the document's `value` is base64 of the bytes;
     /// nil when it is not base64.
     public static func decodeInline(_ value: String) throws(SecureMemoryError) -> SecureBytes? {
-        try Base64.decodeToSecret(try SecureBytes(copyingUTF8: value), ignoringWhitespace: true)
+        try Base64.decodeSecret(try SecureBytes(copyingUTF8: value), ignoringWhitespace: true)
     }
 
     /// How many bytes `decodeInline(value)` gives when `value` is well-formed base64, worked

@@ -22,9 +22,9 @@ public func randomBytes(_ count: Int) -> [UInt8] {
 }
 
 /// Fills a secret buffer with random bytes without the bytes ever passing through an array.
-public func randomSecret(_ count: Int) -> SecureBytes {
+public func randomSecret(_ count: Int) throws(SecureMemoryError) -> SecureBytes {
     Sodium.ensureReady()
-    let secret = SecureBytes(count: count)
+    let secret = try SecureBytes(zeroed: count)
     secret.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, $0.count) }
     return secret
 }
@@ -47,8 +47,8 @@ public func secureZero(_ array: inout [UInt8]) {
 }
 
 /// HMAC-SHA256 over the concatenation of `parts`.
-func hmacSHA256(key: UnsafeRawBufferPointer, _ parts: [UnsafeRawBufferPointer]) -> SecureBytes {
-    let out = SecureBytes(count: Int(crypto_auth_hmacsha256_BYTES))
+func hmacSHA256(key: UnsafeRawBufferPointer, _ parts: [UnsafeRawBufferPointer]) throws(SecureMemoryError) -> SecureBytes {
+    let out = try SecureBytes(zeroed: Int(crypto_auth_hmacsha256_BYTES))
     out.withUnsafeMutableBytes { hmacSHA256(key: key, parts, into: $0) }
     return out
 }

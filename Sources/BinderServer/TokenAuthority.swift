@@ -34,14 +34,16 @@ final class TokenAuthority: Sendable {
     }
 
     /// Loads the secret from `path`, making a new one if there is none or `rotate` is set.
+    /// Without secret memory for it, the server does not start (`ServerError.setup`).
     static func loadSecret(at path: String, rotate: Bool) throws -> SecureBytes {
         let fm = FileManager.default
         if !rotate, let data = fm.contents(atPath: path), data.count == 32 {
             var bytes = [UInt8](data)
             defer { secureZero(&bytes) }
-            return SecureBytes(bytes)
+            do { return try SecureBytes(copying: bytes) } catch { throw ServerError.setup("the token secret: \(error)") }
         }
-        let fresh = randomSecret(32)
+        let fresh: SecureBytes
+        do { fresh = try randomSecret(32) } catch { throw ServerError.setup("the token secret: \(error)") }
         try fm.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
                                attributes: [.posixPermissions: 0o700])
         do {

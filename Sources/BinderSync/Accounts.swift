@@ -53,9 +53,8 @@ public struct Accounts: Sendable {
         let bytes = Array(token.utf8)
         let encrypted: String
         do {
-            encrypted = try bytes.withUnsafeBytes { (b) throws(NIP44.Error) in
-                try NIP44.encrypt(b, key: NIP44.ConversationKey(selfOf: key))
-            }
+            let conversationKey = try NIP44.ConversationKey(selfOf: key)
+            encrypted = try bytes.withUnsafeBytes { (b) throws(NIP44.Error) in try NIP44.encrypt(b, key: conversationKey) }
         } catch { throw .configuration("cannot encrypt the token: \(error)") }
         file.servers[server] = Entry(pubkey: key.publicKey.hex, token: encrypted, loggedInAt: Int64(Date().timeIntervalSince1970))
         if makeDefault { file.defaultServer = server }

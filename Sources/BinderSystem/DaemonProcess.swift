@@ -85,10 +85,11 @@ public struct DaemonProcess {
         _ = waitpid(pid, &status, 0)
     }
 
-    /// In the daemon: reads the secret handed over on fd 3 (exactly `count` bytes) and closes it.
-    public static func receiveSecret(count: Int) -> SecureBytes? {
-        let secret = SecretInput.read(fd: 3, upTo: count)
-        close(3)
+    /// In the daemon: reads the secret handed over on fd 3 (exactly `count` bytes; nil when
+    /// fewer came) and closes it.
+    public static func receiveSecret(count: Int) throws(SecureMemoryError) -> SecureBytes? {
+        defer { close(3) }
+        let secret = try SecretInput.read(fd: 3, upTo: count)
         return secret.count == count ? secret : nil
     }
 

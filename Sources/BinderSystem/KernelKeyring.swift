@@ -9,11 +9,13 @@ public enum KernelKeyring {
     public enum Error: Swift.Error, CustomStringConvertible {
         case unavailable(String)
         case failed(String)
+        case secretMemory(SecureMemoryError)
 
         public var description: String {
             switch self {
             case .unavailable(let why): return "the kernel keyring is unavailable (\(why))"
             case .failed(let why): return "kernel keyring: \(why)"
+            case .secretMemory(let error): return "kernel keyring: \(error.description)"
             }
         }
     }
@@ -56,7 +58,8 @@ public enum KernelKeyring {
             default: throw .unavailable("request_key: \(errnoText())")
             }
         }
-        let buffer = SecureBytes(count: 32)
+        let buffer: SecureBytes
+        do throws(SecureMemoryError) { buffer = try SecureBytes(zeroed: 32) } catch { throw .secretMemory(error) }
         let read = buffer.withUnsafeMutableBytes { binder_keyctl_read(Int32(id), $0.baseAddress, $0.count) }
         guard read == 32 else {
             if read < 0, errno == EKEYEXPIRED || errno == EKEYREVOKED { return nil }

@@ -13,6 +13,7 @@ public enum PassphraseSource: Sendable {
         case empty
         case mismatch
         case tooLong
+        case secretMemory(SecureMemoryError)
 
         public var description: String {
             switch self {
@@ -21,6 +22,7 @@ public enum PassphraseSource: Sendable {
             case .empty: return "the passphrase is empty"
             case .mismatch: return "the passphrases do not match"
             case .tooLong: return "the passphrase is longer than 1024 bytes"
+            case .secretMemory(let error): return error.description
             }
         }
     }
@@ -49,7 +51,7 @@ public enum PassphraseSource: Sendable {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw .unreadableFile(path, String(cString: strerror(errno))) }
         defer { close(fd) }
-        let buffer = SecureBytes(count: maxLength + 2)
+        let buffer = try secretBuffer(maxLength + 2)
         var total = 0
         let result: Int = buffer.withUnsafeMutableBytes { b in
             while total < b.count {
@@ -64,7 +66,15 @@ public enum PassphraseSource: Sendable {
         var end = 0
         while end < total, buffer[end] != 0x0A, buffer[end] != 0x0D { end += 1 }
         guard end <= maxLength else { throw .tooLong }
-        return buffer.slice(0..<end)
+        return try secretBuffer(copying: buffer, 0..<end)
+    }
+
+    private static func secretBuffer(_ count: Int) throws(Error) -> SecureBytes {
+        do throws(SecureMemoryError) { return try SecureBytes(zeroed: count) } catch { throw .secretMemory(error) }
+    }
+
+    private static func secretBuffer(copying buffer: SecureBytes, _ range: Range<Int>) throws(Error) -> SecureBytes {
+        do throws(SecureMemoryError) { return try buffer.copying(range) } catch { throw .secretMemory(error) }
     }
 
     /// Prompts on /dev/tty with echo off and reads one line.
@@ -80,7 +90,7 @@ public enum PassphraseSource: Sendable {
         _ = prompt.withCString { write(fd, $0, strlen($0)) }
         _ = tcsetattr(fd, TCSAFLUSH, &quiet)
         defer { _ = tcsetattr(fd, TCSAFLUSH, &saved) }
-        let buffer = SecureBytes(count: maxLength + 1)
+        let buffer = try secretBuffer(maxLength + 1)
         var count = 0
         var byte: UInt8 = 0
         while true {
@@ -92,6 +102,6 @@ public enum PassphraseSource: Sendable {
             count += 1
         }
         byte = 0
-        return buffer.slice(0..<count)
+        return try secretBuffer(copying: buffer, 0..<count)
     }
 }

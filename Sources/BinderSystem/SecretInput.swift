@@ -4,8 +4,8 @@ import Glibc
 /// Reading secrets from a descriptor straight into secret memory.
 public enum SecretInput {
     /// Reads until end of file or `limit` bytes, retrying interrupted reads.
-    public static func read(fd: Int32, upTo limit: Int) -> SecureBytes {
-        let buffer = SecureBytes(count: limit)
+    public static func read(fd: Int32, upTo limit: Int) throws(SecureMemoryError) -> SecureBytes {
+        let buffer = try SecureBytes(zeroed: limit)
         var total = 0
         buffer.withUnsafeMutableBytes { b in
             while total < limit {
@@ -15,6 +15,6 @@ public enum SecretInput {
                 total += n
             }
         }
-        return buffer.slice(0..<total)
+        return try buffer.copying(0..<total)
     }
 }

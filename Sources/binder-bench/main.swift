@@ -44,8 +44,8 @@ func documentBytes(_ count: Int) -> [UInt8] {
 
 var results: [String: Any] = [:]
 let samples = quick ? 3 : 7
-let secret = SecretKey.generate()
-let key = NIP44.ConversationKey(selfOf: secret)
+let secret = try SecretKey.generate()
+let key = try NIP44.ConversationKey(selfOf: secret)
 
 // NIP-44, 4 KB document, key cached (the conversation key is derived once, as in the daemon).
 let document = documentBytes(4096)
@@ -89,7 +89,7 @@ let chachaSmall = measure(iterations: docIterations, samples: samples) { chacha2
 results["chacha20_raw_4k_us"] = median(chachaSmall) * 1e6
 
 // Secret memory: every decrypted document and every intermediate key lives in SecureBytes.
-let allocTimes = measure(iterations: docIterations, samples: samples) { _ = SecureBytes(count: 4096) }
+let allocTimes = measure(iterations: docIterations, samples: samples) { _ = try? SecureBytes(zeroed: 4096) }
 results["securebytes_alloc_4k_us"] = median(allocTimes) * 1e6
 
 /// Lines of /proc/self/maps: the kernel's mappings of this process (at most 65,530 by default).

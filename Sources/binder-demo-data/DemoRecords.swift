@@ -12,6 +12,15 @@ enum DemoRecords {
     }
 
     static func write(with writer: BinderWriter) throws {
+        try writeFolders(with: writer)
+        try writeVisits(with: writer)
+        try writeLabs(with: writer)
+        try writeConditions(with: writer)
+        try writeMedicationsAllergiesAndImmunizations(with: writer)
+        try writer.commit(message: "Add demo entries")
+    }
+
+    private static func writeFolders(with writer: BinderWriter) throws {
         let folders: [(String, String, String, String)] = [
             ("visits", "Visits", "🩺", "#3498DB"), ("labs", "Labs", "🧪", "#9B59B6"),
             ("conditions", "Conditions", "❤️‍🩹", "#7F8C8D"), ("conditions/back-acne", "Back Acne", "📷", "#E67E22"),
@@ -21,7 +30,10 @@ enum DemoRecords {
         for (index, folder) in folders.enumerated() {
             try writer.putFolder(folder.0, displayName: folder.1, icon: folder.2, color: folder.3, displayOrder: index)
         }
+    }
 
+    /// An annual physical with an addendum and a doctor's note, and a consult with a photo.
+    private static func writeVisits(with writer: BinderWriter) throws {
         try writer.putDocument(document("visit", "2026-02-09T14:30:00.000Z", """
             # Annual physical — Dr. Amara Okafor
 
@@ -52,7 +64,10 @@ enum DemoRecords {
 
             Plan: rest, ice, physiotherapy referral.
             """, ["provider": "Dr. Lucas Martin", "tags": ["knee", "sports"]], children: [kneePhoto]), at: kneePath)
+    }
 
+    /// A lipid panel and its PDF report.
+    private static func writeLabs(with writer: BinderWriter) throws {
         try writer.putDocument(document("lab", "2026-02-10T08:15:00.000Z", """
             # Lipid panel
 
@@ -69,7 +84,10 @@ enum DemoRecords {
                                                        "Total cholesterol 221 mg/dL", "LDL 142 mg/dL", "HDL 51 mg/dL",
                                                        "Triglycerides 140 mg/dL"]),
                                  fileName: "2026-02-10-lipid-panel-report.pdf", folder: "labs", created: "2026-02-10T12:00:00.000Z")
+    }
 
+    /// Back acne (an overview and weekly photos) and hypertension.
+    private static func writeConditions(with writer: BinderWriter) throws {
         try writer.putDocument(document("condition", "2026-01-20T16:00:00.000Z", """
             # Back acne
 
@@ -85,7 +103,9 @@ enum DemoRecords {
 
             Diagnosed at the annual physical. Home readings twice a day.
             """, ["tags": ["blood-pressure"]]), at: "conditions/hypertension/2026-02-09-overview.json")
+    }
 
+    private static func writeMedicationsAllergiesAndImmunizations(with writer: BinderWriter) throws {
         try writer.putDocument(document("medication", "2026-02-09T15:10:00.000Z", """
             # Lisinopril 10 mg
 
@@ -102,6 +122,5 @@ enum DemoRecords {
 
             Left deltoid, lot FLU-2025-0931.
             """), at: "immunizations/2025-10-01-influenza.json")
-        try writer.commit(message: "Add demo entries")
     }
 }

@@ -16,7 +16,7 @@ do {
     let input = FileHandle.standardInput.readDataToEndOfFile()
     let key = try SecretKey(nsec: String(decoding: input, as: UTF8.self))
     let repository = try GitRepository.open(path: arguments[1])
-    let writer = BinderWriter(repository: repository, key: NIP44.ConversationKey(selfOf: key),
+    let writer = BinderWriter(repository: repository, key: try NIP44.ConversationKey(selfOf: key),
                               author: Signature(name: BinderCreator.defaultAuthor.name, email: BinderCreator.defaultAuthor.email))
     try DemoRecords.write(with: writer)
     print("Added demo records to \(arguments[1])")

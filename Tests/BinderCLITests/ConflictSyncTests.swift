@@ -15,7 +15,7 @@ final class ConflictSyncTests: XCTestCase {
     override func setUpWithError() throws {
         serverRoot = try BinderSandbox()
         server = try TestServer(root: serverRoot.root)
-        let nsec = String(decoding: SecretKey.generate().nsec().copyBytes(), as: UTF8.self)
+        let nsec = String(decoding: try SecretKey.generate().nsec().copyBytes(), as: UTF8.self)
         laptop = try Device(nsec: nsec)
         phone = try Device(nsec: nsec)
         try laptop.binder(["login", "--server", server.url])

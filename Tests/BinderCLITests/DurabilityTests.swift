@@ -7,7 +7,7 @@ import XCTest
 /// lose nothing.
 final class DurabilityTests: XCTestCase {
     func stored(_ binder: MountedBinder, _ gitPath: String) throws -> MedicalDocument? {
-        let key = NIP44.ConversationKey(selfOf: try SecretKey(nsec: Fixtures.nsec))
+        let key = try NIP44.ConversationKey(selfOf: try SecretKey(nsec: Fixtures.nsec))
         let payload = try shell("git -C '\(binder.repository)' show 'main:\(gitPath)' 2>/dev/null")
         guard payload.status == 0 else { return nil }
         return try MedicalDocument(plaintext: try NIP44.decrypt(payload: payload.stdout, key: key).copyBytes())

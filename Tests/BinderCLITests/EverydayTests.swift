@@ -282,7 +282,7 @@ final class BackupRestoreTests: XCTestCase {
 /// Transfer progress: one line rewritten in place on a terminal, plain lines otherwise.
 final class ProgressLineTests: XCTestCase {
     func testCloneProgressIsOneLineOnATerminalAndPlainLinesOtherwise() throws {
-        let nsec = String(decoding: SecretKey.generate().nsec().copyBytes(), as: UTF8.self)
+        let nsec = String(decoding: try SecretKey.generate().nsec().copyBytes(), as: UTF8.self)
         let serverRoot = try BinderSandbox()
         let server = try TestServer(root: serverRoot.root)
         let laptop = try Device(nsec: nsec), phone = try Device(nsec: nsec)

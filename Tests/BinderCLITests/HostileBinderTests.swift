@@ -13,8 +13,8 @@ final class HostileBinderTests: XCTestCase {
 
     override func setUpWithError() throws {
         binder = try MountedBinder(cloneFixture: false)
-        own = NIP44.ConversationKey(selfOf: try SecretKey(nsec: Fixtures.nsec))
-        let other = NIP44.ConversationKey(selfOf: SecretKey.generate())
+        own = try NIP44.ConversationKey(selfOf: try SecretKey(nsec: Fixtures.nsec))
+        let other = try NIP44.ConversationKey(selfOf: try SecretKey.generate())
         func document(_ type: String, _ value: String) throws -> [UInt8] {
             Array(try NIP44.encrypt(MedicalDocument(type: type, value: value).serializedBytes(), key: own).utf8)
         }
@@ -141,7 +141,7 @@ final class SpecialBinderTests: XCTestCase {
     func testLegacyFlatPatientInfo() throws {
         let binder = try MountedBinder(cloneFixture: false)
         defer { binder.unmount() }
-        let key = NIP44.ConversationKey(selfOf: try SecretKey(nsec: Fixtures.nsec))
+        let key = try NIP44.ConversationKey(selfOf: try SecretKey(nsec: Fixtures.nsec))
         let flat = "{\"name\":\"Ada Example\",\"dob\":\"1970-01-01\",\"emergencyContact\":{\"name\":\"Bob\",\"phone\":\"0123\"},\"created\":\"2019-01-01T00:00:00Z\"}"
         try FileManager.default.createDirectory(atPath: binder.repository, withIntermediateDirectories: true)
         try Data(try NIP44.encrypt(Array(flat.utf8), key: key).utf8).write(to: URL(fileURLWithPath: binder.repository + "/patient-info.json"))

@@ -22,7 +22,7 @@ final class HostileTreeTests: XCTestCase {
 
     override func setUpWithError() throws {
         binder = try MountedBinder(cloneFixture: false)
-        own = NIP44.ConversationKey(selfOf: try SecretKey(nsec: Fixtures.nsec))
+        own = try NIP44.ConversationKey(selfOf: try SecretKey(nsec: Fixtures.nsec))
         outside = binder.sandbox.root.appendingPathComponent("outside").path
         try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
         try "untouched".write(toFile: outside + "/victim.txt", atomically: true, encoding: .utf8)
@@ -54,7 +54,7 @@ final class HostileTreeTests: XCTestCase {
         var text = Self.lines(Base64.encode(attachment))
         text.removeLast()  // no line feed at the end: the last two characters keep the padding
         while text.count % 4 != 0 { text.insert(0x0A, at: 76) }  // a length base64 text could have
-        let linesInside = Self.legacySidecar(text: text, key: own)
+        let linesInside = try Self.legacySidecar(text: text, key: own)
         let files: [String: [UInt8]] = [
             "patient-info.json": try note("patient-info", "# Test Patient\n"),
             "secret.pdf.enc": try Sidecar.encrypt(Array("root attachment".utf8), key: own),
@@ -124,9 +124,9 @@ final class HostileTreeTests: XCTestCase {
     }
 
     /// A legacy (0xFF) sidecar holding `text` as its encrypted base64, exactly as given.
-    static func legacySidecar(text: [UInt8], key: NIP44.ConversationKey) -> [UInt8] {
+    static func legacySidecar(text: [UInt8], key: NIP44.ConversationKey) throws -> [UInt8] {
         let nonce = randomBytes(32)
-        let keys = NIP44.messageKeys(key, nonce: nonce)
+        let keys = try NIP44.messageKeys(key, nonce: nonce)
         var ciphertext = [UInt8](repeating: 0, count: text.count)
         keys.chachaKey.withUnsafeBytes { k in
             keys.chachaNonce.withUnsafeBytes { n in
@@ -134,7 +134,7 @@ final class HostileTreeTests: XCTestCase {
             }
         }
         let body = nonce + ciphertext
-        let mac = keys.hmacKey.withUnsafeBytes { k in body.withUnsafeBytes { hmacSHA256(key: k, [$0]) } }
+        let mac = try keys.hmacKey.withUnsafeBytes { k in try body.withUnsafeBytes { try hmacSHA256(key: k, [$0]) } }
         return Base64.encode([0xFF] + body + mac.copyBytes())
     }
 

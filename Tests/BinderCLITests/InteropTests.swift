@@ -31,7 +31,7 @@ final class InteropTests: XCTestCase {
                        key.publicKey.hex)
 
         // NIP-44 self-encryption: ours -> theirs.
-        let conversation = NIP44.ConversationKey(selfOf: key)
+        let conversation = try NIP44.ConversationKey(selfOf: key)
         let text = "{\"value\":\"# Visite — Dr. Łukasz 🩺\\n\",\"metadata\":{\"type\":\"visit\"},\"children\":[]}"
         let payloadFile = try sandbox.file("payload", try NIP44.encrypt(Array(text.utf8), key: conversation))
         let decrypted = try python(["nip44-decrypt", nsecFile, payloadFile])

@@ -1,4 +1,5 @@
 import BinderCrypto
+import BinderSystem
 import Foundation
 import XCTest
 
@@ -53,7 +54,7 @@ final class KeyCommandTests: XCTestCase {
         XCTAssertEqual(exported.status, 0)
         let ncryptsec = exported.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         XCTAssertTrue(ncryptsec.hasPrefix("ncryptsec1"))
-        let (key, _) = try NIP49.decrypt(ncryptsec, passphrase: SecureBytes(utf8: "correct horse battery staple"))
+        let (key, _) = try NIP49.decrypt(ncryptsec, passphrase: try SecureBytes(copyingUTF8: "correct horse battery staple"))
         XCTAssertEqual(key.publicKey.npub, npub)
 
         assertFails(try sandbox.run(["key", "export", "--nsec"]), mentioning: "--confirm-plaintext")
@@ -69,9 +70,9 @@ final class KeyCommandTests: XCTestCase {
     }
 
     func testImportForms() throws {
-        let key = SecretKey.generate()
-        let nsec = String(decoding: key.nsec().copyBytes(), as: UTF8.self)
-        let hexKey = String(decoding: key.hexSecret().copyBytes(), as: UTF8.self)
+        let key = try SecretKey.generate()
+        let nsec = String(decoding: try key.nsec().copyBytes(), as: UTF8.self)
+        let hexKey = String(decoding: try key.hexSecret().copyBytes(), as: UTF8.self)
         for (input, label) in [(nsec + "\n", "nsec"), (hexKey, "hex"), ("  " + hexKey.uppercased() + "\n", "upper hex")] {
             let box = try BinderSandbox()
             let pass = try box.file("p", "pw\n")
@@ -83,7 +84,7 @@ final class KeyCommandTests: XCTestCase {
             XCTAssertTrue(show.stdout.contains(key.publicKey.hex), label)
         }
         // An ncryptsec is kept as it is, with its own passphrase.
-        let ncryptsec = try NIP49.encrypt(key, passphrase: SecureBytes(utf8: "theirs"), logN: 8)
+        let ncryptsec = try NIP49.encrypt(key, passphrase: try SecureBytes(copyingUTF8: "theirs"), logN: 8)
         let box = try BinderSandbox()
         let theirs = try box.file("p", "theirs")
         let imported = try box.run(["key", "import", "--passphrase-file", theirs], stdin: ncryptsec + "\n")
@@ -145,5 +146,23 @@ final class KeyCommandTests: XCTestCase {
         XCTAssertEqual(help.status, 0)
         for word in ["key", "unlock", "lock"] { XCTAssertTrue(help.stdout.contains(word), word) }
         XCTAssertEqual(try sandbox.run(["key", "export", "--help"]).status, 0)
+    }
+
+    /// Reading a passphrase or a key being imported needs secret memory: without it, a typed
+    /// error that says so (the command prints it and exits 1), and the same read works after.
+    func testPassphraseAndKeyInputReportExhaustedSecretMemory() throws {
+        defer { SecureBytes.limitForTesting(nil) }
+        SecureBytes.limitForTesting(SecureBytes.bytesInUseForTesting)
+        XCTAssertThrowsError(try PassphraseSource.file(passphrase).read(prompt: "")) { error in
+            guard case PassphraseSource.Error.secretMemory(let exhausted) = error else { return XCTFail("\(error)") }
+            XCTAssertTrue(exhausted.description.hasPrefix("out of secret memory"), exhausted.description)
+        }
+        let input = try FileHandle(forReadingFrom: URL(fileURLWithPath: passphrase))
+        XCTAssertThrowsError(try SecretInput.read(fd: input.fileDescriptor, upTo: 64)) { error in
+            XCTAssertTrue(error is SecureMemoryError, "\(error)")
+        }
+        SecureBytes.limitForTesting(nil)
+        let read = try PassphraseSource.file(passphrase).read(prompt: "")
+        XCTAssertEqual(String(decoding: read.copyBytes(), as: UTF8.self), "correct horse battery staple")
     }
 }

@@ -27,8 +27,8 @@ final class MountCommandTests: XCTestCase {
     }
 
     func testAnotherKeyIsRefused() throws {
-        let stranger = SecretKey.generate()
-        let binder = try MountedBinder(nsec: String(decoding: stranger.nsec().copyBytes(), as: UTF8.self))
+        let stranger = try SecretKey.generate()
+        let binder = try MountedBinder(nsec: String(decoding: try stranger.nsec().copyBytes(), as: UTF8.self))
         let run = try binder.sandbox.run(["mount", binder.repository, binder.mountpoint, "--passphrase-file", binder.passphraseFile])
         assertFails(run, mentioning: "encrypted for another key")
         XCTAssertNil(mountEntry(binder.mountpoint))

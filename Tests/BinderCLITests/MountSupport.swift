@@ -114,7 +114,7 @@ class MountedFixtureTestCase: XCTestCase {
 
     override func setUpWithError() throws {
         binder = try MountedBinder()
-        key = NIP44.ConversationKey(selfOf: try SecretKey(nsec: Fixtures.nsec))
+        key = try NIP44.ConversationKey(selfOf: try SecretKey(nsec: Fixtures.nsec))
         try binder.mount()
     }
 

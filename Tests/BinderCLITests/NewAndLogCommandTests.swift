@@ -11,7 +11,7 @@ final class NewAndLogCommandTests: XCTestCase {
 
     override func setUpWithError() throws {
         binder = try MountedBinder()
-        key = NIP44.ConversationKey(selfOf: try SecretKey(nsec: Fixtures.nsec))
+        key = try NIP44.ConversationKey(selfOf: try SecretKey(nsec: Fixtures.nsec))
     }
 
     override func tearDown() {

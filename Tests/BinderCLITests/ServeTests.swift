@@ -19,8 +19,8 @@ final class ServeTests: XCTestCase {
     }
 
     func nsecFile(_ name: String) throws -> (file: String, key: SecretKey) {
-        let key = SecretKey.generate()
-        return (try root.file(name, String(decoding: key.nsec().copyBytes(), as: UTF8.self)), key)
+        let key = try SecretKey.generate()
+        return (try root.file(name, String(decoding: try key.nsec().copyBytes(), as: UTF8.self)), key)
     }
 
     func login(_ nsec: String, _ encoding: String = "plain") throws -> String {
@@ -130,7 +130,7 @@ final class ServeTests: XCTestCase {
     }
 
     func testTheClientRefusesPlainHTTPBeyondLoopbackAndReportsADeadServer() throws {
-        let device = try Device(nsec: String(decoding: SecretKey.generate().nsec().copyBytes(), as: UTF8.self))
+        let device = try Device(nsec: String(decoding: try SecretKey.generate().nsec().copyBytes(), as: UTF8.self))
         assertFails(try device.binder(["login", "--server", "http://example.com"], expectFailure: true), mentioning: "refusing plain http")
         assertFails(try device.binder(["login", "--server", "ftp://example.com"], expectFailure: true), mentioning: "only https")
         server.stop()
@@ -166,7 +166,7 @@ final class TLSVerificationTests: XCTestCase {
         }
         let server = "https://127.0.0.1:\(port)"
 
-        let device = try Device(nsec: String(decoding: SecretKey.generate().nsec().copyBytes(), as: UTF8.self))
+        let device = try Device(nsec: String(decoding: try SecretKey.generate().nsec().copyBytes(), as: UTF8.self))
         let login = try device.binder(["login", "--server", server], expectFailure: true)
         assertFails(login, mentioning: "offline")
         XCTAssertTrue(login.stderr.lowercased().contains("certificate") || login.stderr.lowercased().contains("ssl"), login.stderr)

@@ -32,8 +32,8 @@ final class ServerHardeningTests: XCTestCase {
 
     /// A fresh key's token (file path) from the independent client.
     func user(_ name: String) throws -> (token: String, tokenFile: String, pubkey: String) {
-        let key = SecretKey.generate()
-        let nsec = try root.file("\(name).nsec", String(decoding: key.nsec().copyBytes(), as: UTF8.self))
+        let key = try SecretKey.generate()
+        let nsec = try root.file("\(name).nsec", String(decoding: try key.nsec().copyBytes(), as: UTF8.self))
         let run = try MgitClient.run(["login", server.url, nsec])
         XCTAssertEqual(run.status, 0, run.stderr)
         let token = run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -212,7 +212,7 @@ final class ServerHardeningTests: XCTestCase {
     /// and `binder clone` from another address complete meanwhile.
     func testSlowlorisConnectionsDoNotStopAClone() throws {
         try start(["--header-timeout", "3", "--connections-per-address", "50"])
-        let nsec = String(decoding: SecretKey.generate().nsec().copyBytes(), as: UTF8.self)
+        let nsec = String(decoding: try SecretKey.generate().nsec().copyBytes(), as: UTF8.self)
         let laptop = try Device(nsec: nsec), phone = try Device(nsec: nsec)
         try laptop.binder(["create", "health"])
         let token = try MgitClient.run(["login", server.url, laptop.nsecFile]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -271,7 +271,7 @@ final class ServerHardeningTests: XCTestCase {
         try start(["--logins-per-minute", "5"])
         let statuses = try attack(["logins", "127.0.0.1", "\(server.port)", "8", "127.0.0.1"]).split(separator: " ")
         XCTAssertEqual(statuses, ["200", "200", "200", "200", "200", "429", "429", "429"])
-        let nsec = try root.file("nsec", String(decoding: SecretKey.generate().nsec().copyBytes(), as: UTF8.self))
+        let nsec = try root.file("nsec", String(decoding: try SecretKey.generate().nsec().copyBytes(), as: UTF8.self))
         let refused = try MgitClient.run(["login", server.url, nsec])
         XCTAssertNotEqual(refused.status, 0)
         XCTAssertTrue(refused.stderr.contains("429"), refused.stderr)

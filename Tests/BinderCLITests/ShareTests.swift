@@ -16,7 +16,7 @@ final class ShareTests: XCTestCase {
     override func setUpWithError() throws {
         serverRoot = try BinderSandbox()
         server = try TestServer(root: serverRoot.root)
-        patient = try Device(nsec: String(decoding: SecretKey.generate().nsec().copyBytes(), as: UTF8.self))
+        patient = try Device(nsec: String(decoding: try SecretKey.generate().nsec().copyBytes(), as: UTF8.self))
         try patient.binder(["login", "--server", server.url])
         try patient.binder(["create", "health", "--patient-name", "Alex Doe"])
         try patient.mount("health", ["--no-sync"])
@@ -105,7 +105,7 @@ final class ShareTests: XCTestCase {
         }
 
         // Another user can neither open a session on the staging repository nor revoke this one.
-        let otherKey = try serverRoot.file("other.nsec", String(decoding: SecretKey.generate().nsec().copyBytes(), as: UTF8.self))
+        let otherKey = try serverRoot.file("other.nsec", String(decoding: try SecretKey.generate().nsec().copyBytes(), as: UTF8.self))
         let login = try MgitClient.run(["login", server.url, otherKey])
         XCTAssertEqual(login.status, 0, login.stderr)
         let otherToken = try serverRoot.file("other.token", login.stdout.trimmingCharacters(in: .whitespacesAndNewlines))

@@ -12,7 +12,7 @@ final class SyncResilienceTests: XCTestCase {
     override func setUpWithError() throws {
         serverRoot = try BinderSandbox()
         server = try TestServer(root: serverRoot.root)
-        nsec = String(decoding: SecretKey.generate().nsec().copyBytes(), as: UTF8.self)
+        nsec = String(decoding: try SecretKey.generate().nsec().copyBytes(), as: UTF8.self)
     }
 
     override func tearDown() {

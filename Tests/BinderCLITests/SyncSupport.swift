@@ -144,7 +144,7 @@ final class Device {
     func storedValue(_ name: String, _ gitPath: String, at revision: String = "main") throws -> String? {
         let payload = try shell("git -C '\(repository(name))' show '\(revision):\(gitPath)'")
         guard payload.status == 0 else { return nil }
-        let key = NIP44.ConversationKey(selfOf: try SecretKey(nsec: try String(contentsOfFile: nsecFile, encoding: .utf8)
+        let key = try NIP44.ConversationKey(selfOf: try SecretKey(nsec: try String(contentsOfFile: nsecFile, encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines)))
         let plaintext = try NIP44.decrypt(payload: payload.stdout, key: key)
         let object = try JSONSerialization.jsonObject(with: Data(plaintext.copyBytes())) as? [String: Any]

@@ -14,7 +14,7 @@ final class SyncTests: XCTestCase {
     override func setUpWithError() throws {
         serverRoot = try BinderSandbox()
         server = try TestServer(root: serverRoot.root)
-        nsec = String(decoding: SecretKey.generate().nsec().copyBytes(), as: UTF8.self)
+        nsec = String(decoding: try SecretKey.generate().nsec().copyBytes(), as: UTF8.self)
         laptop = try Device(nsec: nsec)
         phone = try Device(nsec: nsec)
     }

@@ -9,7 +9,7 @@ final class SyncThroughMountTests: XCTestCase {
         let serverRoot = try BinderSandbox()
         let server = try TestServer(root: serverRoot.root)
         defer { server.stop() }
-        let nsec = String(decoding: SecretKey.generate().nsec().copyBytes(), as: UTF8.self)
+        let nsec = String(decoding: try SecretKey.generate().nsec().copyBytes(), as: UTF8.self)
         let laptop = try Device(nsec: nsec), phone = try Device(nsec: nsec)
         defer { laptop.unmount(); phone.unmount() }
         try laptop.binder(["login", "--server", server.url])

@@ -256,7 +256,7 @@ final class FileOperationTests: XCTestCase {
         defer { binder.unmount() }
         try binder.mount()
         let mnt = binder.mountpoint
-        let key = NIP44.ConversationKey(selfOf: try SecretKey(nsec: Fixtures.nsec))
+        let key = try NIP44.ConversationKey(selfOf: try SecretKey(nsec: Fixtures.nsec))
         func stored(_ path: String) throws -> MedicalDocument {
             let payload = try shell("git -C '\(binder.repository)' show 'main:\(path)'").stdout
             return try MedicalDocument(plaintext: try NIP44.decrypt(payload: payload, key: key).copyBytes())

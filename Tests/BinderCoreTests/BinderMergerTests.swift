@@ -16,7 +16,7 @@ final class BinderMergerTests: XCTestCase {
 
     override func setUpWithError() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("binder-merge-\(UUID().uuidString)")
-        key = NIP44.ConversationKey(selfOf: SecretKey.generate())
+        key = try NIP44.ConversationKey(selfOf: try SecretKey.generate())
         _ = try BinderCreator.create(at: directory.path, key: key, patientName: "Test", dateOfBirth: nil, author: author)
         repository = try GitRepository.open(path: directory.path)
         try write(["visits/a.json": ("A", "2026-01-01T00:00:00.000Z"), "visits/b.json": ("B", "2026-01-01T00:00:00.000Z"),

@@ -18,7 +18,7 @@ final class CorePartsTests: XCTestCase {
     }
 
     func testEditBufferWritesAcrossPagesAndLeavesZeroHoles() throws {
-        var buffer = EditBuffer(content: SecureBytes(Array("hello".utf8)))
+        var buffer = EditBuffer(content: try SecureBytes(copying: Array("hello".utf8)))
         let page = EditBuffer.pageSize
         let tail = [UInt8](repeating: 7, count: 10)
         try tail.withUnsafeBytes { try buffer.write(offset: 2 * page - 5, $0) }  // straddles pages 1 and 2
@@ -40,13 +40,13 @@ final class CorePartsTests: XCTestCase {
     }
 
     func testEditBufferTruncateThenGrowReadsZeros() throws {
-        var buffer = EditBuffer(content: SecureBytes(Array("abcdefgh".utf8)))
+        var buffer = EditBuffer(content: try SecureBytes(copying: Array("abcdefgh".utf8)))
         try [UInt8(ascii: "X")].withUnsafeBytes { try buffer.write(offset: 1, $0) }
         buffer.truncate(3)
         XCTAssertEqual(bytes(buffer), Array("aXc".utf8))
         buffer.truncate(6)
         XCTAssertEqual(bytes(buffer), Array("aXc".utf8) + [0, 0, 0], "what was cut does not come back")
-        let shared = EditBuffer(content: SecureBytes(Array("abcdefgh".utf8)))
+        let shared = EditBuffer(content: try SecureBytes(copying: Array("abcdefgh".utf8)))
         var cut = shared
         cut.truncate(2)
         cut.truncate(4)

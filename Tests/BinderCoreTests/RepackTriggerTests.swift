@@ -12,7 +12,7 @@ final class RepackTriggerTests: XCTestCase {
     func testASaveInABinderFullOfLooseObjectsStartsARepack() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("binder-repack-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let key = NIP44.ConversationKey(selfOf: SecretKey.generate())
+        let key = try NIP44.ConversationKey(selfOf: try SecretKey.generate())
         _ = try BinderCreator.create(at: directory.path, key: key, patientName: "Test Patient", dateOfBirth: nil,
                                      author: Signature(name: "t", email: "t@t"))
         let repository = try GitRepository.open(path: directory.path)

@@ -19,7 +19,7 @@ final class SecretMemoryExhaustionTests: XCTestCase {
 
     override func setUpWithError() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("binder-enomem-\(UUID().uuidString)")
-        key = NIP44.ConversationKey(selfOf: SecretKey.generate())
+        key = try NIP44.ConversationKey(selfOf: try SecretKey.generate())
         _ = try BinderCreator.create(at: directory.path, key: key, patientName: "Test Patient", dateOfBirth: nil,
                                      author: Signature(name: "t", email: "t@t"))
     }

@@ -7,8 +7,8 @@ import XCTest
 
 /// The re-encryption of "Share with a doctor", file by file (the whole flow: ShareTests).
 final class StagingCopyTests: XCTestCase {
-    let mine = NIP44.ConversationKey(selfOf: SecretKey.generate())
-    let theirs = NIP44.ConversationKey(selfOf: SecretKey.generate())
+    let mine = try! NIP44.ConversationKey(selfOf: try SecretKey.generate())
+    let theirs = try! NIP44.ConversationKey(selfOf: try SecretKey.generate())
     let content: [UInt8] = (0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
 
     func testDEKSidecarIsRewrappedKeepingNonceAndCiphertext() throws {

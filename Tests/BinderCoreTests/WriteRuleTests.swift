@@ -250,7 +250,7 @@ final class TestBinder {
 
     init(options: BinderView.Options = BinderView.Options()) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("binder-rules-\(UUID().uuidString)")
-        key = NIP44.ConversationKey(selfOf: SecretKey.generate())
+        key = try NIP44.ConversationKey(selfOf: try SecretKey.generate())
         _ = try BinderCreator.create(at: directory.path, key: key, patientName: "Test Patient", dateOfBirth: nil,
                                      author: Signature(name: "t", email: "t@t"))
         repository = try GitRepository.open(path: directory.path)

@@ -4,7 +4,7 @@ import XCTest
 /// The fast decryption paths: the SIMD base64 decoder against libsodium's, sidecars decrypted
 /// chunk by chunk across chunk boundaries, NIP-44 opened straight into secret memory.
 final class FastPathTests: XCTestCase {
-    let key = try! NIP44.ConversationKey(raw: SecureBytes([UInt8](repeating: 9, count: 32)))
+    let key = try! NIP44.ConversationKey(raw: try SecureBytes(copying: [UInt8](repeating: 9, count: 32)))
 
     private func fastDecode(_ text: [UInt8]) -> [UInt8]? {
         let lastTwo = text.count >= 2 ? (text[text.count - 2], text[text.count - 1]) : (0, 0)
@@ -74,7 +74,7 @@ final class FastPathTests: XCTestCase {
         var text = Base64.encode(content)
         for bad: UInt8 in [UInt8(ascii: "!"), 0xC3, UInt8(ascii: "="), 0] {
             text[70_000] = bad
-            let sealed = try Sidecar.seal(text: SecureBytes(text), key: key)
+            let sealed = try Sidecar.seal(text: try SecureBytes(copying: text), key: key)
             XCTAssertThrowsError(try Sidecar.decrypt(sealed, key: key)) {
                 XCTAssertEqual($0 as? Sidecar.Error, .contentNotBase64)
             }

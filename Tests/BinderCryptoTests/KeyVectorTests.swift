@@ -8,16 +8,16 @@ final class NIP49VectorTests: XCTestCase {
         for c in cases {
             let ncryptsec = c["ncryptsec"] as! String
             XCTAssertGreaterThan(ncryptsec.count, 90, "ncryptsec is longer than BIP-173's limit")
-            let password = SecureBytes(utf8: c["password"] as! String)
+            let password = try SecureBytes(copyingUTF8: c["password"] as! String)
             let (key, _) = try NIP49.decrypt(ncryptsec, passphrase: password)
-            XCTAssertEqual(key.hexSecret().copyBytes(), Array((c["secret_key_hex"] as! String).utf8))
+            XCTAssertEqual(try key.hexSecret().copyBytes(), Array((c["secret_key_hex"] as! String).utf8))
             if let npub = c["npub"] as? String { XCTAssertEqual(key.publicKey.npub, npub) }
             if let hexKey = c["pubkey_hex"] as? String { XCTAssertEqual(key.publicKey.hex, hexKey) }
             if let nsec = c["nsec"] as? String {
-                XCTAssertEqual(key.nsec().copyBytes(), Array(nsec.utf8))
+                XCTAssertEqual(try key.nsec().copyBytes(), Array(nsec.utf8))
                 XCTAssertEqual(try SecretKey(nsec: nsec).publicKey, key.publicKey)
             }
-            XCTAssertThrowsError(try NIP49.decrypt(ncryptsec, passphrase: SecureBytes(utf8: "not the password"))) {
+            XCTAssertThrowsError(try NIP49.decrypt(ncryptsec, passphrase: try SecureBytes(copyingUTF8: "not the password"))) {
                 XCTAssertEqual($0 as? NIP49.Error, .wrongPassphrase)
             }
         }
@@ -25,23 +25,23 @@ final class NIP49VectorTests: XCTestCase {
 
     func testPassphraseIsNFKCNormalised() throws {
         // "Å" as A + combining ring, and the Angstrom sign, both normalise to U+00C5.
-        let key = SecretKey.generate()
-        let ncryptsec = try NIP49.encrypt(key, passphrase: SecureBytes(utf8: "\u{212B}bc"), logN: 4)
-        let (decoded, security) = try NIP49.decrypt(ncryptsec, passphrase: SecureBytes(utf8: "A\u{30A}bc"))
+        let key = try SecretKey.generate()
+        let ncryptsec = try NIP49.encrypt(key, passphrase: try SecureBytes(copyingUTF8: "\u{212B}bc"), logN: 4)
+        let (decoded, security) = try NIP49.decrypt(ncryptsec, passphrase: try SecureBytes(copyingUTF8: "A\u{30A}bc"))
         XCTAssertEqual(decoded.publicKey, key.publicKey)
         XCTAssertEqual(security, .notKnownInsecure)
     }
 
     func testMalformedAndTampered() throws {
-        let key = SecretKey.generate()
-        let ncryptsec = try NIP49.encrypt(key, passphrase: SecureBytes(utf8: "pw"), logN: 4)
+        let key = try SecretKey.generate()
+        let ncryptsec = try NIP49.encrypt(key, passphrase: try SecureBytes(copyingUTF8: "pw"), logN: 4)
         var chars = Array(ncryptsec)
         chars[40] = chars[40] == "q" ? "p" : "q"
-        XCTAssertThrowsError(try NIP49.decrypt(String(chars), passphrase: SecureBytes(utf8: "pw"))) {
+        XCTAssertThrowsError(try NIP49.decrypt(String(chars), passphrase: try SecureBytes(copyingUTF8: "pw"))) {
             guard case .malformed = $0 as? NIP49.Error else { return XCTFail("\($0)") }
         }
         XCTAssertThrowsError(try NIP49.decrypt("npub1kvt5rnqe3s3274gr470fdundrgufm3ecjqdxzx5hrnlvuvxfuzzqkayd48",
-                                               passphrase: SecureBytes(utf8: "pw")))
+                                               passphrase: try SecureBytes(copyingUTF8: "pw")))
     }
 }
 
@@ -100,7 +100,7 @@ final class NostrEventTests: XCTestCase {
     }
 
     func testAuthenticationEvent() throws {
-        let key = SecretKey.generate()
+        let key = try SecretKey.generate()
         let event = NostrEvent.authentication(challenge: "abc", secretKey: key, createdAt: 1_700_000_000)
         XCTAssertEqual(event.kind, 22242)
         XCTAssertEqual(event.tags, [["challenge", "abc"]])
@@ -111,7 +111,7 @@ final class NostrEventTests: XCTestCase {
 }
 
 final class SidecarTests: XCTestCase {
-    let key = NIP44.ConversationKey(selfOf: SecretKey.generate())
+    let key = try! NIP44.ConversationKey(selfOf: try SecretKey.generate())
 
     func testDEKRoundTripAndLayout() throws {
         for size in [0, 1, 3, 4096, 1_000_003] {
@@ -139,7 +139,7 @@ final class SidecarTests: XCTestCase {
 
     func testWrongKeyTruncatedTampered() throws {
         let content = [UInt8](repeating: 0xAB, count: 5000)
-        let other = NIP44.ConversationKey(selfOf: SecretKey.generate())
+        let other = try NIP44.ConversationKey(selfOf: try SecretKey.generate())
         let sidecar = try Sidecar.encrypt(content, key: key)
         XCTAssertThrowsError(try Sidecar.decrypt(sidecar, key: other)) {
             XCTAssertEqual($0 as? Sidecar.Error, .wrappedKey(.invalidMAC))
@@ -171,27 +171,27 @@ final class SidecarTests: XCTestCase {
 }
 
 final class SecureBytesTests: XCTestCase {
-    func testSliceAndEquality() {
-        let a = SecureBytes([1, 2, 3, 4])
-        XCTAssertEqual(a.slice(1..<3).copyBytes(), [2, 3])
-        XCTAssertTrue(a.constantTimeEquals(SecureBytes([1, 2, 3, 4])))
-        XCTAssertFalse(a.constantTimeEquals(SecureBytes([1, 2, 3, 5])))
-        XCTAssertFalse(a.constantTimeEquals(SecureBytes([1, 2, 3])))
-        XCTAssertEqual(SecureBytes(count: 0).count, 0)
-        XCTAssertEqual(SecureBytes([0xAB, 0x01]).hexSecret().copyBytes(), Array("ab01".utf8))
+    func testSliceAndEquality() throws {
+        let a = try SecureBytes(copying: [1, 2, 3, 4])
+        XCTAssertEqual(try a.copying(1..<3).copyBytes(), [2, 3])
+        XCTAssertTrue(a.constantTimeEquals(try SecureBytes(copying: [1, 2, 3, 4])))
+        XCTAssertFalse(a.constantTimeEquals(try SecureBytes(copying: [1, 2, 3, 5])))
+        XCTAssertFalse(a.constantTimeEquals(try SecureBytes(copying: [1, 2, 3])))
+        XCTAssertEqual(try SecureBytes(zeroed: 0).count, 0)
+        XCTAssertEqual(try SecureBytes(copying: [0xAB, 0x01]).hexSecret().copyBytes(), Array("ab01".utf8))
     }
 }
 
 final class SidecarSizeTests: XCTestCase {
     func testSizeWithoutFullDecryption() throws {
-        let key = NIP44.ConversationKey(selfOf: SecretKey.generate())
+        let key = try NIP44.ConversationKey(selfOf: try SecretKey.generate())
         for size in [0, 1, 2, 3, 4, 47, 48, 49, 50, 95, 96, 97, 1000, 65_537, 3_000_001] {
             let content = [UInt8](repeating: 0x5A, count: size)
             XCTAssertEqual(Sidecar.plaintextSize(try Sidecar.encrypt(content, key: key), key: key), size, "DEK \(size)")
             XCTAssertEqual(Sidecar.plaintextSize(Sidecar.encryptLegacy(content, key: key), key: key), size, "legacy \(size)")
         }
         XCTAssertNil(Sidecar.plaintextSize([0x02, 0x00], key: key))
-        let other = NIP44.ConversationKey(selfOf: SecretKey.generate())
+        let other = try NIP44.ConversationKey(selfOf: try SecretKey.generate())
         XCTAssertNil(Sidecar.plaintextSize(try Sidecar.encrypt([1, 2, 3], key: key), key: other))
     }
 }

@@ -11,19 +11,19 @@ final class NIP44VectorTests: XCTestCase {
     }
 
     func secret(_ hexText: Any?) throws -> SecretKey {
-        try SecretKey(bytes: SecureBytes(hex(hexText)))
+        try SecretKey(bytes: try SecureBytes(copying: hex(hexText)))
     }
 
     func conversationKey(_ hexText: Any?) throws -> NIP44.ConversationKey {
-        try NIP44.ConversationKey(raw: SecureBytes(hex(hexText)))
+        try NIP44.ConversationKey(raw: try SecureBytes(copying: hex(hexText)))
     }
 
     func testConversationKeys() throws {
         let cases = try XCTUnwrap(valid["get_conversation_key"] as? [[String: Any]])
         XCTAssertEqual(cases.count, 35)
         for c in cases {
-            let key = NIP44.ConversationKey(secretKey: try secret(c["sec1"]), publicKey: try PublicKey(xOnly: hex(c["pub2"])))
-            XCTAssertEqual(key.hexSecret.copyBytes(), Array((c["conversation_key"] as! String).utf8), "\(c)")
+            let key = try NIP44.ConversationKey(secretKey: try secret(c["sec1"]), publicKey: try PublicKey(xOnly: hex(c["pub2"])))
+            XCTAssertEqual(try key.hexSecret.copyBytes(), Array((c["conversation_key"] as! String).utf8), "\(c)")
         }
     }
 
@@ -33,7 +33,7 @@ final class NIP44VectorTests: XCTestCase {
         let cases = try XCTUnwrap(section["keys"] as? [[String: Any]])
         XCTAssertFalse(cases.isEmpty)
         for c in cases {
-            let keys = NIP44.messageKeys(key, nonce: hex(c["nonce"]))
+            let keys = try NIP44.messageKeys(key, nonce: hex(c["nonce"]))
             XCTAssertEqual(keys.chachaKey.copyBytes(), hex(c["chacha_key"]))
             XCTAssertEqual(keys.chachaNonce.copyBytes(), hex(c["chacha_nonce"]))
             XCTAssertEqual(keys.hmacKey.copyBytes(), hex(c["hmac_key"]))
@@ -51,11 +51,11 @@ final class NIP44VectorTests: XCTestCase {
         XCTAssertEqual(cases.count, 10)
         for c in cases {
             let sec1 = try secret(c["sec1"]), sec2 = try secret(c["sec2"])
-            let key = NIP44.ConversationKey(secretKey: sec1, publicKey: sec2.publicKey)
-            XCTAssertEqual(key.hexSecret.copyBytes(), Array((c["conversation_key"] as! String).utf8))
+            let key = try NIP44.ConversationKey(secretKey: sec1, publicKey: sec2.publicKey)
+            XCTAssertEqual(try key.hexSecret.copyBytes(), Array((c["conversation_key"] as! String).utf8))
             // The same key from the other side.
-            let reverse = NIP44.ConversationKey(secretKey: sec2, publicKey: sec1.publicKey)
-            XCTAssertTrue(reverse.hexSecret.constantTimeEquals(key.hexSecret))
+            let reverse = try NIP44.ConversationKey(secretKey: sec2, publicKey: sec1.publicKey)
+            XCTAssertTrue(try reverse.hexSecret.constantTimeEquals(try key.hexSecret))
             let plaintext = Array((c["plaintext"] as! String).utf8)
             let payload = try NIP44.encrypt(plaintext, key: key, nonce: hex(c["nonce"]))
             XCTAssertEqual(payload, c["payload"] as? String)
@@ -81,7 +81,7 @@ final class NIP44VectorTests: XCTestCase {
     func testInvalidMessageLengths() throws {
         let lengths = try XCTUnwrap(invalid["encrypt_msg_lengths"] as? [Int])
         XCTAssertEqual(lengths.count, 4)
-        let key = try NIP44.ConversationKey(raw: SecureBytes([UInt8](repeating: 1, count: 32)))
+        let key = try NIP44.ConversationKey(raw: try SecureBytes(copying: [UInt8](repeating: 1, count: 32)))
         for length in lengths {
             XCTAssertThrowsError(try NIP44.encrypt([UInt8](repeating: 0x61, count: length), key: key)) { error in
                 XCTAssertEqual(error as? NIP44.Error, .plaintextSize(length))
@@ -124,12 +124,12 @@ final class NIP44VectorTests: XCTestCase {
     }
 
     func testSelfConversationKeyRoundTripAndWrongKey() throws {
-        let owner = SecretKey.generate(), other = SecretKey.generate()
-        let key = NIP44.ConversationKey(selfOf: owner)
+        let owner = try SecretKey.generate(), other = try SecretKey.generate()
+        let key = try NIP44.ConversationKey(selfOf: owner)
         let text = Array("{\"value\":\"# Visit\",\"metadata\":{}}".utf8)
         let payload = try NIP44.encrypt(text, key: key)
         XCTAssertEqual(try NIP44.decrypt(payload: payload, key: key).copyBytes(), text)
-        XCTAssertThrowsError(try NIP44.decrypt(payload: payload, key: NIP44.ConversationKey(selfOf: other))) {
+        XCTAssertThrowsError(try NIP44.decrypt(payload: payload, key: try NIP44.ConversationKey(selfOf: other))) {
             XCTAssertEqual($0 as? NIP44.Error, .invalidMAC)
         }
         // Two encryptions of the same text differ (fresh nonces).

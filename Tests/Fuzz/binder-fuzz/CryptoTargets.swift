@@ -14,7 +14,7 @@ enum CryptoTargets {
         "4f1538411098cf11c8af216836444787c462d47f97287f46cf7edb2c4915b8a5",
         "75fe686d21a035f0c7cd70da64ba307936e5ca0b20710496a6b6b5f573377bdd",
     ].map { hex in
-        guard let raw = Hex.decode(hex), let key = try? NIP44.ConversationKey(raw: SecureBytes(raw)) else {
+        guard let raw = Hex.decode(hex), let key = try? NIP44.ConversationKey(raw: try SecureBytes(copying: raw)) else {
             fatalError("bad built-in key") // constant data, not input
         }
         return key
@@ -63,7 +63,7 @@ enum CryptoTargets {
         }
     }
 
-    static let passphrase = SecureBytes(utf8: "nostr")
+    static let passphrase = try! SecureBytes(copyingUTF8: "nostr")
 
     /// Input: mode byte, then an `ncryptsec` (mode 0) or 32 secret key bytes (mode 1).
     static func nip49(_ bytes: [UInt8]) {
@@ -75,11 +75,12 @@ enum CryptoTargets {
             // scrypt at the vectors' log_n costs 100 ms; decrypt fully only the cheap ones.
             if fields.logN <= 4 { _ = try? NIP49.decrypt(text, passphrase: passphrase) }
         } else {
-            guard rest.count >= 32, let key = try? SecretKey(bytes: SecureBytes(rest.prefix(32))) else { return }
+            guard rest.count >= 32, let key = try? SecretKey(bytes: try SecureBytes(copying: rest.prefix(32))) else { return }
             do {
                 let sealed = try NIP49.encrypt(key, passphrase: passphrase, logN: 1)
                 let opened = try NIP49.decrypt(sealed, passphrase: passphrase)
-                check(opened.key.hexSecret().constantTimeEquals(key.hexSecret()), "NIP-49 round trip changed the key")
+                let same = try opened.key.hexSecret().constantTimeEquals(try key.hexSecret())
+                check(same, "NIP-49 round trip changed the key")
             } catch {
                 check(false, "NIP-49 round trip failed: \(error)")
             }
@@ -127,7 +128,7 @@ enum CryptoTargets {
         case 0:
             checkSize(data)
         case 1:
-            guard let file = try? Sidecar.seal(text: SecureBytes(data), key: key) else {
+            guard let file = try? Sidecar.seal(text: try SecureBytes(copying: data), key: key) else {
                 check(false, "sidecar sealing failed")
                 return
             }
