@@ -102,7 +102,7 @@ struct ShareBook: Sendable {
             }
             let tip: ObjectID?
             do { tip = try StagingPush.fetch(into: staging, repoId: record.id, session: session) } catch {
-                if let error = error as? SyncError, Self.isGone(error) { return [] }   // removed (expired): nothing left to collect
+                if Self.isGone(error) { return [] }   // removed (expired): nothing left to collect
                 throw error
             }
             guard let tip, let since = ObjectID(hex: record.collected ?? record.snapshot), tip != since else { return [] }
