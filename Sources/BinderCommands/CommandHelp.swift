@@ -49,6 +49,7 @@ enum CommandHelp {
                 ("binder new labs --edit", "and open it in $EDITOR (mounted binders)")],
         "share": [("binder share", "the whole binder for an hour; prints the QR payload for limbo.health/scan"),
                   ("binder share conditions/asthma --expires 30m --label 'Dr. Lee'", "one folder, for 30 minutes"),
+                  ("binder share visits --qr-png - | display", "the QR code as an image, never written to a disk"),
                   ("binder share --list", "active shares"),
                   ("binder share --collect", "bring the doctors' notes home (never overwriting)"),
                   ("binder share --revoke scan-19b2f3c4d5e", "end one now: token revoked, staging copy deleted")],

@@ -174,9 +174,11 @@ struct MountCommand: ParsableCommand {
                                           cacheBytes: cacheBytes, logger: logger)
         try mountOrFail(mount, mountpoint: mountpoint)
         logger.info("mounted", metadata: ["binder": "\(path)", "mountpoint": "\(mountpoint)"])
-        let sync = startSync(view: view, repository: repository, path: path, key: key, state: state, logger: logger)
+        let shares = MountShares(key: key, binderPath: path, view: view, state: state,
+                                 interval: max(1, syncInterval), logger: logger)
+        let sync = startSync(view: view, repository: repository, path: path, key: key, shares: shares, state: state, logger: logger)
         let locker = MountLocker(activity: mount.activity, mountpoint: mountpoint, idleSeconds: idleSeconds, logger: logger)
-        let control = startControl(sync: sync, locker: locker, state: state, logger: logger)
+        let control = startControl(sync: sync, shares: shares, locker: locker, state: state, logger: logger)
         writerLock?.record(WriterLock.Holder(pid: getpid(), command: "mount", mountpoint: mountpoint, control: control?.path))
         if !Verbosity.isQuiet { printErr("Mounted \(name) at \(mountpoint). Press Ctrl-C to unmount.") }
         locker.start()
@@ -304,9 +306,11 @@ struct MountCommand: ParsableCommand {
             try mountOrFail(mount, mountpoint: mountpoint)
             logger.info("mounted", metadata: ["mountpoint": "\(mountpoint)", "pid": "\(getpid())"])
             let state = StateDirectory()
-            let sync = startSync(view: view, repository: repository, path: path, key: key, state: state, logger: logger)
+            let shares = MountShares(key: key, binderPath: path, view: view, state: state,
+                                     interval: max(1, syncInterval), logger: logger)
+            let sync = startSync(view: view, repository: repository, path: path, key: key, shares: shares, state: state, logger: logger)
             let locker = MountLocker(activity: mount.activity, mountpoint: mountpoint, idleSeconds: idleSeconds, logger: logger)
-            let control = startControl(sync: sync, locker: locker, state: state, logger: logger)
+            let control = startControl(sync: sync, shares: shares, locker: locker, state: state, logger: logger)
             writerLock?.record(WriterLock.Holder(pid: getpid(), command: "mount", mountpoint: mountpoint, control: control?.path))
             report("ready")
             locker.start()
@@ -332,8 +336,9 @@ struct MountCommand: ParsableCommand {
     /// Background sync, unless `--no-sync` (a read-only mount still follows the other
     /// devices): at once for a binder that has a server (set by `binder clone` or `binder
     /// sync`), else from the moment `binder sync` names one through the control channel. The
-    /// view is served meanwhile; the first pull starts now.
-    private func startSync(view: BinderView, repository: GitRepository, path: String, key: SecretKey,
+    /// view is served meanwhile; the first pull starts now. Each pass first brings home the
+    /// doctor's notes of the binder's active shares (`MountShares`).
+    private func startSync(view: BinderView, repository: GitRepository, path: String, key: SecretKey, shares: MountShares,
                            state: StateDirectory, logger: Logger) -> MountSync {
         func off(_ reason: String) -> MountSync {
             view.setSyncHooks(onCommit: nil, status: { "sync: off (\(reason))\n" })
@@ -345,6 +350,7 @@ struct MountCommand: ParsableCommand {
             let scheduler = try SyncScheduler(
                 view: view, repositoryPath: path,
                 options: .init(pollInterval: max(1, syncInterval), maxBackoff: max(1, syncMaxBackoff)), logger: logger,
+                beforePass: { shares.pass() },
                 makeEngine: { target in
                     let session = ServerSession(client: try ServerClient(server: target.server), key: key, accounts: accounts)
                     return try SyncEngine(repositoryPath: path, key: NIP44.ConversationKey(selfOf: key), session: session,
@@ -362,12 +368,19 @@ struct MountCommand: ParsableCommand {
     /// mount, the binder's one writer, to sync (`sync [SERVER [REPO_ID]]`), `binder status`
     /// asks for its sync state (`status`), `binder lock` asks it to lock. Without it (a path too
     /// long for a socket, say) such a `binder sync` is refused with the mount point named.
-    private func startControl(sync: MountSync, locker: MountLocker, state: StateDirectory, logger: Logger) -> ControlServer? {
+    /// `binder share --collect/--revoke` asks it to bring a share's notes home (`share-collect ID`).
+    private func startControl(sync: MountSync, shares: MountShares, locker: MountLocker, state: StateDirectory,
+                              logger: Logger) -> ControlServer? {
         ControlServer.removeDeadSockets(runDirectory: state.runDirectory)
         let scheduler = sync.scheduler, offReason = sync.offReason
         let handler: ControlServer.Handler = { request in
             let words = request.split(separator: " ").map(String.init)
             switch (words.first ?? "", words.count) {
+            case (ControlRequest.shareCollect, 2):
+                // Network and git work: off the cooperative threads.
+                return await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
+                    DispatchQueue.global().async { continuation.resume(returning: shares.collect(id: words[1])) }
+                }
             case (ControlRequest.lock, 1):
                 return locker.lock(reason: "binder lock")
             case (ControlRequest.status, 1):
@@ -385,7 +398,7 @@ struct MountCommand: ParsableCommand {
                     return "error \(error)"
                 }
             default:
-                return "error unknown request (this mount answers: sync, status, lock)"
+                return "error unknown request (this mount answers: sync, status, lock, share-collect)"
             }
         }
         do {

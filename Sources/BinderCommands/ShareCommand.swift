@@ -4,7 +4,9 @@ import BinderCrypto
 import BinderGit
 import BinderSync
 import BinderSystem
+import BinderExport
 import Foundation
+import Glibc
 
 /// `binder share`: "Share with a doctor" as the Limbo app does it, compatible with the doctor's
 /// limbo.health/scan page, but pushing before the session opens and keeping (encrypted) what
@@ -24,6 +26,9 @@ struct ShareCommand: ParsableCommand {
     var label: String?
     @Flag(help: "Print the share (id, expiry, the exact QR payload) as one JSON object instead of the QR code.")
     var json = false
+    @Option(name: .customLong("qr-png"),
+            help: "Also make the QR code a PNG: '-' writes it to stdout (for an image viewer), else FILE on a memory file system (tmpfs, e.g. $XDG_RUNTIME_DIR or /dev/shm), removed when the share ends.")
+    var qrPNG: String?
     @Flag(help: "List the active shares.")
     var list = false
     @Option(help: "End the share ID: collect the doctor's notes, revoke its token and delete its staging repository.")
@@ -35,11 +40,12 @@ struct ShareCommand: ParsableCommand {
 
     func validate() throws {
         if list || revoke != nil || collect {
-            guard expires == nil, label == nil, [list, revoke != nil, collect].filter({ $0 }).count == 1,
+            guard expires == nil, label == nil, qrPNG == nil, [list, revoke != nil, collect].filter({ $0 }).count == 1,
                   paths.isEmpty || (collect && paths.count == 1) else {
                 throw ValidationError("--list, --revoke ID and --collect [ID] go alone (no other share options)")
             }
         }
+        if qrPNG == "-" && json { throw ValidationError("--qr-png - writes the image to stdout: it cannot go with --json") }
     }
 
     /// `--expires` in seconds (nil: the server's default, one hour).
@@ -55,7 +61,7 @@ struct ShareCommand: ParsableCommand {
         let state = StateDirectory()
         try state.ensureExists()
         let key = try KeyStore(state: state).secretKey(passphrase: passphrase.source)
-        let book = ShareBook(path: state.root + "/shares.json", key: key)
+        let book = ShareBook(path: state.sharesFile, key: key)
         let accounts = Accounts(path: state.accountsFile)
         // Shares past their expiry end now: the server has ended them; what is kept here goes.
         for ended in book.endExpired(now: Self.now, accounts: accounts) { printErr("share \(ended) expired and was removed") }
@@ -69,6 +75,11 @@ struct ShareCommand: ParsableCommand {
 
     private func share(state: StateDirectory, key: SecretKey, book: ShareBook, accounts: Accounts) throws {
         let lifetime = try lifetime()
+        // The image file is made (empty, 0600) before anything is shared: a refusal costs nothing.
+        var image: QRImageFile?
+        if let qrPNG, qrPNG != "-" { image = try QRImageFile.create(qrPNG) }
+        var shared = false
+        defer { if !shared, let image { unlink(image.path) } }
         let (repository, path) = try BinderLocator(state: state).open(try defaultBinder(binder, state: state))
         let conversationKey = try NIP44.ConversationKey(selfOf: key)
         do { try BinderCreator.checkKey(repository, key: conversationKey) } catch {
@@ -105,11 +116,28 @@ struct ShareCommand: ParsableCommand {
         } } catch { throw failure(error) }
         let secrets = ShareSecrets(ephemeralPrivkey: String(decoding: try throwaway.hexSecret().copyBytes(), as: UTF8.self),
                                    sessionToken: scan.sessionToken, label: label ?? "", paths: paths,
-                                   records: copy.paths.filter { $0.hasSuffix(".json") && !$0.hasSuffix(".meta.json") }.count)
+                                   records: copy.paths.filter { $0.hasSuffix(".json") && !$0.hasSuffix(".meta.json") }.count,
+                                   qrPNG: image?.path)
         let record = ShareRecord(id: repoId, server: client.base, binder: path, created: Self.now, expiresAt: scan.expiresAt,
                                  snapshot: copy.snapshot.description, sealed: "")
         try book.add(record, secrets: secrets)
+        shared = true
         let payload = ScanPayload.text(privateKeyHex: secrets.ephemeralPrivkey, session: scan, endpoint: client.base)
+        let ending = "Shared \(secrets.records) record(s) as \(repoId) until \(Self.iso(scan.expiresAt)); "
+            + "the doctor scans the QR code at \(client.base)/scan. End it with 'binder share --revoke \(repoId)'."
+        if let qrPNG {
+            let png: [UInt8]
+            do {
+                guard let qr = TerminalQR(payload) else { throw ExportError.render("the payload is too long for a QR code") }
+                png = try QRCodePNG.png(modules: qr.modules, scale: 8)
+            } catch { throw CommandFailure("cannot draw the QR code (the share \(repoId) is made; end it with 'binder share --revoke \(repoId)'): \(error)") }
+            if qrPNG == "-" {
+                // The image alone on stdout, for `| display`; the payload is in it.
+                FileHandle.standardOutput.write(Data(png))
+                return printErr(ending)
+            }
+            if let image { try image.write(png) }
+        }
         if json {
             let object: [String: Any] = ["id": repoId, "server": client.base, "expiresAt": scan.expiresAt, "label": label ?? "",
                                          "files": copy.paths.count, "payload": payload]
@@ -119,8 +147,7 @@ struct ShareCommand: ParsableCommand {
             // The QR code for the doctor's camera, then the payload itself (the last line, for scripts).
             if let qr = TerminalQR(payload) { printOut(qr.text) }
             printOut(payload)
-            printErr("Shared \(secrets.records) record(s) as \(repoId) until \(Self.iso(scan.expiresAt)); "
-                     + "the doctor scans the payload above at \(client.base)/scan. End it with 'binder share --revoke \(repoId)'.")
+            printErr(ending + (image.map { " The QR code is also in \($0.path) until then." } ?? ""))
         }
     }
 
@@ -146,7 +173,7 @@ struct ShareCommand: ParsableCommand {
         let shares = book.open().filter { paths.isEmpty || $0.record.id == paths[0] }
         if let id = paths.first, shares.isEmpty { throw CommandFailure("no active share '\(id)' (see 'binder share --list')") }
         for share in shares {
-            let collected = try book.collect(share, accounts: accounts, state: state)
+            let collected = try collectAsWriter(share, book: book, accounts: accounts, state: state)
             printOut(collected.isEmpty ? "\(share.record.id): no new notes"
                                        : "\(share.record.id): collected \(collected.count) note(s): " + collected.joined(separator: ", "))
         }
@@ -157,10 +184,40 @@ struct ShareCommand: ParsableCommand {
             throw CommandFailure("no active share '\(id)' (see 'binder share --list')")
         }
         // The doctor's notes come home first: the staging repository goes with the revoke.
-        let collected = try book.collect(share, accounts: accounts, state: state)
+        let collected = try collectAsWriter(share, book: book, accounts: accounts, state: state)
         if !collected.isEmpty { printOut("Collected \(collected.count) note(s): " + collected.joined(separator: ", ")) }
         do { try book.revoke(share, accounts: accounts) } catch { throw failure(error) }
         printOut("Revoked \(id): the doctor's token no longer works and the staging repository is deleted.")
+    }
+
+    /// Collects as the binder's writer: through its mount when it is mounted (the mount holds
+    /// the writer lock and the view), else here under the writer lock.
+    private func collectAsWriter(_ share: ShareBook.Share, book: ShareBook, accounts: Accounts, state: StateDirectory) throws -> [String] {
+        let record = share.record
+        let binder: GitRepository
+        do { binder = try GitRepository.open(path: record.binder) } catch {
+            throw CommandFailure("the binder of share \(record.id) is gone (\(record.binder))")
+        }
+        let name = BinderLocator.displayName(record.binder)
+        if let (holder, control) = WriterLock.mountControl(gitDirectory: binder.gitDirectory) {
+            let answer: String
+            do { answer = try ControlClient.send(ControlRequest.shareCollect + " " + record.id, to: control) } catch {
+                throw CommandFailure("cannot bring the doctor's notes into \(name) while it is \(holder): \(error)")
+            }
+            guard answer.hasPrefix("ok "),
+                  let written = try? JSONSerialization.jsonObject(with: Data(answer.utf8.dropFirst(3))) as? [String] else {
+                let reason = answer.hasPrefix("error ") ? String(answer.dropFirst(6)) : answer
+                throw CommandFailure("\(name)'s mount at \(holder.mountpoint ?? "?") could not bring the doctor's notes home: \(reason)")
+            }
+            return written
+        }
+        let writerLock: WriterLock
+        do { writerLock = try WriterLock.acquire(gitDirectory: binder.gitDirectory) } catch .held(let holder) {
+            throw CommandFailure("cannot bring the doctor's notes into \(name) while it is \(holder); try again when it has finished")
+        } catch {
+            throw CommandFailure("cannot lock \(record.binder): \(error)")
+        }
+        return try withExtendedLifetime(writerLock) { try book.collect(share, into: binder, accounts: accounts, state: state) }
     }
 
     static func iso(_ seconds: Int64) -> String {
@@ -190,147 +247,42 @@ enum ScanPayload {
     }
 }
 
-/// What `binder share` keeps of a share, in `shares.json` (0600): in the clear only what
-/// `--list` and expiry need without secrets; the throwaway key, the scan token, the label and
-/// the paths NIP-44-encrypted to the user's own key (as the login tokens in accounts.json).
-struct ShareRecord: Codable {
-    let id: String
-    let server: String
-    let binder: String
-    let created: Int64
-    let expiresAt: Int64
-    /// The "Shared medical records" commit: the doctor's additions come after it.
-    let snapshot: String
-    var sealed: String
-    /// The staging repository's tip at the last `--collect` (what was brought home already).
-    var collected: String?
-}
-
-struct ShareSecrets: Codable {
-    let ephemeralPrivkey: String
-    let sessionToken: String
-    let label: String
-    let paths: [String]
-    let records: Int
-}
-
-struct ShareBook {
+/// The `--qr-png FILE` image: the QR payload holds the throwaway private key and the scan token,
+/// which never touch a disk unencrypted, so the file must be on a memory file system (tmpfs or
+/// ramfs). Made new (O_EXCL: never someone else's file, nor a link's target), 0600.
+final class QRImageFile {
     let path: String
-    let key: SecretKey
+    /// Open from its creation to the end of the command: what is written is the file made here.
+    private let fd: Int32
 
-    struct Share {
-        let record: ShareRecord
-        /// nil when sealed to another key (a key imported since).
-        let secrets: ShareSecrets?
+    private init(path: String, fd: Int32) {
+        self.path = path
+        self.fd = fd
     }
 
-    private func load() -> [ShareRecord] {
-        guard let data = FileManager.default.contents(atPath: path),
-              let records = try? JSONDecoder().decode([ShareRecord].self, from: data) else { return [] }
-        return records
+    deinit { close(fd) }
+
+    static func create(_ given: String) throws -> QRImageFile {
+        let path = StateDirectory.absolute(given)
+        let folder = (path as NSString).deletingLastPathComponent
+        let inMemory: Bool
+        do { inMemory = try MemoryFileSystem.holds(folder) } catch { throw CommandFailure("--qr-png: cannot use \(error)") }
+        guard inMemory else {
+            throw CommandFailure("--qr-png: \(folder) is on a disk, and the QR code holds the share's key; "
+                                 + "give a file on a memory file system (\(ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] ?? "/dev/shm")/qr.png) or '-' for stdout")
+        }
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw CommandFailure("--qr-png: cannot create \(path): \(String(cString: strerror(errno)))") }
+        return QRImageFile(path: path, fd: fd)
     }
 
-    private func save(_ records: [ShareRecord]) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        do { try PrivateFile.write(path, bytes: [UInt8](try encoder.encode(records))) } catch {
-            throw CommandFailure("cannot write \(path): \(error)")
+    func write(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw CommandFailure("--qr-png: cannot write \(path): \(String(cString: strerror(errno)))") }
+            offset += n
         }
-    }
-
-    func add(_ record: ShareRecord, secrets: ShareSecrets) throws {
-        var record = record
-        do {
-            record.sealed = try NIP44.encrypt([UInt8](try JSONEncoder().encode(secrets)), key: NIP44.ConversationKey(selfOf: key))
-        } catch { throw CommandFailure("cannot encrypt the share's keys: \(error)") }
-        try save(load().filter { $0.id != record.id } + [record])
-    }
-
-    func open() -> [Share] {
-        load().map { record in
-            let plain = try? NIP44.decrypt(payload: record.sealed, key: NIP44.ConversationKey(selfOf: key))
-            return Share(record: record, secrets: plain.flatMap { try? JSONDecoder().decode(ShareSecrets.self, from: Data($0.copyBytes())) })
-        }
-    }
-
-    /// Brings the doctor's new notes into the share's binder (StagingCopy, DoctorNotes): the
-    /// paths written. The binder must not be held by a mount or another command.
-    func collect(_ share: Share, accounts: Accounts, state: StateDirectory) throws -> [String] {
-        guard let secrets = share.secrets else { throw CommandFailure("share \(share.record.id) was made with another key") }
-        let record = share.record
-        let binder: GitRepository
-        do { binder = try GitRepository.open(path: record.binder) } catch {
-            throw CommandFailure("the binder of share \(record.id) is gone (\(record.binder))")
-        }
-        let writerLock: WriterLock
-        do { writerLock = try WriterLock.acquire(gitDirectory: binder.gitDirectory) } catch .held(let holder) {
-            throw CommandFailure("cannot bring the doctor's notes into \(BinderLocator.displayName(record.binder)) while it is \(holder); unmount it first")
-        } catch {
-            throw CommandFailure("cannot lock \(record.binder): \(error)")
-        }
-        defer { withExtendedLifetime(writerLock) {} }
-        let stagingPath = state.root + "/shares/" + record.id + "-collect-\(UUID().uuidString).git"
-        defer { try? FileManager.default.removeItem(atPath: stagingPath) }
-        do {
-            let client = try ServerClient(server: record.server)
-            let session = ServerSession(client: client, key: key, accounts: accounts)
-            let staging = try GitRepository.create(path: stagingPath, bare: true)
-            let tip: ObjectID?
-            do { tip = try StagingPush.fetch(into: staging, repoId: record.id, session: session) } catch {
-                if let error = error as? SyncError, Self.isGone(error) { return [] }   // removed (expired): nothing left to collect
-                throw error
-            }
-            guard let tip, let since = ObjectID(hex: record.collected ?? record.snapshot), tip != since else { return [] }
-            let throwaway = try SecretKey(hex: secrets.ephemeralPrivkey)
-            let written = try DoctorNotes.collect(from: staging, since: since, tip: tip, throwaway: NIP44.ConversationKey(selfOf: throwaway),
-                                                  into: binder, key: NIP44.ConversationKey(selfOf: key), author: commitAuthor())
-            var updated = record
-            updated.collected = tip.hex
-            try save(load().map { $0.id == record.id ? updated : $0 })
-            return written
-        } catch let error as SyncError {
-            throw failure(error)
-        } catch let error as StagingCopy.Failure {
-            throw CommandFailure(error.description)
-        } catch let error as CommandFailure {
-            throw error
-        } catch {
-            throw CommandFailure("cannot collect the notes of \(record.id): \(error)")
-        }
-    }
-
-    /// The server no longer has the staging repository (it refuses an id nobody owns).
-    static func isGone(_ error: SyncError) -> Bool {
-        switch error {
-        case .forbidden: return true
-        case .server(let status, _): return status == 404
-        default: return false
-        }
-    }
-
-    /// Revokes the session on its server (which deletes the staging repository) and forgets the
-    /// share, its throwaway key with it. A session the server no longer knows counts as ended.
-    func revoke(_ share: Share, accounts: Accounts) throws(SyncError) {
-        if let secrets = share.secrets {
-            let client = try ServerClient(server: share.record.server)
-            let session = ServerSession(client: client, key: key, accounts: accounts)
-            try session.authorized { (token: String) throws(SyncError) in
-                _ = try client.revokeScanSession(token: token, sessionToken: secrets.sessionToken)
-            }
-        }
-        do { try save(load().filter { $0.id != share.record.id }) } catch {
-            throw .configuration("cannot update \(path): \(error)")
-        }
-    }
-
-    /// Ends every share past its expiry (revoking it on the server when it can be reached; it
-    /// is over there anyway): their ids.
-    func endExpired(now: Int64, accounts: Accounts) -> [String] {
-        var ended: [String] = []
-        for share in open() where share.record.expiresAt <= now {
-            try? revoke(share, accounts: accounts)
-            if !load().contains(where: { $0.id == share.record.id }) { ended.append(share.record.id) }
-        }
-        return ended
     }
 }

@@ -3,52 +3,245 @@ import BinderFormat
 import BinderGit
 import Foundation
 
-/// The doctor's notes of a share, brought home (designed by Limbo, never built there): every
+/// The doctor's notes of a share, brought home (designed by Limbo, never built there). Every
 /// document the staging repository has at `tip` that it did not have (or had otherwise) at the
-/// last collection is decrypted with the throwaway key, checked to be a document, encrypted to
-/// the patient's key and committed to the binder, each under a name nothing in the binder has
-/// yet (`NAME-2.json`, …): nothing is ever overwritten.
+/// last collection (`since`) is decrypted with the throwaway key, checked to be a document and
+/// encrypted to the patient's key. Nothing in the binder is ever overwritten or lost:
+///
+/// - a new document (the scan page's `visits/DAY-doctor-note.json`) lands at its path, or under
+///   a name nothing has yet (`NAME-2.json`, …);
+/// - a document the share held that only gained children (a note on a record, as `binder
+///   open-share` writes it) has those children appended to the patient's record at that path,
+///   whose own value, metadata and children are kept as the patient has them now; if the
+///   patient has deleted that record meanwhile, each new child lands in `visits/` as a free
+///   note (`visits/DAY-doctor-note.json`, `DAY` from the child's `created`);
+/// - a document the share held that the doctor rewrote (value, metadata or existing children
+///   changed) is not applied over the patient's: the doctor's version lands beside it as a
+///   copy under a new name (`NAME-2.json`, …; never the record's own name, even if deleted).
+///
+/// Attachments come along: a sidecar the doctor added or changed beside a note is re-encrypted
+/// to the patient's key (a DEK sidecar only re-wrapped) under a name free in the note's folder,
+/// and the note's `attachment_ref` renamed to match. Paths from the doctor's side that could
+/// name something hidden (a dot-name such as `.binder` or `.git`) are ignored.
 public enum DoctorNotes {
+    /// The commit message: structural, no health data (docs/FORMAT.md, "Commits").
+    public static let message = "Incorporate doctor note"
+
+    /// Collects and commits onto the binder's `main` (a compare-and-swap: a commit made
+    /// meanwhile, by a mount say, is read again and the collection redone, up to five times).
+    /// Returns the binder paths of the documents written, sorted.
     public static func collect(from staging: GitRepository, since: ObjectID, tip: ObjectID, throwaway: NIP44.ConversationKey,
-                               into binder: GitRepository, key: NIP44.ConversationKey,
-                               author: Signature) throws(StagingCopy.Failure) -> [String] {
-        do {
-            let before = try blobs(staging, since)
-            let new = try blobs(staging, tip).filter { path, id in
-                before[path] != id && path.hasSuffix(".json") && !path.hasSuffix("/.meta.json") && isSafe(path)
+                               into binder: GitRepository, key: NIP44.ConversationKey, author: Signature,
+                               now: Date = Date()) throws(StagingCopy.Failure) -> [String] {
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                let collection = Collection(staging: staging, throwaway: throwaway, binder: binder, key: key, now: now)
+                return try collection.run(since: since, tip: tip, author: author)
+            } catch .git(let error) where error.isConcurrentUpdate && attempt < 5 {
+                continue
             }
-            guard !new.isEmpty else { return [] }
-            let parent = try binder.branchTip()
-            var taken = Set(try parent.map { (commit) throws(GitError) in try binder.listTree(commit: commit).map(\.path) } ?? [])
-            var changes: [TreeChange] = []
-            for (path, id) in new.sorted(by: { $0.key < $1.key }) {
-                let plaintext: SecureBytes
-                do {
-                    plaintext = try NIP44.decrypt(payload: try staging.readBlob(id), key: throwaway)
-                    _ = try plaintext.withUnsafeBytes { (bytes) throws(FormatError) in try MedicalDocument(plaintext: Array(bytes)) }
-                } catch let error as GitError { throw error } catch {
-                    throw StagingCopy.Failure.unreadable(path: path, reason: "the doctor's file is not a document under the share's key (\(error))")
-                }
-                let destination = unique(path, taken)
-                taken.insert(destination)
-                let sealed: String
-                do { sealed = try NIP44.encrypt(plaintext, key: key) } catch {
-                    throw StagingCopy.Failure.unreadable(path: path, reason: "\(error)")
-                }
-                changes.append(.write(path: destination, blob: try binder.writeBlob(Array(sealed.utf8))))
-            }
-            _ = try binder.commitChanges(onto: parent, changes: changes, message: "Incorporate doctor note", author: author)
-            try binder.syncWorkTreeToHead(paths: changes.map(\.path))
-            return changes.map(\.path)
-        } catch let failure as StagingCopy.Failure { throw failure } catch let error as GitError { throw .git(error) } catch {
-            throw .unreadable(path: "the staging repository", reason: "\(error)")
         }
     }
 
-    private static func blobs(_ repository: GitRepository, _ commit: ObjectID) throws(GitError) -> [String: ObjectID] {
+    /// One pass over the doctor's changes against one binder tip.
+    private struct Collection {
+        let staging: GitRepository
+        let throwaway: NIP44.ConversationKey
+        let binder: GitRepository
+        let key: NIP44.ConversationKey
+        let now: Date
+
+        func run(since: ObjectID, tip: ObjectID, author: Signature) throws(StagingCopy.Failure) -> [String] {
+            do {
+                let parent = try binder.branchTip()
+                let mine = try parent.map { (commit) throws(GitError) in try DoctorNotes.blobs(binder, commit) } ?? [:]
+                var placing = Placing(taken: Set(mine.keys))
+                // The patient's records gaining children, written once at the end.
+                var records: [String: MedicalDocument] = [:]
+                var written = Set<String>()
+                // Commit by commit: the scan page writes a second note of a day over the first,
+                // and each of them must come home even if no collection ran in between.
+                var previous = try DoctorNotes.blobs(staging, since)
+                for step in try steps(since: since, tip: tip) {
+                    let current = try DoctorNotes.blobs(staging, step)
+                    placing.staging = (before: previous, after: current)
+                    defer { previous = current }
+                    let changed = current.filter { path, id in
+                        previous[path] != id && path.hasSuffix(".json") && !path.hasSuffix("/.meta.json") && DoctorNotes.isSafe(path)
+                    }
+                    for (path, id) in changed.sorted(by: { $0.key < $1.key }) {
+                        let theirs = try document(path, id, in: staging, key: throwaway, whose: "the doctor's")
+                        guard let oldID = previous[path] else {
+                            // A new document: a free note where the doctor put it.
+                            let destination = DoctorNotes.unique(path, placing.taken)
+                            placing.taken.insert(destination)
+                            written.insert(try place(theirs, at: destination, from: path, &placing))
+                            continue
+                        }
+                        let old = try document(path, oldID, in: staging, key: throwaway, whose: "the shared")
+                        guard let added = DoctorNotes.addedChildren(old: old, new: theirs) else {
+                            // Rewritten: a copy beside the record, never over it.
+                            let destination = DoctorNotes.unique(path, placing.taken.union([path]))
+                            placing.taken.insert(destination)
+                            written.insert(try place(theirs, at: destination, from: path, &placing))
+                            continue
+                        }
+                        guard !added.isEmpty else { continue }
+                        let existing = records[path] ?? mine[path].flatMap { id in try? document(path, id, in: binder, key: key, whose: "your") }
+                        if var record = existing {
+                            var grown = record
+                            grown.children += added
+                            // Room for the renamed attachments; past a document's limit the notes stand alone.
+                            if grown.serializedBytes().count + 64 * added.count <= WriteLimits.documentMaximum {
+                                let folder = DoctorNotes.folder(of: path)
+                                for child in added { record.children.append(try adopt(child, from: folder, to: folder, &placing)) }
+                                records[path] = record
+                                written.insert(path)
+                                continue
+                            }
+                        }
+                        // The record is gone (or unreadable, or full): each note stands alone in visits/.
+                        for child in added {
+                            let destination = DoctorNotes.unique("visits/" + DoctorNotes.day(of: child, now: now) + "-doctor-note.json",
+                                                                 placing.taken)
+                            placing.taken.insert(destination)
+                            written.insert(try place(child, at: destination, from: path, &placing))
+                        }
+                    }
+                }
+                for (path, record) in records {
+                    let sealed: String
+                    do { sealed = try NIP44.encrypt(record.serializedBytes(), key: key) } catch {
+                        throw StagingCopy.Failure.unreadable(path: path, reason: "\(error)")
+                    }
+                    placing.changes.append(.write(path: path, blob: try binder.writeBlob(Array(sealed.utf8))))
+                }
+                guard !placing.changes.isEmpty else { return [] }
+                _ = try binder.commitChanges(onto: parent, changes: placing.changes, message: message, author: author)
+                do { try binder.syncWorkTreeToHead(paths: placing.changes.map(\.path)) } catch {}
+                return written.sorted()
+            } catch let failure as StagingCopy.Failure { throw failure } catch let error as GitError { throw .git(error) } catch {
+                throw .unreadable(path: "the staging repository", reason: "\(error)")
+            }
+        }
+
+        /// The commits from `since` (excluded) to `tip`, oldest first, along first parents; just
+        /// `tip` when `since` is not among its first 10,000 ancestors (a rewritten history).
+        func steps(since: ObjectID, tip: ObjectID) throws(GitError) -> [ObjectID] {
+            var chain: [ObjectID] = []
+            var cursor: ObjectID? = tip
+            while let commit = cursor, commit != since {
+                guard chain.count < 10_000 else { return [tip] }
+                chain.append(commit)
+                cursor = try staging.commit(commit).parents.first
+            }
+            return cursor == nil ? [tip] : chain.reversed()
+        }
+
+        /// What is being written: the tree changes so far and the binder paths they take.
+        struct Placing {
+            var taken: Set<String>
+            /// The staging files before and after the commit being read.
+            var staging: (before: [String: ObjectID], after: [String: ObjectID]) = ([:], [:])
+            var changes: [TreeChange] = []
+            /// A staging sidecar (blob id, binder folder) → its name there, copied already this pass.
+            var copied: [String: String] = [:]
+        }
+
+        /// Writes `document` (from the staging path `source`) at `destination`, its new
+        /// attachments with it; returns `destination`.
+        func place(_ document: MedicalDocument, at destination: String, from source: String,
+                   _ placing: inout Placing) throws(StagingCopy.Failure) -> String {
+            let adopted = try adopt(document, from: DoctorNotes.folder(of: source), to: DoctorNotes.folder(of: destination), &placing)
+            do {
+                let sealed = try NIP44.encrypt(adopted.serializedBytes(), key: key)
+                placing.changes.append(.write(path: destination, blob: try binder.writeBlob(Array(sealed.utf8))))
+            } catch let error as GitError { throw .git(error) } catch {
+                throw .unreadable(path: source, reason: "\(error)")
+            }
+            return destination
+        }
+
+        /// `document` with every attachment_ref to a sidecar the doctor added or changed (in
+        /// the staging folder `from`) copied into the binder folder `to` under the patient's
+        /// key, renamed when the name is taken. A sidecar the share held unchanged is the
+        /// patient's own: kept by name in the same folder, copied into another.
+        func adopt(_ document: MedicalDocument, from: String, to: String, _ placing: inout Placing) throws(StagingCopy.Failure) -> MedicalDocument {
+            var document = document
+            if document.type == "attachment_ref", BinderVerifier.isSidecarName(document.value) {
+                let source = DoctorNotes.join(from, document.value)
+                if let id = placing.staging.after[source], placing.staging.before[source] != id || from != to {
+                    if let name = placing.copied[id.hex + "\u{0}" + to] {
+                        document.value = name
+                    } else {
+                        let destination = DoctorNotes.uniqueSidecar(DoctorNotes.join(to, document.value), placing.taken)
+                        placing.taken.insert(destination)
+                        do {
+                            let bytes = try StagingCopy.reencrypt(path: source, try staging.readBlob(id), key: throwaway, throwaway: key)
+                            placing.changes.append(.write(path: destination, blob: try binder.writeBlob(bytes)))
+                        } catch let failure as StagingCopy.Failure { throw failure } catch let error as GitError {
+                            throw .git(error)
+                        } catch { throw .unreadable(path: source, reason: "\(error)") }
+                        let name = String(destination.split(separator: "/").last ?? "")
+                        placing.copied[id.hex + "\u{0}" + to] = name
+                        document.value = name
+                    }
+                }
+            }
+            var children: [MedicalDocument] = []
+            for child in document.children { children.append(try adopt(child, from: from, to: to, &placing)) }
+            document.children = children
+            return document
+        }
+
+        func document(_ path: String, _ id: ObjectID, in repository: GitRepository, key: NIP44.ConversationKey,
+                      whose: String) throws(StagingCopy.Failure) -> MedicalDocument {
+            do {
+                let plaintext = try NIP44.decrypt(payload: try repository.readBlob(id), key: key)
+                return try plaintext.withUnsafeBytes { (bytes) throws(FormatError) in try MedicalDocument(plaintext: Array(bytes)) }
+            } catch let error as GitError { throw .git(error) } catch {
+                throw .unreadable(path: path, reason: "\(whose) file is not a document under its key (\(error))")
+            }
+        }
+    }
+
+    /// The children `new` has beyond `old`'s, in order, if that is all that changed (value,
+    /// metadata and the existing children as they were); nil when the doctor rewrote it.
+    static func addedChildren(old: MedicalDocument, new: MedicalDocument) -> [MedicalDocument]? {
+        var kept: [MedicalDocument] = [], added: [MedicalDocument] = []
+        var remaining = old.children[...]
+        for child in new.children {
+            if let first = remaining.first, first == child {
+                kept.append(child)
+                remaining = remaining.dropFirst()
+            } else {
+                added.append(child)
+            }
+        }
+        var unchanged = new
+        unchanged.children = kept
+        return unchanged == old ? added : nil
+    }
+
+    fileprivate static func blobs(_ repository: GitRepository, _ commit: ObjectID) throws(GitError) -> [String: ObjectID] {
         var out: [String: ObjectID] = [:]
         for entry in try repository.listTree(commit: commit) where entry.kind == .blob && entry.nameIsExact { out[entry.path] = entry.id }
         return out
+    }
+
+    static func folder(of path: String) -> String { path.split(separator: "/").dropLast().joined(separator: "/") }
+
+    static func join(_ folder: String, _ name: String) -> String { folder.isEmpty ? name : folder + "/" + name }
+
+    /// `YYYY-MM-DD` of the note's `created`, else of `now` (UTC).
+    static func day(of document: MedicalDocument, now: Date) -> String {
+        if let created = document.created, created.utf8.count >= 10,
+           created.prefix(10).range(of: #"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"#, options: .regularExpression) != nil {
+            return String(created.prefix(10))
+        }
+        return String(ISO8601DateFormatter().string(from: now).prefix(10))
     }
 
     /// A path from the doctor's side that may name a file in the binder: plain names, none hidden.
@@ -64,5 +257,16 @@ public enum DoctorNotes {
         var n = 2
         while taken.contains("\(stem)-\(n).json") { n += 1 }
         return "\(stem)-\(n).json"
+    }
+
+    /// A sidecar path, or `STEM-2.EXT.enc`… (the suffix before the name's first dot).
+    static func uniqueSidecar(_ path: String, _ taken: Set<String>) -> String {
+        guard taken.contains(path) else { return path }
+        let parent = folder(of: path), name = String(path.split(separator: "/").last ?? "")
+        let dot = name.firstIndex(of: ".") ?? name.endIndex
+        let stem = name[..<dot], rest = name[dot...]
+        var n = 2
+        while taken.contains(join(parent, "\(stem)-\(n)\(rest)")) { n += 1 }
+        return join(parent, "\(stem)-\(n)\(rest)")
     }
 }

@@ -91,9 +91,15 @@ public actor SyncScheduler {
     private var wake: CheckedContinuation<Void, Never>?
     private var sleepGeneration = 0
     private var loop: Task<Void, Never>?
+    /// The mount's own work on each pass, run on `queue` before the sync (the doctor's notes of
+    /// its active shares: what it commits is pushed by the same pass); every poll interval
+    /// while no server is configured.
+    private let beforePass: (@Sendable () -> Void)?
+    private var nextSidePass = Date()
 
     public init(view: BinderView, repositoryPath: String, options: Options, logger: Logger,
-                makeEngine: @escaping EngineFactory) throws {
+                beforePass: (@Sendable () -> Void)? = nil, makeEngine: @escaping EngineFactory) throws {
+        self.beforePass = beforePass
         self.view = view
         repository = try GitRepository.open(path: repositoryPath)
         self.options = options
@@ -194,7 +200,10 @@ public actor SyncScheduler {
             }
             if engine == nil, let target = SyncTarget.read(repository) { configure(target) }
             // A binder with no server has nothing arriving: its one writer is this mount.
-            guard engine != nil else { continue }
+            guard engine != nil else {
+                await sidePassIfDue()
+                continue
+            }
             if dueTime() <= Date() {
                 firstLocalCommit = nil
                 lastLocalCommit = nil
@@ -237,10 +246,25 @@ public actor SyncScheduler {
         wake = nil
     }
 
+    /// `beforePass` alone, for a binder with no server (its sync passes never run).
+    private func sidePassIfDue() async {
+        guard let beforePass, nextSidePass <= Date() else { return }
+        nextSidePass = Date().addingTimeInterval(options.pollInterval)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async {
+                beforePass()
+                continuation.resume()
+            }
+        }
+        showLocalTip()
+    }
+
     private func perform() async -> Result<SyncReport, SyncError> {
         guard let engine else { return .failure(.configuration("no server")) }
+        let beforePass = self.beforePass
         let result: Result<SyncReport, SyncError> = await withCheckedContinuation { continuation in
             queue.async {
+                beforePass?()
                 continuation.resume(returning: Result { () throws(SyncError) -> SyncReport in try engine.sync() })
             }
         }

@@ -17,6 +17,9 @@ public enum ControlRequest {
     /// Lock: unmount (refused while a file is open there), dropping plaintext and key
     /// (`binder lock`). Answer `ok locked MOUNTPOINT`, or `error …` naming what holds it.
     public static let lock = "lock"
+    /// `share-collect ID`: bring the doctor's notes of the share ID home now (`binder share
+    /// --collect`, and before `--revoke`, while the binder is mounted). Answer `ok ["path", …]`.
+    public static let shareCollect = "share-collect"
 }
 
 /// A running mount's control channel: a unix socket (0600, in binder's run folder, 0700) on

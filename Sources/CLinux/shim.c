@@ -2,6 +2,7 @@
    with _GNU_SOURCE, so that no Swift-visible header changes glibc's declarations (Clang modules
    reject a struct defined differently in two modules). */
 #define _GNU_SOURCE
+#include <sys/vfs.h>
 #include "clinux.h"
 #include <fcntl.h>
 #include <linux/keyctl.h>
@@ -117,4 +118,10 @@ int binder_peer_uid(int fd, uint32_t *uid) {
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
     *uid = credentials.uid;
     return 0;
+}
+
+long binder_fs_type(const char *path) {
+    struct statfs info;
+    if (statfs(path, &info) != 0) return -1;
+    return (long)info.f_type;
 }

@@ -42,11 +42,14 @@ final class ShareTests: XCTestCase {
         return Set(all.filter { ($0.hasPrefix(folder) || folder.isEmpty) && $0.hasSuffix(suffix) && !$0.hasPrefix(".") })
     }
 
-    func runDoctor(_ payload: String, note: String? = nil) throws -> (run: BinderRun, json: [String: Any]) {
+    /// The independent doctor; with `note`, pushes it as the scan page does, or with `record`
+    /// too as a child of that shared record (as `binder open-share` writes one).
+    func runDoctor(_ payload: String, note: String? = nil, record: String? = nil) throws -> (run: BinderRun, json: [String: Any]) {
         let payloadFile = try serverRoot.file("payload-\(UUID().uuidString)", payload)
         let work = serverRoot.root.appendingPathComponent("doctor-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
-        let run = try BinderSandbox.run(executable: "/usr/bin/env", ["python3", Self.doctor, payloadFile, work] + (note.map { [$0] } ?? []))
+        let run = try BinderSandbox.run(executable: "/usr/bin/env", ["python3", Self.doctor, payloadFile, work] + (note.map { [$0] } ?? [])
+                                                                                   + (record.map { [$0] } ?? []))
         let json = (try? JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]) ?? [:]
         return (run, json)
     }
@@ -212,6 +215,95 @@ final class ShareTests: XCTestCase {
         let id = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])?["repoId"] as? String)
         XCTAssertEqual(try runDoctor(payload).run.status, 0)
         try patient.binder(["share", "--revoke", id])
+    }
+
+    /// The staging repositories on the server.
+    func stagingRepositories() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: server.repos).filter { $0.hasPrefix("scan-") }
+    }
+
+    func testQRCodeAsAPNGGoesToStdoutOrToMemoryNeverToADisk() throws {
+        // On a disk the image (which holds the throwaway key) is refused before anything is shared.
+        let onDisk = patient.sandbox.root.appendingPathComponent("qr.png").path
+        assertFails(try patient.binder(["share", "visits", "--qr-png", onDisk], expectFailure: true), mentioning: "memory file system")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: onDisk))
+        XCTAssertEqual(try stagingRepositories(), [])
+
+        // `-`: the PNG alone on stdout; a real decoder (zbar) reads the exact payload from it.
+        let piped = serverRoot.root.appendingPathComponent("piped.png").path
+        let run = try shell("'\(BinderSandbox.binary)' share visits --label piped --qr-png - > '\(piped)'",
+                            environment: ["BINDER_HOME": patient.sandbox.home.path, "BINDER_RETRY_BASE": "0.05"])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        XCTAssertEqual(Array(try Data(contentsOf: URL(fileURLWithPath: piped)).prefix(8)), [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
+        let decoded = try shell("zbarimg --raw -q '\(piped)'")
+        XCTAssertEqual(decoded.status, 0, decoded.stderr)
+        let payload = String(decoded.stdout.dropLast())
+        XCTAssertNotNil(payload.range(of: #"^\{"action":"scan_session","ephemeralPrivkey":"[0-9a-f]{64}","sessionToken":"sctk_[0-9a-f]{64}","repoId":"scan-[0-9a-f]+","expiresAt":[0-9]+,"endpoint":"http://127\.0\.0\.1:[0-9]+"\}$"#,
+                                      options: .regularExpression), payload)
+        let doctor = try runDoctor(payload)
+        XCTAssertEqual(doctor.run.status, 0, doctor.run.stderr)
+        XCTAssertTrue(doctor.run.stdout.contains("Marker-knee-1"))
+        let pipedID = try XCTUnwrap(doctor.json["repoId"] as? String)
+
+        // A file on a memory file system: made new, 0600, the same payload as the text; gone with the share.
+        let image = "/dev/shm/binder-test-\(UUID().uuidString).png"
+        defer { unlink(image) }
+        let made = try patient.binder(["share", "conditions/asthma", "--qr-png", image])
+        let textPayload = try XCTUnwrap(made.stdout.split(separator: "\n").last.map(String.init))
+        XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: image)[.posixPermissions] as? Int, 0o600)
+        XCTAssertEqual(try shell("zbarimg --raw -q '\(image)'").stdout, textPayload + "\n")
+        XCTAssertTrue(made.stderr.contains(image), made.stderr)
+        // Never over an existing file (nor through a link): refused before sharing.
+        assertFails(try patient.binder(["share", "visits", "--qr-png", image], expectFailure: true), mentioning: "cannot create")
+        XCTAssertEqual(try stagingRepositories().count, 2)
+        let id = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(textPayload.utf8)) as? [String: Any])?["repoId"] as? String)
+        try patient.binder(["share", "--revoke", id])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: image), "the image goes when the share ends")
+        try patient.binder(["share", "--revoke", pipedID])
+        XCTAssertEqual(try stagingRepositories(), [])
+    }
+
+    func testAMountedBinderBringsTheDoctorsNotesHomeItself() throws {
+        let record = "conditions/asthma/2026-04-01-inhaler.json"
+        let children = "conditions/asthma/2026-04-01-inhaler.children"
+        let day = String(ISO8601DateFormatter().string(from: Date()).prefix(10))
+        try patient.mount("health", ["--sync-interval", "1"])
+        let shared = try patient.binder(["share", "conditions/asthma", "--binder", "health", "--json"])
+        let share = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(shared.stdout.utf8)) as? [String: Any], shared.stdout)
+        let id = try XCTUnwrap(share["id"] as? String)
+        let payload = try XCTUnwrap(share["payload"] as? String)
+
+        // A note on a record: the mount's sync brings it home as that record's child, the
+        // user doing nothing; the record itself is as the patient wrote it.
+        let noted = try runDoctor(payload, note: "Marker-child-6", record: record)
+        XCTAssertEqual(noted.run.status, 0, noted.run.stderr)
+        func childTexts() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: patient.path(children))) ?? []).compactMap { patient.read(children + "/" + $0) }
+        }
+        eventually(60, "the doctor's note as a child in the mount", diagnostics: { self.patient.diagnostics() }) {
+            childTexts().contains { $0.contains("Marker-child-6") }
+        }
+        XCTAssertEqual(try patient.storedValue("health", record), "# Inhaler\nMarker-asthma-2\n")
+        XCTAssertEqual(try patient.git("health", "log -1 --format=%s main"), "Incorporate doctor note")
+        // The same sync pushes it.
+        eventually(60, "the note pushed", diagnostics: { self.patient.diagnostics() }) {
+            (try? server.git("health", "rev-parse main").trimmingCharacters(in: .whitespacesAndNewlines)) == (try? patient.tip("health"))
+        }
+        patient.unmount()
+
+        // Mounted without sync: `--collect` and `--revoke` ask the mount, which shows the notes at once.
+        try patient.mount("health", ["--no-sync"])
+        XCTAssertEqual(try runDoctor(payload, note: "Marker-free-7").run.status, 0)
+        let collected = try patient.binder(["share", "--collect", id])
+        XCTAssertEqual(collected.stdout, "\(id): collected 1 note(s): visits/\(day)-doctor-note.json\n")
+        XCTAssertEqual(patient.read("visits/\(day)-doctor-note.md").map { $0.contains("Marker-free-7") }, true)
+        XCTAssertEqual(try runDoctor(payload, note: "Marker-free-8").run.status, 0)
+        let revoked = try patient.binder(["share", "--revoke", id])
+        XCTAssertTrue(revoked.stdout.hasPrefix("Collected 1 note(s): visits/\(day)-doctor-note-2.json\nRevoked \(id)"), revoked.stdout)
+        XCTAssertEqual(patient.read("visits/\(day)-doctor-note-2.md").map { $0.contains("Marker-free-8") }, true)
+        XCTAssertEqual(childTexts().filter { $0.contains("Marker-child-6") }.count, 1, "collected once")
+        XCTAssertEqual(try stagingRepositories(), [])
+        XCTAssertEqual(try patient.binder(["share", "--list"]).stdout, "No active shares.\n")
     }
 
     /// The half-block drawing as a plain PBM (1 = dark), 4 more light modules around, 6 pixels a module.

@@ -4,9 +4,12 @@ payload as limbo.health/scan does (same checks), clones the staging repository w
 git and the scan token, and decrypts every file with the throwaway key (rust-nostr's NIP-44,
 `cryptography`'s ChaCha20-Poly1305, via read_binder.read).
 
-usage: scan_doctor.py PAYLOAD_FILE WORK_FOLDER [NOTE_TEXT]
+usage: scan_doctor.py PAYLOAD_FILE WORK_FOLDER [NOTE_TEXT [RECORD_PATH]]
 With NOTE_TEXT, then writes and pushes a note as the scan page does (visits/<UTC day>-doctor-note.json,
 encrypted to the throwaway key, author Doctor <scan@limbo.health>, pushed with the scan token).
+With RECORD_PATH too (a shared record's .json path), the note is appended to that record's
+children instead (a doctor_note child; the record's value, metadata and other children as they
+were), as `binder open-share` writes a note on a record.
 Prints one JSON object: {"repoId", "head", "documents", "folders", "sidecars"}. Exits non-zero
 if the payload is refused, the clone fails or any file fails to decrypt.
 """
@@ -21,7 +24,7 @@ import nostr_sdk as n
 import read_binder
 
 
-def main(payload_file, work, note=None):
+def main(payload_file, work, note=None, record=None):
     text = open(payload_file, encoding="utf-8").read().strip()
     payload = json.loads(text)
     # The scan page's own acceptance rules.
@@ -47,10 +50,19 @@ def main(payload_file, work, note=None):
         document = {"value": note, "metadata": {"type": "visit", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                                 "provider": "Doctor (via scan)"}, "children": []}
         sk = keys.secret_key()
-        os.makedirs(os.path.join(clone, "visits"), exist_ok=True)
-        path = "visits/" + day + "-doctor-note.json"
+        if record is None:
+            os.makedirs(os.path.join(clone, "visits"), exist_ok=True)
+            path = "visits/" + day + "-doctor-note.json"
+        else:
+            path = record
+            with open(os.path.join(clone, path), encoding="utf-8") as f:
+                shared = json.loads(n.nip44_decrypt(sk, keys.public_key(), f.read().strip()))
+            document["metadata"]["type"] = "doctor_note"
+            shared["children"].append(document)
+            document = shared
         with open(os.path.join(clone, path), "w", encoding="utf-8") as f:
-            f.write(n.nip44_encrypt(sk, keys.public_key(), json.dumps(document, separators=(",", ":")), n.Nip44Version.V2))
+            f.write(n.nip44_encrypt(sk, keys.public_key(), json.dumps(document, separators=(",", ":"), ensure_ascii=False),
+                                    n.Nip44Version.V2))
         git = ["git", "-C", clone, "-c", "user.name=Doctor", "-c", "user.email=scan@limbo.health"]
         subprocess.run(git + ["add", path], check=True, capture_output=True)
         subprocess.run(git + ["commit", "-q", "-m", "Doctor note added " + day], check=True, capture_output=True)
@@ -63,4 +75,4 @@ def main(payload_file, work, note=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:4]))
+    sys.exit(main(*sys.argv[1:5]))

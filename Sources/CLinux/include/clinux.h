@@ -7,6 +7,8 @@
 #include <stdint.h>
 
 int binder_set_nondumpable(void);
+/* The file system type (statfs f_type: TMPFS_MAGIC, RAMFS_MAGIC…) of the one holding path; -1 and errno on failure. */
+long binder_fs_type(const char *path);
 int binder_pipe_cloexec(int fds[2]);
 short binder_posix_spawn_setsid(void);
 int binder_spawn_close_from(posix_spawn_file_actions_t *actions, int lowest);

@@ -1,0 +1,255 @@
+import BinderCore
+import BinderCrypto
+import BinderGit
+import BinderSync
+import BinderSystem
+import Foundation
+import Glibc
+import Logging
+import Synchronization
+
+/// What `binder share` keeps of a share, in `shares.json` (0600): in the clear only what
+/// `--list` and expiry need without secrets; the throwaway key, the scan token, the label and
+/// the paths NIP-44-encrypted to the user's own key (as the login tokens in accounts.json).
+struct ShareRecord: Codable {
+    let id: String
+    let server: String
+    let binder: String
+    let created: Int64
+    let expiresAt: Int64
+    /// The "Shared medical records" commit: the doctor's additions come after it.
+    let snapshot: String
+    var sealed: String
+    /// The staging repository's tip at the last `--collect` (what was brought home already).
+    var collected: String?
+}
+
+struct ShareSecrets: Codable {
+    let ephemeralPrivkey: String
+    let sessionToken: String
+    let label: String
+    let paths: [String]
+    let records: Int
+    /// The `--qr-png` file (on a memory file system), removed when the share ends.
+    var qrPNG: String?
+}
+
+struct ShareBook: Sendable {
+    let path: String
+    let key: SecretKey
+
+    struct Share {
+        let record: ShareRecord
+        /// nil when sealed to another key (a key imported since).
+        let secrets: ShareSecrets?
+    }
+
+    private func load() -> [ShareRecord] {
+        guard let data = FileManager.default.contents(atPath: path),
+              let records = try? JSONDecoder().decode([ShareRecord].self, from: data) else { return [] }
+        return records
+    }
+
+    /// Changes the book under an exclusive `flock` of `shares.json.lock`: a mount and the
+    /// user's commands change it side by side (the file itself is replaced atomically).
+    private func update(_ change: (inout [ShareRecord]) -> Void) throws {
+        let lockFD = Glibc.open(path + ".lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard lockFD >= 0 else { throw CommandFailure("cannot lock \(path): \(String(cString: strerror(errno)))") }
+        defer { close(lockFD) }
+        while flock(lockFD, LOCK_EX) != 0 && errno == EINTR {}
+        var records = load()
+        change(&records)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        do { try PrivateFile.write(path, bytes: [UInt8](try encoder.encode(records))) } catch {
+            throw CommandFailure("cannot write \(path): \(error)")
+        }
+    }
+
+    func add(_ record: ShareRecord, secrets: ShareSecrets) throws {
+        var record = record
+        do {
+            record.sealed = try NIP44.encrypt([UInt8](try JSONEncoder().encode(secrets)), key: NIP44.ConversationKey(selfOf: key))
+        } catch { throw CommandFailure("cannot encrypt the share's keys: \(error)") }
+        try update { records in records = records.filter { $0.id != record.id } + [record] }
+    }
+
+    func open() -> [Share] {
+        load().map { record in
+            let plain = try? NIP44.decrypt(payload: record.sealed, key: NIP44.ConversationKey(selfOf: key))
+            return Share(record: record, secrets: plain.flatMap { try? JSONDecoder().decode(ShareSecrets.self, from: Data($0.copyBytes())) })
+        }
+    }
+
+    /// Brings the doctor's new notes into `binder`, the share's binder (StagingCopy,
+    /// DoctorNotes): the paths written. The caller is the binder's writer (holds its writer
+    /// lock, or is its mount); the commit is a compare-and-swap on `main` all the same.
+    func collect(_ share: Share, into binder: GitRepository, accounts: Accounts, state: StateDirectory) throws -> [String] {
+        guard let secrets = share.secrets else { throw CommandFailure("share \(share.record.id) was made with another key") }
+        let record = share.record
+        // Kept between collections (only ciphertext under the throwaway key): each fetch brings
+        // only what the doctor added, not the whole share again. Removed when the share ends.
+        let stagingPath = notesRepository(record.id)
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+            let client = try ServerClient(server: record.server)
+            let session = ServerSession(client: client, key: key, accounts: accounts)
+            let staging: GitRepository
+            if let kept = try? GitRepository.open(path: stagingPath) { staging = kept } else {
+                try? FileManager.default.removeItem(atPath: stagingPath)
+                staging = try GitRepository.create(path: stagingPath, bare: true)
+            }
+            let tip: ObjectID?
+            do { tip = try StagingPush.fetch(into: staging, repoId: record.id, session: session) } catch {
+                if Self.isGone(error) { return [] }   // removed (expired): nothing left to collect
+                throw error
+            }
+            guard let tip, let since = ObjectID(hex: record.collected ?? record.snapshot), tip != since else { return [] }
+            let throwaway = try SecretKey(hex: secrets.ephemeralPrivkey)
+            let written = try DoctorNotes.collect(from: staging, since: since, tip: tip, throwaway: NIP44.ConversationKey(selfOf: throwaway),
+                                                  into: binder, key: NIP44.ConversationKey(selfOf: key), author: commitAuthor())
+            try update { records in
+                for index in records.indices where records[index].id == record.id { records[index].collected = tip.hex }
+            }
+            return written
+        } catch let error as SyncError {
+            throw failure(error)
+        } catch let error as StagingCopy.Failure {
+            throw CommandFailure(error.description)
+        } catch let error as CommandFailure {
+            throw error
+        } catch {
+            throw CommandFailure("cannot collect the notes of \(record.id): \(error)")
+        }
+    }
+
+    /// `shares/` beside the book: staging repositories (ciphertext under throwaway keys only).
+    var folder: String { (path as NSString).deletingLastPathComponent + "/shares" }
+
+    /// The local copy of a share's staging repository that collections fetch into.
+    func notesRepository(_ id: String) -> String { folder + "/" + id + "-notes.git" }
+
+    /// The server no longer has the staging repository (it refuses an id nobody owns).
+    static func isGone(_ error: SyncError) -> Bool {
+        switch error {
+        case .forbidden: return true
+        case .server(let status, _): return status == 404
+        default: return false
+        }
+    }
+
+    /// Revokes the session on its server (which deletes the staging repository) and forgets the
+    /// share, its throwaway key and its `--qr-png` file with it. A session the server no longer
+    /// knows counts as ended.
+    func revoke(_ share: Share, accounts: Accounts) throws(SyncError) {
+        if let secrets = share.secrets {
+            let client = try ServerClient(server: share.record.server)
+            let session = ServerSession(client: client, key: key, accounts: accounts)
+            try session.authorized { (token: String) throws(SyncError) in
+                _ = try client.revokeScanSession(token: token, sessionToken: secrets.sessionToken)
+            }
+            if let image = secrets.qrPNG { unlink(image) }
+        }
+        try? FileManager.default.removeItem(atPath: notesRepository(share.record.id))
+        do { try update { records in records.removeAll { $0.id == share.record.id } } } catch {
+            throw .configuration("cannot update \(path): \(error)")
+        }
+    }
+
+    /// Ends every share past its expiry (of `binder` only, when given), revoking it on the
+    /// server when it can be reached (it is over there anyway): their ids.
+    func endExpired(now: Int64, accounts: Accounts, binder: String? = nil) -> [String] {
+        var ended: [String] = []
+        for share in open() where share.record.expiresAt <= now && (binder == nil || Self.sameBinder(share.record.binder, binder!)) {
+            try? revoke(share, accounts: accounts)
+            if !load().contains(where: { $0.id == share.record.id }) { ended.append(share.record.id) }
+        }
+        return ended
+    }
+
+    static func sameBinder(_ a: String, _ b: String) -> Bool {
+        URL(fileURLWithPath: a).resolvingSymlinksInPath().standardizedFileURL.path
+            == URL(fileURLWithPath: b).resolvingSymlinksInPath().standardizedFileURL.path
+    }
+}
+
+/// A mount's side of sharing (issue 17): the mount is its binder's one writer and holds the
+/// user's key, so it brings the doctor's notes of the binder's active shares home itself on
+/// each sync pass (and ends the expired ones), and does it at once when `binder share
+/// --collect` or `--revoke` asks over the control channel. The notes are committed onto `main`
+/// (a compare-and-swap, as a sync's merge) and the view shows them at once; the same sync
+/// pass pushes them. One collection at a time (`running`).
+final class MountShares: Sendable {
+    let book: ShareBook
+    let binderPath: String
+    let view: BinderView
+    let accounts: Accounts
+    let state: StateDirectory
+    let logger: Logger
+    /// At most one pass in this long (a sync pass follows every burst of saves).
+    let interval: TimeInterval
+    /// Held for a whole pass or asked collection: they must not fetch and commit side by side.
+    /// Holds when the last pass started.
+    private let running = Mutex(Date.distantPast)
+
+    init(key: SecretKey, binderPath: String, view: BinderView, state: StateDirectory, interval: TimeInterval, logger: Logger) {
+        self.interval = interval
+        book = ShareBook(path: state.sharesFile, key: key)
+        self.binderPath = binderPath
+        self.view = view
+        accounts = Accounts(path: state.accountsFile)
+        self.state = state
+        self.logger = logger
+    }
+
+    /// Before each sync pass (at most once an `interval`): expired shares of this binder end, the others' notes come home.
+    /// Failures are logged, never thrown: a share's server being away must not stop the sync.
+    func pass() {
+        running.withLock { last in
+            guard Date().timeIntervalSince(last) >= interval else { return }
+            last = Date()
+            let ended = book.endExpired(now: ShareCommand.now, accounts: accounts, binder: binderPath)
+            if !ended.isEmpty { logger.info("shares ended at their expiry", metadata: ["count": "\(ended.count)"]) }
+            for share in book.open() where ShareBook.sameBinder(share.record.binder, binderPath) {
+                do {
+                    let written = try collectLocked(share)
+                    if !written.isEmpty { logger.info("brought a doctor's notes home", metadata: ["share": "\(share.record.id)", "notes": "\(written.count)"]) }
+                } catch {
+                    logger.warning("cannot collect a share's notes", metadata: ["share": "\(share.record.id)", "error": "\(error)"])
+                }
+            }
+        }
+    }
+
+    /// The answer to `share-collect ID`: `ok` and the paths written as a JSON array, or `error …`.
+    func collect(id: String) -> String {
+        running.withLock { _ -> String in
+            guard let share = book.open().first(where: { $0.record.id == id && ShareBook.sameBinder($0.record.binder, binderPath) }) else {
+                return "error no active share '\(id)' of this binder"
+            }
+            do {
+                let written = try collectLocked(share)
+                let data = try JSONSerialization.data(withJSONObject: written, options: [.withoutEscapingSlashes])
+                return "ok " + String(decoding: data, as: UTF8.self)
+            } catch let failure as CommandFailure {
+                return "error " + failure.message
+            } catch {
+                return "error \(error)"
+            }
+        }
+    }
+
+    private func collectLocked(_ share: ShareBook.Share) throws -> [String] {
+        let binder: GitRepository
+        do { binder = try GitRepository.open(path: binderPath) } catch { throw CommandFailure("cannot open \(binderPath): \(error)") }
+        let written = try book.collect(share, into: binder, accounts: accounts, state: state)
+        if !written.isEmpty { _ = try view.adoptBranchTip() }
+        return written
+    }
+}
+
+extension StateDirectory {
+    /// The share book (`ShareBook`).
+    var sharesFile: String { root + "/shares.json" }
+}
