@@ -196,7 +196,11 @@ final class Committer: Sendable {
         let full = try Snapshot.load(repository, commit: id)
         precondition(full.gitFolders == next.gitFolders, "incremental snapshot differs from a full read after \(changes)")
         #endif
-        listings.adopt(next, changes: changes)
+        let patches = listings.patches(for: changes, from: base, to: next)
+        listings.adopt(next, changes: changes, patches: patches)
+        #if DEBUG
+        listings.checkPatches(patches)
+        #endif
     }
 
     /// Shows `commit`, which moved the branch from elsewhere (`writeLock` held), and returns

@@ -14,6 +14,9 @@ final class ListingCache: Sendable {
         /// What each document contributed to its folder's listing, by git folder and file name:
         /// kept when a listing is dropped, so that rebuilding it decrypts only what changed.
         var documentParts: [String: [String: DocumentPart]] = [:]
+        /// Beside each git folder's listing built or patched (and only those, not `.children`
+        /// listings), what patching it after a commit needs (see `ListingPatch`).
+        var bookkeeping: [String: PatchBookkeeping] = [:]
     }
 
     private let repository: GitRepository
@@ -86,6 +89,7 @@ final class ListingCache: Sendable {
                 // Another thread may have built it meanwhile; the first one stays.
                 for (viewPath, listing) in builder.listings where contents.listings[viewPath] == nil {
                     contents.listings[viewPath] = listing
+                    contents.bookkeeping[viewPath] = viewPath == path ? PatchBookkeeping(listing: listing, parts: builder.parts) : nil
                 }
                 return contents.listings[path] ?? own
             }
@@ -94,15 +98,44 @@ final class ListingCache: Sendable {
         throw .notFound(path)
     }
 
+    /// The listings of the folders on the paths of `changes` (the view's own commit from
+    /// `old` to `new`), patched in place where that gives what a full build would (see
+    /// `ListingPatch`), by git folder. Decrypts the documents written, outside the lock.
+    func patches(for changes: [TreeChange], from old: Snapshot, to new: Snapshot) -> [String: ListingPatch] {
+        let folders = FolderChange.of(changes)
+        let kept = contents.withLock { contents in
+            var kept: [(String, FolderChange, Listing, [String: DocumentPart], PatchBookkeeping)] = []
+            guard contents.snapshot.commit == old.commit else { return kept }
+            for (folder, change) in folders {
+                guard let bookkeeping = contents.bookkeeping[folder], let listing = contents.listings[folder] else { continue }
+                kept.append((folder, change, listing, contents.documentParts[folder] ?? [:], bookkeeping))
+            }
+            return kept
+        }
+        var patcher = ListingPatcher(repository: repository, key: key, logger: logger, old: old, new: new)
+        var patches: [String: ListingPatch] = [:]
+        for (folder, change, listing, parts, bookkeeping) in kept {
+            patches[folder] = patcher.patch(folder: folder, change: change, listing: listing, parts: parts, bookkeeping: bookkeeping)
+        }
+        objectReads.add(patcher.objectReads, ordering: .relaxed)
+        for (source, bytes) in patcher.rendered { plaintext.put(source, bytes) }
+        return patches
+    }
+
     /// Shows `snapshot` from now on. `changes`: what a commit changed, so that only the listings
-    /// of the git folders it touched (and their ancestors) are dropped; nil drops them all.
-    func adopt(_ snapshot: Snapshot, changes: [TreeChange]?) {
+    /// of the git folders it touched (and their ancestors) are dropped, or patched where
+    /// `patches` has them (with the `.children` listings of their documents kept); nil drops
+    /// them all.
+    func adopt(_ snapshot: Snapshot, changes: [TreeChange]?, patches: [String: ListingPatch] = [:]) {
         contents.withLock { contents in
             let old = contents.snapshot
             contents.snapshot = snapshot
             // Parts of folders that are gone can never be reused.
             contents.documentParts = contents.documentParts.filter { snapshot.gitFolders[$0.key] != nil }
-            guard let changes else { return contents.listings.removeAll() }
+            guard let changes else {
+                contents.bookkeeping.removeAll()
+                return contents.listings.removeAll()
+            }
             var affected = Set<String>()
             for change in changes {
                 affected.insert(change.path)  // a folder deleted or written into as a whole
@@ -117,11 +150,18 @@ final class ListingCache: Sendable {
                 }
                 return path
             }
-            for key in Array(contents.listings.keys) {
+            for (folder, patch) in patches where contents.listings[folder] != nil {
+                patch.apply(to: &contents.listings[folder, default: Listing()])
+                contents.bookkeeping[folder] = patch.bookkeeping
+                contents.documentParts[folder, default: [:]].merge(patch.parts) { _, new in new }
+            }
+            for key in Array(contents.listings.keys)
+            where patches[key] == nil && !Self.isChildrenListing(key, patchedIn: patches, listings: contents.listings) {
                 let folder = gitFolder(key)
                 if affected.contains(folder) || snapshot.gitFolders[folder] == nil
                     || affected.contains(where: { !$0.isEmpty && folder.hasPrefix($0 + "/") }) {
                     contents.listings.removeValue(forKey: key)
+                    contents.bookkeeping.removeValue(forKey: key)
                 }
             }
         }
@@ -132,8 +172,41 @@ final class ListingCache: Sendable {
         contents.withLock { contents in
             contents.listings.removeAll()
             contents.documentParts.removeAll()
+            contents.bookkeeping.removeAll()
         }
     }
+
+    /// Whether `key` is the listing of a `.children` folder of a document in a patched folder
+    /// (kept with it: such listings are built only along with their git folder).
+    private static func isChildrenListing(_ key: String, patchedIn patches: [String: ListingPatch],
+                                          listings: [String: Listing]) -> Bool {
+        guard !patches.isEmpty else { return false }
+        var child = key
+        for folder in ViewPath.ancestors(of: key) {
+            if patches[folder] != nil { return listings[folder]?.nodes[ViewPath.split(child).name]?.owner != nil }
+            child = folder
+        }
+        return false
+    }
+
+    #if DEBUG
+    /// Checks each patched listing, and the `.children` listings kept with it, against a full
+    /// build of its folder at the snapshot shown (tests run debug builds).
+    func checkPatches(_ patches: [String: ListingPatch]) {
+        let (snapshot, kept, parts) = contents.withLock { ($0.snapshot, $0.listings, $0.documentParts) }
+        for folder in patches.keys {
+            guard let patched = kept[folder], let entries = snapshot.gitFolders[folder] else { continue }
+            var builder = ListingBuilder(repository: repository, key: key, logger: logger, commitTime: snapshot.commitTime)
+            builder.previousParts = parts[folder] ?? [:]
+            builder.build(viewPath: folder, gitDirectory: folder, entries: entries)
+            guard builder.outOfSecretMemory == nil else { continue }
+            precondition(builder.listings[folder].map(patched.isSame) ?? false, "patched listing of \(folder) differs from a full build")
+            for (viewPath, listing) in builder.listings where viewPath != folder {
+                precondition(kept[viewPath].map(listing.isSame) ?? false, "kept listing \(viewPath) differs from a full build")
+            }
+        }
+    }
+    #endif
 }
 
 /// Paths of the view: relative, `/`-separated, "" for the root.

@@ -8,9 +8,14 @@ struct Snapshot: Sendable {
     let commitTime: Timestamp
     /// Entries of every git folder, by folder path ("" is the root).
     let gitFolders: [String: [TreeEntry]]
+    /// Folders that a commit cannot patch in place (`patchedFolders`), because libgit2 may
+    /// write them back otherwise than they are (crafted trees): entries out of git's strict
+    /// order or repeated, names that are not exact or not valid in a tree, modes git would
+    /// normalise. A commit into them reads them back from git.
+    let irregularFolders: Set<String>
 
     static func load(_ repository: GitRepository, commit: ObjectID?) throws -> Snapshot {
-        guard let commit else { return Snapshot(commit: nil, commitTime: Timestamp(seconds: 0), gitFolders: ["": []]) }
+        guard let commit else { return Snapshot(commit: nil, commitTime: Timestamp(seconds: 0), gitFolders: ["": []], irregularFolders: []) }
         let info = try repository.commit(commit)
         var folders: [String: [TreeEntry]] = ["": []]
         for entry in try repository.listTree(commit: commit) {
@@ -18,7 +23,9 @@ struct Snapshot: Sendable {
             folders[parent, default: []].append(entry)
             if entry.kind == .tree, folders[entry.path] == nil { folders[entry.path] = [] }
         }
-        return Snapshot(commit: commit, commitTime: Timestamp(seconds: info.committer.seconds), gitFolders: folders)
+        let irregular = Set(folders.filter { !isRegular($0.value) }.keys)
+        return Snapshot(commit: commit, commitTime: Timestamp(seconds: info.committer.seconds), gitFolders: folders,
+                        irregularFolders: irregular)
     }
 
     /// The snapshot of `commit`, made from this one by re-reading only the folders `changes`
@@ -27,7 +34,12 @@ struct Snapshot: Sendable {
     /// `changes`.
     func advanced(to commit: ObjectID, changes: [TreeChange], repository: GitRepository) throws -> Snapshot {
         let info = try repository.commit(commit)
+        if let folders = try patchedFolders(commit: commit, changes: changes, repository: repository) {
+            return Snapshot(commit: commit, commitTime: Timestamp(seconds: info.committer.seconds), gitFolders: folders,
+                            irregularFolders: irregularFolders)
+        }
         var folders = gitFolders
+        var reread = Set<String>()
         func removeFolder(_ path: String) {
             folders.removeValue(forKey: path)
             let prefix = path + "/"
@@ -40,14 +52,17 @@ struct Snapshot: Sendable {
             if recursive {
                 removeFolder(path)
                 folders[path] = []
+                reread.insert(path)
                 for entry in entries {
                     let parent = entry.path.lastIndex(of: "/").map { String(entry.path[..<$0]) } ?? ""
+                    reread.insert(parent)
                     folders[parent, default: []].append(entry)
                     if entry.kind == .tree, folders[entry.path] == nil { folders[entry.path] = [] }
                 }
                 return
             }
             folders[path] = entries
+            reread.insert(path)
             // A folder that appeared (the first file written into it) is read whole.
             for entry in entries where entry.kind == .tree && folders[entry.path] == nil {
                 try loadFolder(entry.path, recursive: true)
@@ -71,8 +86,88 @@ struct Snapshot: Sendable {
             try loadFolder(change.path, recursive: true)
         }
         if folders[""] == nil { folders[""] = [] }
-        return Snapshot(commit: commit, commitTime: Timestamp(seconds: info.committer.seconds), gitFolders: folders)
+        var irregular = irregularFolders.filter { folders[$0] != nil && !reread.contains($0) }
+        for path in reread where !(folders[path].map(Self.isRegular) ?? true) { irregular.insert(path) }
+        return Snapshot(commit: commit, commitTime: Timestamp(seconds: info.committer.seconds), gitFolders: folders,
+                        irregularFolders: irregular)
     }
+
+    /// Whether libgit2 writes `entries` back as they are: strictly in git's order, exact and
+    /// valid names, canonical modes (see `irregularFolders`).
+    static func isRegular(_ entries: [TreeEntry]) -> Bool {
+        var previous: [UInt8]? = nil
+        for entry in entries {
+            guard entry.nameIsExact, isPlainName(entry.name),
+                  [0o100644, 0o100755, 0o040000, 0o120000, 0o160000].contains(entry.mode) else { return false }
+            let key = gitOrderKey(entry)
+            if let previous, !previous.lexicographicallyPrecedes(key) { return false }
+            previous = key
+        }
+        return true
+    }
+
+    /// A name any tree may hold: not empty, `.`, `..` or `.git`, without '/' or NUL.
+    static func isPlainName(_ name: Substring) -> Bool {
+        !name.isEmpty && name != "." && name != ".." && name.lowercased() != ".git" && !name.utf8.contains(0)
+            && !name.utf8.contains(UInt8(ascii: "/"))
+    }
+
+    /// The folders of `commit` made by patching this snapshot's entries in place, when
+    /// `changes` only write files into folders that exist (a save, a new record): each file's
+    /// entry is put in its place, the ids of the folders above it are looked up, and no folder
+    /// is read again (a read of the folder cost its size: a save must not). Nil otherwise.
+    private func patchedFolders(commit: ObjectID, changes: [TreeChange], repository: GitRepository) throws -> [String: [TreeEntry]]? {
+        var folders = gitFolders
+        var subfolders = Set<String>()
+        for change in changes {
+            guard case .write(let path, let blob) = change else { return nil }
+            let (parent, name) = ViewPath.split(path)
+            guard folders[parent] != nil, folders[path] == nil, !irregularFolders.contains(parent),
+                  Self.isPlainName(name[...]) else { return nil }
+            let entry = TreeEntry(path: path, id: blob, kind: .blob, mode: 0o100644)
+            guard Self.put(entry, into: &folders[parent, default: []]) else { return nil }
+            var child = parent
+            for ancestor in ViewPath.ancestors(of: parent) {
+                subfolders.insert(child)
+                child = ancestor
+            }
+        }
+        for folder in subfolders {
+            guard !irregularFolders.contains(ViewPath.split(folder).parent), let entry = try repository.entry(at: folder, commit: commit), entry.kind == .tree,
+                  Self.put(entry, into: &folders[ViewPath.split(folder).parent, default: []], replacingOnly: true) else { return nil }
+        }
+        return folders
+    }
+
+    /// Puts `entry` into `entries` (a folder's, in git's order) in its place, replacing the
+    /// entry of its name; false when that entry is of the other kind, or when `replacingOnly`
+    /// and there is none. Keeps what git says of the name
+    /// (`nameIsExact`) and a folder's mode.
+    static func put(_ entry: TreeEntry, into entries: inout [TreeEntry], replacingOnly: Bool = false) -> Bool {
+        let key = gitOrderKey(entry)
+        var low = 0, high = entries.count
+        while low < high {
+            let middle = (low + high) / 2
+            if gitOrderKey(entries[middle]).lexicographicallyPrecedes(key) { low = middle + 1 } else { high = middle }
+        }
+        if low < entries.count, gitOrderKey(entries[low]) == key {
+            let old = entries[low]
+            guard (old.kind == .tree) == (entry.kind == .tree) else { return false }
+            entries[low] = TreeEntry(path: entry.path, id: entry.id, kind: entry.kind, mode: entry.kind == .tree ? old.mode : entry.mode,
+                                     nameIsExact: old.nameIsExact)
+            return true
+        }
+        // (A folder of a new file's name sits elsewhere in git's order: the caller rules it out.)
+        guard !replacingOnly else { return false }
+        entries.insert(entry, at: low)
+        return true
+    }
+
+    /// git's order of a folder's entries: by name, bytewise, a folder's name read with a '/'
+    /// after it.
+    static func gitOrderKey(_ entry: TreeEntry) -> [UInt8] { gitOrderKey(name: entry.name, isTree: entry.kind == .tree) }
+
+    static func gitOrderKey(name: Substring, isTree: Bool) -> [UInt8] { Array(name.utf8) + (isTree ? [UInt8(ascii: "/")] : []) }
 
     /// The blob at git path `path`, if any.
     func entry(at path: String) -> TreeEntry? {

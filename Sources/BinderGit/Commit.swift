@@ -104,48 +104,58 @@ extension GitRepository {
     public func commitChanges(onto parent: ObjectID?, changes: [TreeChange], message: String,
                               author: Signature, branch: String = "main",
                               mergedParents: [ObjectID] = [], blobs: [[UInt8]] = []) throws(GitError) -> ObjectID {
-        let refName = Self.refName(branch)
-        var message = message
-        if !message.hasSuffix("\n") { message += "\n" }
-        if message.utf8.contains(0) {
-            throw GitError.failed(operation: "commit", code: .invalid, message: "message contains NUL")
-        }
-
+        let message = try Self.commitMessage(message)
         return try locked { () throws(GitError) in
             // Cheap early check, so that a stale caller writes nothing.
-            let current = try tipLocked(branch: branch)
-            guard current == parent else {
-                throw GitError.branchMoved(branch: branch, expected: parent, actual: current)
-            }
-
+            try checkTipLocked(branch: branch, is: parent)
             let newID = try inOnePackLocked { () throws(GitError) -> (ObjectID, [ObjectID]) in
                 try createCommitLocked(onto: parent, changes: changes, message: message, author: author,
                                        mergedParents: mergedParents, blobs: blobs)
             }
-
-            // The reflog (non-bare repositories) records the author, not "unknown".
-            try check(git_repository_set_ident(repo.pointer, author.name, author.email), "set reflog identity")
-            let summary = String(message.prefix { $0 != "\n" })
-            let reflogMessage = (parent == nil ? "commit (initial): " : "commit: ") + summary
-
-            var commitOid = newID.oid
-            var reference: OpaquePointer?
-            let refRC: Int32
-            if let parent {
-                var expected = parent.oid
-                refRC = git_reference_create_matching(&reference, repo.pointer, refName, &commitOid,
-                                                      1, &expected, reflogMessage)
-            } else {
-                refRC = git_reference_create(&reference, repo.pointer, refName, &commitOid, 0, reflogMessage)
-            }
-            if let reference { _ = ReferenceHandle(reference) }
-            if refRC == GIT_EMODIFIED.rawValue || refRC == GIT_EEXISTS.rawValue || refRC == GIT_ENOTFOUND.rawValue {
-                let actual = try? tipLocked(branch: branch)
-                throw GitError.branchMoved(branch: branch, expected: parent, actual: actual ?? nil)
-            }
-            try check(refRC, "update \(refName)")
+            try moveBranchLocked(branch, from: parent, to: newID, message: message, author: author)
             return newID
         }
+    }
+
+    /// `message` as stored: ending with a newline, and without NUL (which git cannot store).
+    private static func commitMessage(_ message: String) throws(GitError) -> String {
+        if message.utf8.contains(0) {
+            throw GitError.failed(operation: "commit", code: .invalid, message: "message contains NUL")
+        }
+        return message.hasSuffix("\n") ? message : message + "\n"
+    }
+
+    /// Throws `branchMoved` unless `branch` points at `expected` (nil: does not exist). Lock held.
+    private func checkTipLocked(branch: String, is expected: ObjectID?) throws(GitError) {
+        let current = try tipLocked(branch: branch)
+        guard current == expected else {
+            throw GitError.branchMoved(branch: branch, expected: expected, actual: current)
+        }
+    }
+
+    /// Moves `branch` from `parent` (nil: creates it) to `commit`, compare-and-swap under git's
+    /// ref lock, fsynced; the reflog of a non-bare repository names the author. Lock held.
+    private func moveBranchLocked(_ branch: String, from parent: ObjectID?, to commit: ObjectID, message: String,
+                                  author: Signature) throws(GitError) {
+        let refName = Self.refName(branch)
+        try check(git_repository_set_ident(repo.pointer, author.name, author.email), "set reflog identity")
+        let summary = String(message.prefix { $0 != "\n" })
+        let reflogMessage = (parent == nil ? "commit (initial): " : "commit: ") + summary
+        var commitOid = commit.oid
+        var reference: OpaquePointer?
+        let rc: Int32
+        if let parent {
+            var expected = parent.oid
+            rc = git_reference_create_matching(&reference, repo.pointer, refName, &commitOid, 1, &expected, reflogMessage)
+        } else {
+            rc = git_reference_create(&reference, repo.pointer, refName, &commitOid, 0, reflogMessage)
+        }
+        if let reference { _ = ReferenceHandle(reference) }
+        if rc == GIT_EMODIFIED.rawValue || rc == GIT_EEXISTS.rawValue || rc == GIT_ENOTFOUND.rawValue {
+            let actual = try? tipLocked(branch: branch)
+            throw GitError.branchMoved(branch: branch, expected: parent, actual: actual ?? nil)
+        }
+        try check(rc, "update \(refName)")
     }
 
     /// The id `bytes` get as a blob (nothing is written).

@@ -36,18 +36,23 @@ public struct TreeEntry: Sendable, Hashable {
     /// could be written back.
     public let nameIsExact: Bool
 
+    /// Where the last component starts, in UTF-8 bytes: `name` is asked for in every
+    /// comparison of a folder's sort, and searching for the last '/' each time was a third of
+    /// a listing's build (docs/BENCHMARKS.md, "Issue 13: saves"). Follows from `path`.
+    private let nameOffset: Int
+
     public init(path: String, id: ObjectID, kind: Kind, mode: UInt32, nameIsExact: Bool = true) {
         self.path = path
         self.id = id
         self.kind = kind
         self.mode = mode
         self.nameIsExact = nameIsExact
+        nameOffset = path.lastIndex(of: "/").map { path.utf8.distance(from: path.startIndex, to: path.index(after: $0)) } ?? 0
     }
 
     /// The last path component.
     public var name: Substring {
-        guard let slash = path.lastIndex(of: "/") else { return path[...] }
-        return path[path.index(after: slash)...]
+        path[path.utf8.index(path.utf8.startIndex, offsetBy: nameOffset)...]
     }
 }
 
