@@ -71,6 +71,7 @@ struct FuzzTarget: Sendable {
         "document": FuzzTarget(run: FormatTargets.document),
         "front-matter": FuzzTarget(run: FormatTargets.frontMatter),
         "timestamps": FuzzTarget(run: FormatTargets.timestamps),
+        "listing-index": FuzzTarget(run: IndexTargets.listingIndex),
     ]
 
     static var names: [String] { all.keys.sorted() }
