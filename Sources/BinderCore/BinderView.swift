@@ -28,10 +28,18 @@ public final class BinderView: Sendable {
         public var viewsVisible: Bool
         /// What may change (`onlyNewRecords`: a doctor's share, `binder open-share`).
         public var mode: WriteMode = .everything
+        /// Whether listings are kept across mounts in the encrypted listing index
+        /// (`ListingIndex`, in the git directory) and decrypted ahead of sequential reads.
+        public var listingIndex: Bool
+        /// Files of a folder decrypted ahead of a sequential reader (0: none); see `ReadAhead`.
+        public var readAhead: Int
 
         public init(cacheCapacity: Int = 256 << 20, branch: String = "main",
                     author: Signature = Signature(name: BinderCreator.defaultAuthor.name, email: BinderCreator.defaultAuthor.email),
-                    limits: WriteLimits = WriteLimits(), viewsVisible: Bool = false) {
+                    limits: WriteLimits = WriteLimits(), viewsVisible: Bool = false, listingIndex: Bool = true,
+                    readAhead: Int = ReadAhead.defaultWindow) {
+            self.listingIndex = listingIndex
+            self.readAhead = readAhead
             self.cacheCapacity = cacheCapacity
             self.branch = branch
             self.author = author
@@ -68,6 +76,10 @@ public final class BinderView: Sendable {
     let viewsVisible: Bool
     /// `Options.mode` with what the view held when it was made.
     let policy: WritePolicy
+    /// View paths whose content was found to differ in size from their listing, until the
+    /// FUSE bridge has told the kernel (`takeSizeCorrection`).
+    let sizeCorrections = Mutex<Set<String>>([])
+    let readAhead: ReadAhead
 
     public init(repository: GitRepository, key: NIP44.ConversationKey, logger: Logger, options: Options = Options()) throws {
         self.repository = repository
@@ -75,9 +87,11 @@ public final class BinderView: Sendable {
         self.logger = logger
         limits = options.limits
         viewsVisible = options.viewsVisible
+        readAhead = ReadAhead(window: options.readAhead)
         plaintext = PlaintextCache(capacity: options.cacheCapacity)
         let snapshot = try Snapshot.load(repository, commit: try repository.branchTip(options.branch))
-        listings = ListingCache(repository: repository, key: key, logger: logger, plaintext: plaintext, snapshot: snapshot)
+        let index = options.listingIndex ? ListingIndex(gitDirectory: repository.gitDirectory, key: key) : nil
+        listings = ListingCache(repository: repository, key: key, logger: logger, plaintext: plaintext, snapshot: snapshot, index: index)
         committer = Committer(repository: repository, key: key, logger: logger, branch: options.branch, author: options.author,
                               listings: listings)
         policy = try WritePolicy(options.mode, listings: listings)
@@ -145,7 +159,35 @@ public final class BinderView: Sendable {
     /// held until `release`, so reads of any size at any offset are served from memory.
     public func open(_ path: String) throws(ViewError) -> UInt64 {
         let path = ViewPath.normalize(path)
-        return openFiles.register(OpenFile(path: path, buffer: EditBuffer(content: try currentContent(path)), writable: false))
+        let handle = openFiles.register(OpenFile(path: path, buffer: EditBuffer(content: try currentContent(path)), writable: false))
+        scheduleReadAhead(after: path)
+        return handle
+    }
+
+    /// Has the files after `path` in its folder decrypted ahead of a sequential reader.
+    func scheduleReadAhead(after path: String) {
+        guard readAhead.window > 0, !Self.isControlPath(path), let listing = try? listings.listing(ViewPath.split(path).parent) else {
+            return
+        }
+        readAhead.opened(path, listing: listing, commit: listings.snapshot.commit, cache: plaintext) { [weak self] job in
+            self?.decryptAhead(job)
+        }
+    }
+
+    /// A read-ahead job (on a worker): into the cache unless it is there already, the commit
+    /// changed, or it cannot be read as listed (the reader's own open then reports why).
+    func decryptAhead(_ job: ReadAhead.Job) {
+        guard plaintext.get(job.node.source) == nil, listings.snapshot.commit == job.commit else { return }
+        let reader = ContentReader(repository: repository, key: key, listings: listings)
+        guard let bytes = try? reader.produce(job.node, path: job.path), bytes.count == job.node.size,
+              listings.snapshot.commit == job.commit else { return }
+        plaintext.put(job.node.source, bytes)
+    }
+
+    /// True once after the size of `path`'s content was found to differ from the size its
+    /// listing gave: the kernel may hold the wrong size, and must read to the end and forget it.
+    public func takeSizeCorrection(_ path: String) -> Bool {
+        sizeCorrections.withLock { $0.remove(ViewPath.normalize(path)) != nil }
     }
 
     /// Copies up to `buffer.count` bytes from `offset`; returns how many (0 at the end).
@@ -156,6 +198,7 @@ public final class BinderView: Sendable {
 
     /// Drops all plaintext (the cache, listings, open and scratch files): at unmount.
     public func close() {
+        readAhead.stop()
         plaintext.removeAll()
         openFiles.removeAll()
         listings.removeAll()
@@ -168,12 +211,15 @@ public final class BinderView: Sendable {
         public let cachedEntries: Int
         public let objectReads: Int
         public let listedFolders: Int
+        /// Documents decrypted to list folders (not those the listing index spared).
+        public let listingDecryptions: Int
     }
 
     public var statistics: Statistics {
         let usage = plaintext.usage
         return Statistics(cachedBytes: usage.bytes, cachedEntries: usage.entries,
-                          objectReads: listings.objectReads.load(ordering: .relaxed), listedFolders: listings.listedFolders)
+                          objectReads: listings.objectReads.load(ordering: .relaxed), listedFolders: listings.listedFolders,
+                          listingDecryptions: listings.documentDecryptions.load(ordering: .relaxed))
     }
 
     // MARK: - Contents
@@ -193,13 +239,24 @@ public final class BinderView: Sendable {
 
     func content(of node: Node, path: String) throws(ViewError) -> SecureBytes {
         if let cached = plaintext.get(node.source) { return cached }
+        // A read-ahead worker may be decrypting this very file: its result, not a second run.
+        readAhead.waitIfInFlight(node.source)
+        if let cached = plaintext.get(node.source) { return cached }
         let bytes: SecureBytes
         do { bytes = try ContentReader(repository: repository, key: key, listings: listings).produce(node, path: path) } catch {
             logger.error("read failed: \(error)")
             throw error
         }
         if bytes.count != node.size {
-            logger.error("content size differs from listed size", metadata: ["path": "\(node.gitPath)"])
+            // Only a listing index of an older rendering could cause it (its size was kept):
+            // the part is forgotten, so the next listing and `stat` show the true size, and
+            // the kernel is told (`takeSizeCorrection`).
+            logger.error("content size differs from listed size; listing corrected", metadata: ["path": "\(node.gitPath)"])
+            switch node.owner {
+            case .document(let document)?, .child(let document, _)?: listings.forgetPart(gitPath: document)
+            case nil: listings.forgetPart(gitPath: node.gitPath)
+            }
+            sizeCorrections.withLock { _ = $0.insert(path) }
         }
         plaintext.put(node.source, bytes)
         return bytes
@@ -252,6 +309,7 @@ public final class BinderView: Sendable {
         cached_entries: \(stats.cachedEntries)
         listed_folders: \(stats.listedFolders)
         git_object_reads: \(stats.objectReads)
+        listing_decryptions: \(stats.listingDecryptions)
 
         """
         if let refusal = refusals.last {

@@ -29,6 +29,8 @@ struct ListingBuilder {
     /// Git objects this build read: documents decrypted (the others' parts were reused) and
     /// sidecars sized.
     var objectReads = 0
+    /// Documents this build decrypted (the others' parts were reused, from memory or the index).
+    var documentDecryptions = 0
     /// Entries not shown as the format names them, with why (see `ListingFinding`): logged by
     /// the mount, reported by `binder verify`.
     var findings: [ListingFinding] = []
@@ -47,23 +49,35 @@ struct ListingBuilder {
     /// Builds the listing of git folder `gitDirectory` (its entries given), shown at `viewPath`.
     mutating func build(viewPath: String, gitDirectory: String, entries allEntries: [TreeEntry]) {
         let findingsBefore = findings.count
-        defer {
-            for finding in findings[findingsBefore...] {
-                logger.warning("\(finding.reason)", metadata: ["path": "\(finding.gitPath)"])
-            }
-        }
-        var listing = Listing()
+        defer { logFindings(since: findingsBefore) }
         let entries = showableEntries(allEntries, gitDirectory: gitDirectory)
+            .sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+        var listing = Listing()
+        // Documents first: they decide which sidecars are theirs.
+        let consumedSidecars = addDocuments(entries, viewPath: viewPath, gitDirectory: gitDirectory, into: &listing)
+        addOtherEntries(entries, gitDirectory: gitDirectory, consumedSidecars: consumedSidecars, into: &listing)
+        listings[viewPath] = listing
+        removeUnsafeNames()
+    }
+
+    private func logFindings(since start: Int) {
+        for finding in findings[start...] {
+            logger.warning("\(finding.reason)", metadata: ["path": "\(finding.gitPath)"])
+        }
+    }
+
+    /// Adds the folder's documents (and their `X.children` folders) to `listing`, each from its
+    /// part of the last build or the listing index when still valid, else decrypted. Returns
+    /// the sidecars the documents took as theirs.
+    private mutating func addDocuments(_ entries: [TreeEntry], viewPath: String, gitDirectory: String,
+                                       into listing: inout Listing) -> Set<String> {
         // Only files are documents' sidecars: a link is never read through.
         var files: [String: TreeEntry] = [:]
         for entry in entries where entry.kind == .blob {
             files[String(entry.name)] = entry
         }
         var consumedSidecars = Set<String>()
-        let sortedEntries = entries.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
-
-        // Documents first: they decide which sidecars are theirs.
-        for entry in sortedEntries where entry.kind == .blob {
+        for entry in entries where entry.kind == .blob {
             let name = String(entry.name)
             guard name.hasSuffix(NameMapping.documentExtension), name != NameMapping.folderMetadataName else { continue }
             let part: DocumentPart
@@ -84,8 +98,13 @@ struct ListingBuilder {
                 }
             }
         }
+        return consumedSidecars
+    }
 
-        for entry in sortedEntries {
+    /// Adds what is not a document: git folders, links, sidecars no document took, raw files.
+    private mutating func addOtherEntries(_ entries: [TreeEntry], gitDirectory: String, consumedSidecars: Set<String>,
+                                          into listing: inout Listing) {
+        for entry in entries {
             let name = String(entry.name)
             let gitPath = join(gitDirectory, name)
             switch entry.kind {
@@ -102,7 +121,7 @@ struct ListingBuilder {
                 findings.append(ListingFinding(gitPath: gitPath, reason: "a symbolic link: shown as a read-only file holding its target, never followed"))
                 _ = insert(name, rawNode(entry, gitPath: gitPath), into: &listing)
             case .blob:
-                if name.hasSuffix(NameMapping.documentExtension) { continue }  // handled above, .meta.json hidden
+                if name.hasSuffix(NameMapping.documentExtension) { continue }  // added as documents, .meta.json hidden
                 if name.hasSuffix(NameMapping.sidecarExtension) {
                     if consumedSidecars.contains(name) { continue }
                     // A sidecar nothing refers to is still shown, decrypted if it can be.
@@ -116,8 +135,10 @@ struct ListingBuilder {
                 continue  // left out by `showableEntries`
             }
         }
-        listings[viewPath] = listing
-        // A name made from a document (`X.children` of a long `X`, a child's) must be a file name too.
+    }
+
+    /// A name made from a document (`X.children` of a long `X`, a child's) must be a file name too.
+    private mutating func removeUnsafeNames() {
         for (path, built) in listings {
             for (name, node) in built.nodes {
                 guard let unsafe = Self.unsafeNameReason(name, atRoot: false) else { continue }
@@ -282,6 +303,7 @@ struct ListingBuilder {
     /// Decrypts and parses a document; nil (and a log line) if it cannot be.
     private mutating func readDocument(_ entry: TreeEntry, gitPath: String) -> MedicalDocument? {
         objectReads += 1
+        documentDecryptions += 1
         do {
             return try BinderReader.readDocument(repository.readBlob(entry.id), key: key, gitPath: gitPath)
         } catch {

@@ -26,15 +26,33 @@ final class ListingCache: Sendable {
     private let plaintext: PlaintextCache
     /// Git objects read since the mount began (documents, sidecars, raw files).
     let objectReads = Atomic<Int>(0)
+    /// Documents decrypted to list their folders since the mount began (not counting reads).
+    let documentDecryptions = Atomic<Int>(0)
+    /// Keeps the document parts across mounts (nil: not kept, as in tests that want cold builds).
+    let indexWriter: ListingIndexWriter?
     /// Guards the snapshot, the listings and the document parts. Never held while decrypting.
     private let contents: Mutex<Contents>
 
-    init(repository: GitRepository, key: NIP44.ConversationKey, logger: Logger, plaintext: PlaintextCache, snapshot: Snapshot) {
+    init(repository: GitRepository, key: NIP44.ConversationKey, logger: Logger, plaintext: PlaintextCache, snapshot: Snapshot,
+         index: ListingIndex? = nil) {
         self.repository = repository
         self.key = key
         self.logger = logger
         self.plaintext = plaintext
-        contents = Mutex(Contents(snapshot: snapshot))
+        var contents = Contents(snapshot: snapshot)
+        if let index { contents.documentParts = Self.loadIndex(index, snapshot: snapshot, logger: logger) }
+        self.contents = Mutex(contents)
+        indexWriter = index.map { ListingIndexWriter(index: $0, logger: logger) }
+        indexWriter?.provide { [weak self] in self?.contents.withLock { $0.documentParts } }
+    }
+
+    /// The parts the index holds for folders of `snapshot` (none if it cannot be used: it is
+    /// written again as folders are listed).
+    private static func loadIndex(_ index: ListingIndex, snapshot: Snapshot, logger: Logger) -> [String: [String: DocumentPart]] {
+        do throws(ListingIndexError) { return try index.load().filter { snapshot.gitFolders[$0.key] != nil } } catch {
+            if error != .missing { logger.notice("listing index not used: \(error)") }
+            return [:]
+        }
     }
 
     var snapshot: Snapshot { contents.withLock { $0.snapshot } }
@@ -76,6 +94,7 @@ final class ListingCache: Sendable {
             builder.previousParts = parts ?? [:]
             builder.build(viewPath: path, gitDirectory: path, entries: entries)
             objectReads.add(builder.objectReads, ordering: .relaxed)
+            documentDecryptions.add(builder.documentDecryptions, ordering: .relaxed)
             if let memory = builder.outOfSecretMemory {
                 throw .storage(path: path, reason: memory.description, code: .noMemory)
             }
@@ -86,6 +105,7 @@ final class ListingCache: Sendable {
                 // good for this answer, not for keeping.
                 guard contents.snapshot.commit == snapshot.commit else { return own }
                 contents.documentParts[path] = builder.parts
+                if builder.documentDecryptions > 0 || builder.parts.count != parts?.count { indexWriter?.changed() }
                 // Another thread may have built it meanwhile; the first one stays.
                 for (viewPath, listing) in builder.listings where contents.listings[viewPath] == nil {
                     contents.listings[viewPath] = listing
@@ -167,8 +187,22 @@ final class ListingCache: Sendable {
         }
     }
 
-    /// Forgets every listing and part (at unmount).
+    /// Forgets the part of the document at `gitPath` and the listings built from it: its size
+    /// in the view disagreed with its content (see `BinderView.content`).
+    func forgetPart(gitPath: String) {
+        let (folder, name) = ViewPath.split(gitPath)
+        contents.withLock { contents in
+            contents.documentParts[folder]?.removeValue(forKey: name)
+            for key in Array(contents.listings.keys) where key == folder || key.hasPrefix(folder.isEmpty ? "" : folder + "/") {
+                contents.listings.removeValue(forKey: key)
+            }
+        }
+        indexWriter?.changed()
+    }
+
+    /// Forgets every listing and part (at unmount), after writing the listing index.
     func removeAll() {
+        indexWriter?.finish()
         contents.withLock { contents in
             contents.listings.removeAll()
             contents.documentParts.removeAll()

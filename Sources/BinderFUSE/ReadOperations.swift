@@ -103,6 +103,14 @@ enum ReadOperations {
                 binder_fi_set_direct_io(info, 1)
                 return 0
             }
+            if fs.view.takeSizeCorrection(name) {
+                // The size the kernel was given (from a listing index of an older rendering)
+                // was wrong: this handle reads to the end whatever size is cached, and the
+                // kernel drops the cached attributes and pages once this call returns.
+                binder_fi_set_direct_io(info, 1)
+                fs.changed(name)
+                return 0
+            }
             // What has not changed since it was last opened: the kernel may keep its pages.
             binder_fi_set_keep_cache(info, fs.takeChanged(name) ? 0 : 1)
             // A read-only handle has nothing to flush: close() needs no round trip.

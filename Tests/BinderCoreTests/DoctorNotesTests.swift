@@ -14,14 +14,16 @@ final class DoctorNotesTests: XCTestCase {
     var directory: URL!
     var binder: GitRepository!
     var staging: GitRepository!
-    let mine = NIP44.ConversationKey(selfOf: SecretKey.generate())
-    let theirs = NIP44.ConversationKey(selfOf: SecretKey.generate())
+    var mine: NIP44.ConversationKey!
+    var theirs: NIP44.ConversationKey!
     let author = Signature(name: "t", email: "t@t")
     let doctor = Signature(name: "Doctor", email: "scan@limbo.health")
     var snapshot: ObjectID!
     let photo: [UInt8] = (0..<4000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }
 
     override func setUpWithError() throws {
+        mine = try NIP44.ConversationKey(selfOf: try SecretKey.generate())
+        theirs = try NIP44.ConversationKey(selfOf: try SecretKey.generate())
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("binder-notes-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         _ = try BinderCreator.create(at: directory.path + "/binder", key: mine, patientName: "Test", dateOfBirth: nil, author: author)

@@ -20,7 +20,7 @@ final class ListingPatchTests: XCTestCase {
 
     override func setUpWithError() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("binder-patch-\(UUID().uuidString)")
-        key = NIP44.ConversationKey(selfOf: SecretKey.generate())
+        key = try NIP44.ConversationKey(selfOf: try SecretKey.generate())
         _ = try BinderCreator.create(at: directory.path, key: key, patientName: "Test Patient", dateOfBirth: nil, author: author)
         repository = try GitRepository.open(path: directory.path)
     }

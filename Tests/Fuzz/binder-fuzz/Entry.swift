@@ -72,6 +72,7 @@ struct FuzzTarget: Sendable {
         "front-matter": FuzzTarget(run: FormatTargets.frontMatter),
         "timestamps": FuzzTarget(run: FormatTargets.timestamps),
         "scan-invitation": FuzzTarget(run: FormatTargets.scanInvitation),
+        "listing-index": FuzzTarget(run: IndexTargets.listingIndex),
     ]
 
     static var names: [String] { all.keys.sorted() }

@@ -1,0 +1,212 @@
+import BinderCrypto
+import BinderGit
+import Dispatch
+import Glibc
+import Logging
+import Synchronization
+
+/// The listing index: what the folders' listings were worked out of (`DocumentPart`s: names,
+/// sizes, mtimes, children, sidecar lookups, the `.binder/` facts; never a document's body),
+/// kept across mounts in `<git dir>/binder/listing-index` so that a cold mount lists and
+/// `stat`s without decrypting every record. See docs/FORMAT.md, "The listing index".
+///
+/// Only ever a shortcut: a part is used only while its blob (and what else it depends on)
+/// is unchanged (`DocumentPart.isValid`), reading a file always decrypts its blob, and a file
+/// that is missing, of another version, over its limit, not authentic or malformed is
+/// ignored whole and written again. Sealed with `LocalSeal` under a key derived from the
+/// conversation key; the header (magic and versions) is authenticated with it.
+struct ListingIndex: Sendable {
+    static let magic = Array("binder-listing-index".utf8)
+    /// The layout of the plaintext (`ListingIndexCodec`).
+    static let formatVersion: UInt16 = 1
+    /// How documents are rendered and named (`FrontMatter.render`, `NameMapping`): a part holds
+    /// a rendered size and names, so a change there must bump this (parts of the old rendering
+    /// are then not used). `BinderView.content` also corrects a size that disagrees.
+    static let renderVersion: UInt16 = 1
+    /// Largest index written or read, sealed (about 200 bytes a record: 300,000 records).
+    static let sizeLimit = 64 << 20
+    static let sealLabel = "binder listing-index v1"
+
+    let path: String
+    private let seal: LocalSeal
+
+    init(gitDirectory: String, key: NIP44.ConversationKey) {
+        path = join(gitDirectory.hasSuffix("/") ? String(gitDirectory.dropLast()) : gitDirectory, "binder/listing-index")
+        seal = LocalSeal(conversationKey: key, label: Self.sealLabel)
+    }
+
+    static var header: [UInt8] {
+        magic + [UInt8(formatVersion >> 8), UInt8(formatVersion & 0xFF), UInt8(renderVersion >> 8), UInt8(renderVersion & 0xFF)]
+    }
+
+    /// The parts the file holds; throws why it cannot be used.
+    func load() throws(ListingIndexError) -> ListingIndexCodec.Parts {
+        let bytes = try Self.readFile(path)
+        return try decode(bytes)
+    }
+
+    /// The parts in a sealed index file's bytes (the fuzz target's entry too).
+    func decode(_ bytes: [UInt8]) throws(ListingIndexError) -> ListingIndexCodec.Parts {
+        let header = Self.header
+        guard bytes.count <= Self.sizeLimit else { throw .tooLarge(bytes.count) }
+        guard bytes.count >= header.count, bytes.starts(with: Self.magic) else { throw .malformed("not a listing index") }
+        guard bytes[..<header.count].elementsEqual(header) else { throw .otherVersion }
+        let plaintext: SecureBytes
+        let opened = bytes[header.count...].withUnsafeBytes { sealed in
+            Result { () throws(LocalSeal.Error) in try seal.open(sealed, header: header) }
+        }
+        switch opened {
+        case .success(let bytes): plaintext = bytes
+        case .failure(let error): throw .sealed(error.description)
+        }
+        return try plaintext.withUnsafeBytes { (plain) throws(ListingIndexError) in try ListingIndexCodec.decode(plain) }
+    }
+
+    /// The sealed file for `parts` (without the folders that would take it over its limit).
+    func encode(_ parts: ListingIndexCodec.Parts) -> [UInt8] {
+        var plaintext = ListingIndexCodec.encode(parts, limit: Self.sizeLimit - 4096)
+        defer { secureZero(&plaintext) }
+        let header = Self.header
+        return header + plaintext.withUnsafeBytes { seal.seal($0, header: header) }
+    }
+
+    /// Writes the index atomically: a temporary file, fsync, rename, fsync of the folder.
+    func save(_ parts: ListingIndexCodec.Parts) throws(ListingIndexError) {
+        let bytes = encode(parts)
+        let folder = ViewPath.split(path).parent
+        if mkdir(folder, 0o700) != 0 && errno != EEXIST { throw .unreadable("mkdir: \(String(cString: strerror(errno)))") }
+        let temporary = path + ".tmp-\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .unreadable("create: \(String(cString: strerror(errno)))") }
+        var ok = bytes.withUnsafeBytes { buffer in
+            var done = 0
+            while done < buffer.count {
+                let n = write(fd, buffer.baseAddress! + done, buffer.count - done)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { return false }
+                done += n
+            }
+            return true
+        }
+        ok = ok && fsync(fd) == 0
+        close(fd)
+        guard ok, rename(temporary, path) == 0 else {
+            let why = String(cString: strerror(errno))
+            unlink(temporary)
+            throw .unreadable("write: \(why)")
+        }
+        let dir = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dir >= 0 {
+            fsync(dir)
+            close(dir)
+        }
+    }
+
+    private static func readFile(_ path: String) throws(ListingIndexError) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { throw .missing }
+            throw .unreadable(String(cString: strerror(errno)))
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw .unreadable(String(cString: strerror(errno))) }
+        guard Int(info.st_size) <= sizeLimit else { throw .tooLarge(Int(info.st_size)) }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { break }
+            done += n
+        }
+        return Array(bytes[..<done])
+    }
+}
+
+/// Writes the listing index off the FUSE request path: `ListingCache` marks it changed when a
+/// build produced new parts; one write follows a quiet second (later changes join it), on a
+/// queue of its own, and `flush` writes what is pending at once (at unmount).
+final class ListingIndexWriter: Sendable {
+    private struct State {
+        var pending = false
+        var scheduled = false
+        /// After `finish`: the owner's parts are gone, and nothing more is written.
+        var finished = false
+    }
+
+    let index: ListingIndex
+    private let logger: Logger
+    /// The parts to write, asked for when the write runs (not when it was scheduled); nil once
+    /// the owner is gone. Set once by the owner after its init; guarded by its own lock.
+    private let parts = Mutex<(@Sendable () -> ListingIndexCodec.Parts?)?>(nil)
+    private let queue = DispatchQueue(label: "binder.listing-index")
+    /// Guards whether a write is pending and whether one is scheduled.
+    private let state = Mutex(State())
+    static let delay = DispatchTimeInterval.seconds(1)
+
+    init(index: ListingIndex, logger: Logger) {
+        self.index = index
+        self.logger = logger
+    }
+
+    func provide(_ parts: @escaping @Sendable () -> ListingIndexCodec.Parts?) { self.parts.withLock { $0 = parts } }
+
+    /// Notes that the parts changed; a write follows.
+    func changed() {
+        let schedule = state.withLock { state in
+            state.pending = true
+            defer { state.scheduled = true }
+            return !state.scheduled
+        }
+        guard schedule else { return }
+        queue.asyncAfter(deadline: .now() + Self.delay) { [self] in
+            state.withLock { $0.scheduled = false }
+            writePending()
+        }
+    }
+
+    /// Writes now what is pending (after a write under way), then no more: the owner is
+    /// about to drop its parts (unmount).
+    func finish() {
+        queue.sync {
+            writePending()
+            state.withLock { $0.finished = true }
+        }
+    }
+
+    private func writePending() {
+        guard state.withLock({ state in defer { state.pending = false }; return state.pending && !state.finished }),
+              let provider = parts.withLock({ $0 }), let parts = provider() else { return }
+        do throws(ListingIndexError) { try index.save(parts) } catch {
+            logger.warning("listing index not written: \(error)")
+        }
+    }
+}
+
+/// The fuzz target's entry (`binder-fuzz listing-index`): the decoder of a file that comes
+/// from the repository's git directory.
+@_spi(Fuzzing)
+public enum ListingIndexFuzzing {
+    /// Input: mode byte, then 0: a whole index file, decoded under `key` (the header, size and
+    /// tag checks); 1: the plaintext inside, sealed with a valid tag first (the codec behind the
+    /// tag). Whatever decodes must encode and decode again to the same bytes. Returns what
+    /// went wrong, nil if nothing did.
+    public static func run(_ bytes: [UInt8], key: NIP44.ConversationKey) -> String? {
+        guard let mode = bytes.first else { return nil }
+        let index = ListingIndex(gitDirectory: "/nonexistent", key: key)
+        let data = Array(bytes.dropFirst())
+        let file = mode % 2 == 0 ? data : ListingIndex.header + data.withUnsafeBytes {
+            LocalSeal(conversationKey: key, label: ListingIndex.sealLabel).seal($0, header: ListingIndex.header)
+        }
+        guard let parts = try? index.decode(file) else { return nil }
+        let again = ListingIndexCodec.encode(parts, limit: ListingIndex.sizeLimit)
+        guard let reparsed = try? ListingIndexCodec.decode(again) else {
+            return "an index that decoded does not decode after encoding again"
+        }
+        guard ListingIndexCodec.encode(reparsed, limit: ListingIndex.sizeLimit) == again else {
+            return "encoding a decoded index is not stable"
+        }
+        return nil
+    }
+}

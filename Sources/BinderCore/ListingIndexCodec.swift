@@ -1,0 +1,337 @@
+import BinderCrypto
+import BinderGit
+
+/// The plaintext of the listing index (see `ListingIndex`): the `DocumentPart`s of git folders,
+/// by folder path and file name, in a small binary form. Decoding takes bytes that come from
+/// disk: every length and count is checked against what is left, every value against its
+/// range, and anything wrong throws `ListingIndexError` (never a trap).
+enum ListingIndexCodec {
+    /// Document parts by git folder path, then by file name (as `ListingCache` keeps them).
+    typealias Parts = [String: [String: DocumentPart]]
+
+    /// The plaintext for `parts`: folders in path order, as many as fit in `limit` bytes.
+    static func encode(_ parts: Parts, limit: Int) -> [UInt8] {
+        var body = IndexWriter()
+        var folders = 0
+        for folder in parts.keys.sorted() {
+            guard let folderParts = parts[folder] else { continue }
+            var writer = IndexWriter()
+            writer.string(folder)
+            writer.count(folderParts.count)
+            for name in folderParts.keys.sorted() {
+                writer.string(name)
+                if let part = folderParts[name] { writer.part(part) }
+            }
+            // Over the limit: the folders that fit are kept (the others are listed by decrypting).
+            if body.bytes.count + writer.bytes.count + 10 > limit { break }
+            body.bytes += writer.bytes
+            secureZero(&writer.bytes)
+            folders += 1
+        }
+        var out = IndexWriter()
+        out.count(folders)
+        out.bytes += body.bytes
+        secureZero(&body.bytes)
+        return out.bytes
+    }
+
+    static func decode(_ bytes: [UInt8]) throws(ListingIndexError) -> Parts {
+        try bytes.withUnsafeBytes { buffer in Result { () throws(ListingIndexError) in try decode(buffer) } }.get()
+    }
+
+    static func decode(_ bytes: UnsafeRawBufferPointer) throws(ListingIndexError) -> Parts {
+        var reader = IndexReader(bytes)
+        var parts: Parts = [:]
+        for _ in 0..<(try reader.count()) {
+            let folder = try reader.string()
+            var folderParts: [String: DocumentPart] = [:]
+            for _ in 0..<(try reader.count()) {
+                let name = try reader.string()
+                folderParts[name] = try reader.part()
+            }
+            parts[folder] = folderParts
+        }
+        guard reader.atEnd else { throw .malformed("bytes after the last folder") }
+        return parts
+    }
+}
+
+/// Why an index file was not used (it is then rebuilt; never shown to a user as an error).
+enum ListingIndexError: Error, Equatable, CustomStringConvertible {
+    case missing
+    case tooLarge(Int)
+    case otherVersion
+    case unreadable(String)
+    case sealed(String)
+    case malformed(String)
+
+    var description: String {
+        switch self {
+        case .missing: "no listing index"
+        case .tooLarge(let n): "listing index of \(n) bytes is over its limit"
+        case .otherVersion: "listing index of another format version"
+        case .unreadable(let why): "listing index unreadable: \(why)"
+        case .sealed(let why): "listing index: \(why)"
+        case .malformed(let field): "listing index malformed: \(field)"
+        }
+    }
+}
+
+private struct IndexWriter {
+    var bytes: [UInt8] = []
+
+    mutating func byte(_ value: UInt8) { bytes.append(value) }
+
+    /// LEB128, unsigned.
+    mutating func varint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            bytes.append(UInt8(v & 0x7F) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(v))
+    }
+
+    mutating func count(_ n: Int) { varint(UInt64(max(n, 0))) }
+    mutating func int(_ n: Int64) { varint(UInt64(bitPattern: n)) }
+
+    mutating func string(_ text: String) {
+        count(text.utf8.count)
+        bytes.append(contentsOf: text.utf8)
+    }
+
+    mutating func optionalString(_ text: String?) {
+        byte(text == nil ? 0 : 1)
+        if let text { string(text) }
+    }
+
+    mutating func id(_ id: ObjectID) { bytes.append(contentsOf: id.bytes) }
+
+    mutating func time(_ t: Timestamp) {
+        int(t.seconds)
+        varint(UInt64(max(t.nanoseconds, 0)))
+    }
+
+    mutating func indexPath(_ path: [Int]) {
+        count(path.count)
+        for i in path { count(i) }
+    }
+
+    mutating func source(_ source: Node.Source) {
+        switch source {
+        case .directory: byte(0)
+        case .document(let blob): byte(1); id(blob)
+        case .child(let blob, let path): byte(2); id(blob); indexPath(path)
+        case .inlineAttachment(let blob, let path): byte(3); id(blob); indexPath(path)
+        case .sidecar(let blob): byte(4); id(blob)
+        case .raw(let blob): byte(5); id(blob)
+        }
+    }
+
+    mutating func node(_ node: Node) {
+        source(node.source)
+        count(node.size)
+        time(node.modified)
+        string(node.gitPath)
+        switch node.owner {
+        case .none: byte(0)
+        case .some(.document(let path)): byte(1); string(path)
+        case .some(.child(let path, let index)): byte(2); string(path); indexPath(index)
+        }
+    }
+
+    mutating func listing(_ listing: Listing) {
+        count(listing.nodes.count)
+        for name in listing.sortedNames {
+            string(name)
+            if let node = listing.nodes[name] { self.node(node) }
+        }
+    }
+
+    mutating func part(_ part: DocumentPart) {
+        id(part.blob)
+        string(part.name)
+        node(part.node)
+        byte(part.children == nil ? 0 : 1)
+        if let children = part.children {
+            node(children.node)
+            count(children.listings.count)
+            for path in children.listings.keys.sorted() {
+                string(path)
+                listing(children.listings[path] ?? Listing())
+            }
+        }
+        count(part.consumedSidecars.count)
+        for name in part.consumedSidecars.sorted() { string(name) }
+        count(part.sidecarLookups.count)
+        for name in part.sidecarLookups.keys.sorted() {
+            string(name)
+            if case .some(.some(let found)) = part.sidecarLookups[name] { byte(1); id(found) } else { byte(0) }
+        }
+        byte(part.usesCommitTime ? 1 : 0)
+        time(part.commitTime)
+        byte(part.facts == nil ? 0 : 1)
+        if let facts = part.facts {
+            optionalString(facts.created)
+            optionalString(facts.type)
+            string(facts.title)
+            count(facts.tags.count)
+            for tag in facts.tags { string(tag) }
+        }
+    }
+}
+
+/// Reads what `IndexWriter` wrote, checking everything. A count is at most the bytes left
+/// (every element takes at least one), so no count can make it allocate or loop beyond the
+/// input's size.
+private struct IndexReader {
+    let bytes: UnsafeRawBufferPointer
+    var offset = 0
+
+    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    var atEnd: Bool { offset == bytes.count }
+
+    mutating func byte() throws(ListingIndexError) -> UInt8 {
+        guard offset < bytes.count else { throw .malformed("ends early") }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    mutating func flag(_ field: String) throws(ListingIndexError) -> Bool {
+        switch try byte() {
+        case 0: return false
+        case 1: return true
+        default: throw .malformed(field)
+        }
+    }
+
+    mutating func varint() throws(ListingIndexError) -> UInt64 {
+        var value: UInt64 = 0
+        for shift in stride(from: 0, to: 64, by: 7) {
+            let b = try byte()
+            if shift == 63 && b > 1 { throw .malformed("number too large") }
+            value |= UInt64(b & 0x7F) << UInt64(shift)
+            if b & 0x80 == 0 { return value }
+        }
+        throw .malformed("number too long")
+    }
+
+    /// A count or size: at most the bytes left when it counts elements.
+    mutating func count(elements: Bool = true) throws(ListingIndexError) -> Int {
+        let value = try varint()
+        guard value <= (elements ? UInt64(Int32.max) : 1 << 48) else { throw .malformed("count or size out of range") }
+        if elements && Int(value) > bytes.count - offset { throw .malformed("count larger than the file") }
+        return Int(value)
+    }
+
+    mutating func int() throws(ListingIndexError) -> Int64 { Int64(bitPattern: try varint()) }
+
+    mutating func string() throws(ListingIndexError) -> String {
+        let n = try count()
+        let slice = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + n)])
+        offset += n
+        guard let text = String(validating: slice, as: UTF8.self) else { throw .malformed("text not UTF-8") }
+        return text
+    }
+
+    mutating func optionalString() throws(ListingIndexError) -> String? {
+        try flag("optional text") ? try string() : nil
+    }
+
+    mutating func id() throws(ListingIndexError) -> ObjectID {
+        guard bytes.count - offset >= ObjectID.byteCount,
+              let id = ObjectID(bytes: bytes[offset..<(offset + ObjectID.byteCount)]) else { throw .malformed("object id") }
+        offset += ObjectID.byteCount
+        return id
+    }
+
+    mutating func time() throws(ListingIndexError) -> Timestamp {
+        let seconds = try int()
+        let nanoseconds = try varint()
+        guard nanoseconds < 1_000_000_000 else { throw .malformed("nanoseconds") }
+        return Timestamp(seconds: seconds, nanoseconds: Int32(nanoseconds))
+    }
+
+    mutating func indexPath() throws(ListingIndexError) -> [Int] {
+        var path: [Int] = []
+        for _ in 0..<(try count()) { path.append(try count(elements: false)) }
+        return path
+    }
+
+    mutating func source() throws(ListingIndexError) -> Node.Source {
+        switch try byte() {
+        case 0: return .directory
+        case 1: return .document(blob: try id())
+        case 2: return .child(blob: try id(), indexPath: try indexPath())
+        case 3: return .inlineAttachment(blob: try id(), indexPath: try indexPath())
+        case 4: return .sidecar(blob: try id())
+        case 5: return .raw(blob: try id())
+        default: throw .malformed("node source")
+        }
+    }
+
+    mutating func node() throws(ListingIndexError) -> Node {
+        let source = try self.source()
+        let size = try count(elements: false)
+        let modified = try time()
+        let gitPath = try string()
+        let owner: Node.Owner?
+        switch try byte() {
+        case 0: owner = nil
+        case 1: owner = .document(path: try string())
+        case 2: owner = .child(documentPath: try string(), indexPath: try indexPath())
+        default: throw .malformed("node owner")
+        }
+        return Node(source: source, size: size, modified: modified, gitPath: gitPath, owner: owner)
+    }
+
+    mutating func listing() throws(ListingIndexError) -> Listing {
+        var listing = Listing()
+        for _ in 0..<(try count()) {
+            let name = try string()
+            listing.nodes[name] = try node()
+        }
+        return listing
+    }
+
+    mutating func children() throws(ListingIndexError) -> DocumentPart.Children? {
+        guard try flag("children") else { return nil }
+        let node = try self.node()
+        var listings: [String: Listing] = [:]
+        for _ in 0..<(try count()) {
+            let path = try string()
+            listings[path] = try listing()
+        }
+        return DocumentPart.Children(node: node, listings: listings)
+    }
+
+    mutating func facts() throws(ListingIndexError) -> RecordFacts? {
+        guard try flag("facts") else { return nil }
+        let created = try optionalString()
+        let type = try optionalString()
+        let title = try string()
+        var tags: [String] = []
+        for _ in 0..<(try count()) { tags.append(try string()) }
+        return RecordFacts(created: created, type: type, title: title, tags: tags)
+    }
+
+    mutating func part() throws(ListingIndexError) -> DocumentPart {
+        let blob = try id()
+        let name = try string()
+        let node = try self.node()
+        let children = try self.children()
+        var consumed = Set<String>()
+        for _ in 0..<(try count()) { consumed.insert(try string()) }
+        var lookups: [String: ObjectID?] = [:]
+        for _ in 0..<(try count()) {
+            let name = try string()
+            let found: ObjectID? = try flag("sidecar lookup") ? try id() : nil
+            lookups[name] = .some(found)
+        }
+        let usesCommitTime = try flag("uses commit time")
+        let commitTime = try time()
+        return DocumentPart(blob: blob, name: name, node: node, children: children, consumedSidecars: consumed,
+                            sidecarLookups: lookups, usesCommitTime: usesCommitTime, commitTime: commitTime, facts: try facts())
+    }
+}

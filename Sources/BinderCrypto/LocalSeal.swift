@@ -1,0 +1,86 @@
+internal import CSodium
+
+/// Authenticated encryption of binder's own local files (the listing index in the git
+/// directory): libsodium's XChaCha20-Poly1305 (IETF) under a key derived from the binder's
+/// conversation key with a label per use, so that no such key is ever a NIP-44 key and one
+/// file's key opens no other kind of file. A sealed file is `nonce (24) || ciphertext || tag
+/// (16)`; the caller's header goes in as additional data, so it is authenticated too.
+/// Opening checks the tag before a byte is returned: nothing unauthenticated is ever parsed.
+public struct LocalSeal: Sendable {
+    public enum Error: Swift.Error, Sendable, Equatable, CustomStringConvertible {
+        /// Shorter than a nonce and a tag.
+        case truncated(Int)
+        /// The tag did not verify: tampered, truncated, or sealed under another key or header.
+        case invalidTag
+        case secretMemory(SecureMemoryError)
+
+        public var description: String {
+            switch self {
+            case .truncated(let n): "sealed file of \(n) bytes is shorter than its nonce and tag"
+            case .invalidTag: "sealed file does not authenticate (tampered, truncated or another key)"
+            case .secretMemory(let error): "sealed file: \(error.description)"
+            }
+        }
+    }
+
+    public static let nonceBytes = Int(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES)
+    public static let tagBytes = Int(crypto_aead_xchacha20poly1305_ietf_ABYTES)
+    static let keyBytes = Int(crypto_aead_xchacha20poly1305_ietf_KEYBYTES)
+
+    private let key: SecureBytes
+
+    /// The key for `label` ("binder listing-index v1"): HMAC-SHA256 keyed by the conversation
+    /// key over a fixed domain prefix and the label (HKDF-expand with one block).
+    public init(conversationKey: NIP44.ConversationKey, label: String) {
+        Sodium.ensureReady()
+        let info = Array(("binder local-seal\u{0}" + label).utf8) + [1]
+        key = conversationKey.key.withUnsafeBytes { ikm in
+            info.withUnsafeBytes { hmacSHA256(key: ikm, [$0]) }
+        }
+    }
+
+    /// `plaintext` sealed with a random nonce, `header` authenticated alongside.
+    public func seal(_ plaintext: UnsafeRawBufferPointer, header: [UInt8]) -> [UInt8] {
+        var out = randomBytes(Self.nonceBytes) + [UInt8](repeating: 0, count: plaintext.count + Self.tagBytes)
+        var written: UInt64 = 0
+        out.withUnsafeMutableBytes { buffer in
+            let base = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            header.withUnsafeBytes { ad in
+                key.withUnsafeBytes { k in
+                    _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
+                        base + Self.nonceBytes, &written,
+                        plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(plaintext.count),
+                        ad.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(ad.count), nil,
+                        base, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                }
+            }
+        }
+        return out
+    }
+
+    /// The plaintext of `sealed`, into secret memory; throws unless the tag verifies.
+    public func open(_ sealed: UnsafeRawBufferPointer, header: [UInt8]) throws(Error) -> SecureBytes {
+        guard sealed.count >= Self.nonceBytes + Self.tagBytes, let base = sealed.baseAddress else {
+            throw .truncated(sealed.count)
+        }
+        let count = sealed.count - Self.nonceBytes - Self.tagBytes
+        let out: SecureBytes
+        // A spare byte: libsodium wants somewhere to write even when the plaintext is empty.
+        do { out = try SecureBytes(zeroed: count, spare: 1) } catch { throw .secretMemory(error) }
+        let start = base.assumingMemoryBound(to: UInt8.self)
+        var written: UInt64 = 0
+        let rc = out.withUnsafeMutableBytes { plain in
+            header.withUnsafeBytes { ad in
+                key.withUnsafeBytes { k in
+                    crypto_aead_xchacha20poly1305_ietf_decrypt(
+                        plain.baseAddress!.assumingMemoryBound(to: UInt8.self), &written, nil,
+                        start + Self.nonceBytes, UInt64(sealed.count - Self.nonceBytes),
+                        ad.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(ad.count),
+                        start, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                }
+            }
+        }
+        guard rc == 0, Int(written) == count else { throw .invalidTag }
+        return out
+    }
+}

@@ -1,0 +1,293 @@
+@_spi(Fuzzing) @testable import BinderCore
+import BinderCrypto
+import BinderFormat
+import BinderGit
+import Foundation
+import Logging
+import Synchronization
+import XCTest
+
+/// The listing index (`<git dir>/binder/listing-index`) and read-ahead, without a kernel: a
+/// cold view lists from the index without decrypting a document, and an index that is gone,
+/// damaged, of another key or stale is ignored, costs decryptions only, and is written again.
+final class ListingIndexTests: XCTestCase {
+    var directory: URL!
+    var key: NIP44.ConversationKey!
+    let logger = Logger(label: "test")
+    static let marker = "CANARY-INDEX-5521"
+
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("binder-index-\(UUID().uuidString)")
+        key = NIP44.ConversationKey(selfOf: SecretKey.generate())
+        _ = try BinderCreator.create(at: directory.path, key: key, patientName: "Test Patient", dateOfBirth: nil,
+                                     author: Signature(name: "t", email: "t@t"))
+        let view = try makeView(index: false)
+        try view.makeDirectory("visits")
+        try view.makeDirectory("labs")
+        for i in 0..<12 {
+            let body = "# \(Self.marker) visit \(i)\n\n" + String(repeating: "Seen for \(Self.marker) \(i). ", count: i * 20 + 1) + "\n"
+            try view.store("visits/visit-\(i).md", content: Array("---\ncreated: 2026-01-0\(i % 9 + 1)T10:00:00Z\ntags: [\(Self.marker)]\n---\n\(body)".utf8))
+        }
+        try view.store("labs/scan.txt", content: Array("\(Self.marker) attachment".utf8))
+        try view.store("labs/panel.md", content: Array("# Panel \(Self.marker)\n\nValues.\n".utf8))
+        view.close()
+    }
+
+    override func tearDown() { try? FileManager.default.removeItem(at: directory) }
+
+    var indexPath: String { directory.appendingPathComponent("binder/listing-index").path }
+
+    func makeView(index: Bool = true, readAhead: Int = 0, cache: Int = 256 << 20, key: NIP44.ConversationKey? = nil) throws -> BinderView {
+        try BinderView(repository: try GitRepository.open(path: directory.path), key: key ?? self.key, logger: logger,
+                       options: BinderView.Options(cacheCapacity: cache, listingIndex: index, readAhead: readAhead))
+    }
+
+    /// Every folder's entries with their attributes, walked from the root (and the timeline).
+    func walk(_ view: BinderView) throws -> [String] {
+        var out: [String] = []
+        var folders = [""]
+        while let folder = folders.popLast() {
+            for entry in try view.list(folder) {
+                let path = folder.isEmpty ? entry.name : folder + "/" + entry.name
+                out.append("\(path) \(entry.attributes.kind) \(entry.attributes.size) \(entry.attributes.modified.seconds)")
+                if entry.attributes.kind == .directory { folders.append(path) }
+            }
+        }
+        out += try view.list(".binder/timeline").map { "timeline/\($0.name)" }
+        return out.sorted()
+    }
+
+    func read(_ view: BinderView, _ path: String) throws -> [UInt8] { try Self.read(view, path) }
+
+    static func read(_ view: BinderView, _ path: String) throws -> [UInt8] {
+        let handle = try view.open(path)
+        defer { view.release(handle: handle) }
+        var out = [UInt8](repeating: 0, count: try view.attributes(path).size + 10)
+        let n = try out.withUnsafeMutableBytes { try view.read(handle: handle, offset: 0, into: $0) }
+        return Array(out.prefix(n))
+    }
+
+    /// A cold walk with the index in place: what it lists, and how many documents it decrypted.
+    func coldWalk(index: Bool = true, key: NIP44.ConversationKey? = nil) throws -> (listing: [String], decrypted: Int) {
+        let view = try makeView(index: index, key: key)
+        defer { view.close() }
+        let listing = try walk(view)
+        return (listing, view.statistics.listingDecryptions)
+    }
+
+    func testColdListingWithTheIndexDecryptsNoDocument() throws {
+        let first = try coldWalk()
+        XCTAssertEqual(first.decrypted, 15, "without an index every document is decrypted (12 visits, panel, scan's, patient-info)")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: indexPath), "unmount writes the index")
+        let second = try coldWalk()
+        XCTAssertEqual(second.decrypted, 0)
+        XCTAssertEqual(second.listing, first.listing)
+        XCTAssertEqual(second.listing, try coldWalk(index: false).listing, "the same listing as without any index")
+    }
+
+    func testADeletedIndexIsRebuilt() throws {
+        let first = try coldWalk()
+        try FileManager.default.removeItem(atPath: indexPath)
+        let rebuilt = try coldWalk()
+        XCTAssertEqual(rebuilt.listing, first.listing)
+        XCTAssertEqual(rebuilt.decrypted, first.decrypted)
+        XCTAssertEqual(try coldWalk().decrypted, 0, "written again")
+    }
+
+    func testADamagedOrForeignIndexIsIgnoredAndRebuilt() throws {
+        let expected = try coldWalk().listing
+        let good = try Data(contentsOf: URL(fileURLWithPath: indexPath))
+        var damages: [(String, Data)] = [("truncated", good.prefix(good.count / 2)), ("empty", Data()),
+                                         ("tail cut", good.dropLast())]
+        for position in [0, 21, 30, good.count / 2, good.count - 1] {
+            var flipped = good
+            flipped[position] ^= 0x01
+            damages.append(("byte \(position) flipped", flipped))
+        }
+        // Sealed under another binder's key: it never authenticates here.
+        let otherKey = NIP44.ConversationKey(selfOf: SecretKey.generate())
+        let other = ListingIndex(gitDirectory: directory.path, key: otherKey)
+        let parts = try ListingIndex(gitDirectory: directory.path, key: key).load()
+        XCTAssertFalse(parts.isEmpty)
+        damages.append(("another key", Data(other.encode(parts))))
+        for (what, bytes) in damages {
+            try bytes.write(to: URL(fileURLWithPath: indexPath))
+            XCTAssertThrowsError(try ListingIndex(gitDirectory: directory.path, key: key).load(), what)
+            let walked = try coldWalk()
+            XCTAssertEqual(walked.listing, expected, what)
+            XCTAssertEqual(walked.decrypted, 15, what)
+            XCTAssertEqual(try coldWalk().decrypted, 0, "\(what): written again")
+        }
+    }
+
+    func testAnIndexMadeStaleByAnOutsideCommitCostsOnlyWhatChanged() throws {
+        _ = try coldWalk()
+        // Another clone changes one record and pushes: the index here knows the old blob.
+        let clone = directory.path + "-clone"
+        defer { try? FileManager.default.removeItem(atPath: clone) }
+        XCTAssertEqual(try run("git clone -q '\(directory.path)' '\(clone)'"), 0)
+        let elsewhere = try BinderView(repository: try GitRepository.open(path: clone), key: key, logger: logger)
+        try elsewhere.store("visits/visit-3.md", content: Array("# Changed elsewhere\n\nA longer body than before, by far.\n".utf8))
+        elsewhere.close()
+        XCTAssertEqual(try run("git -C '\(clone)' push -q origin main"), 0)
+        let view = try makeView()
+        defer { view.close() }
+        let listing = try walk(view)
+        XCTAssertEqual(listing, try coldWalk(index: false).listing)
+        XCTAssertEqual(view.statistics.listingDecryptions, 1, "only the changed record is decrypted")
+        let text = try read(view, "visits/visit-3.md")
+        XCTAssertEqual(text.count, try view.attributes("visits/visit-3.md").size)
+        XCTAssertTrue(String(decoding: text, as: UTF8.self).contains("Changed elsewhere"))
+    }
+
+    func testTheIndexHoldsNoPlaintext() throws {
+        _ = try coldWalk()
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: indexPath))
+        for text in [Self.marker, "visit-3", "visits", "Seen for", "Panel"] {
+            XCTAssertNil(bytes.range(of: Data(text.utf8)), "\(text) is in the index file")
+        }
+        // Inside, it does hold the titles (that is what it is for): the seal is what hides them.
+        let parts = try ListingIndex(gitDirectory: directory.path, key: key).load()
+        XCTAssertEqual(parts["visits"]?["visit-0.json"]?.facts?.title, "\(Self.marker) visit 0")
+    }
+
+    func testASizeTheIndexGotWrongIsCorrectedByTheRead() throws {
+        _ = try coldWalk()
+        // As an index of an older rendering would be: a size off by some bytes.
+        let index = ListingIndex(gitDirectory: directory.path, key: key)
+        var parts = try index.load()
+        let part = try XCTUnwrap(parts["visits"]?["visit-2.json"])
+        let wrongNode = Node(source: part.node.source, size: part.node.size - 7, modified: part.node.modified, gitPath: part.node.gitPath)
+        parts["visits"]?["visit-2.json"] = DocumentPart(
+            blob: part.blob, name: part.name, node: wrongNode, children: part.children, consumedSidecars: part.consumedSidecars,
+            sidecarLookups: part.sidecarLookups, usesCommitTime: part.usesCommitTime, commitTime: part.commitTime, facts: part.facts)
+        try index.save(parts)
+        let view = try makeView()
+        defer { view.close() }
+        let listed = try view.attributes("visits/visit-2.md").size
+        XCTAssertEqual(listed, part.node.size - 7)
+        let text = try read(view, "visits/visit-2.md")
+        XCTAssertEqual(text.count, part.node.size, "the read gives the whole content")
+        XCTAssertTrue(view.takeSizeCorrection("visits/visit-2.md"), "the kernel is to be told")
+        XCTAssertFalse(view.takeSizeCorrection("visits/visit-2.md"))
+        XCTAssertEqual(try view.attributes("visits/visit-2.md").size, text.count, "stat now agrees with the content")
+    }
+
+    /// Decoding takes whatever the file holds: prefixes and bit flips of a real index's
+    /// plaintext, behind a valid tag, are refused or decoded, never a trap (fuzz regression).
+    func testTheDecoderRefusesDamagedPlaintextWithoutTrapping() throws {
+        _ = try coldWalk()
+        let parts = try ListingIndex(gitDirectory: directory.path, key: key).load()
+        let plaintext = ListingIndexCodec.encode(parts, limit: ListingIndex.sizeLimit)
+        XCTAssertNil(ListingIndexFuzzing.run([1] + plaintext, key: key))
+        for cut in stride(from: 0, to: plaintext.count, by: max(plaintext.count / 97, 1)) {
+            XCTAssertNil(ListingIndexFuzzing.run([1] + plaintext.prefix(cut), key: key), "cut at \(cut)")
+            XCTAssertThrowsError(try ListingIndexCodec.decode(Array(plaintext.prefix(cut))), "cut at \(cut)")
+        }
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<300 {
+            var damaged = plaintext
+            damaged[Int.random(in: 0..<damaged.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
+            XCTAssertNil(ListingIndexFuzzing.run([1] + damaged, key: key))
+        }
+        // Counts far beyond the input, huge numbers, overlong varints.
+        for hostile: [UInt8] in [[0xFF, 0xFF, 0xFF, 0xFF, 0x0F], [1, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F],
+                                 [1, 0, 1, 1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80]] {
+            XCTAssertNil(ListingIndexFuzzing.run([1] + hostile, key: key))
+        }
+    }
+
+    /// The fuzz seeds of plaintext decode (so fuzzing starts past the checks), and parse to
+    /// what they were written as.
+    func testTheFuzzSeedsDecode() throws {
+        let seeds = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../Fuzz/corpus/listing-index").standardized
+        for name in ["plaintext-simple", "plaintext-children"] {
+            let bytes = [UInt8](try Data(contentsOf: seeds.appendingPathComponent(name)))
+            let parts = try ListingIndexCodec.decode(Array(bytes.dropFirst(2)))
+            XCTAssertFalse(parts.isEmpty, name)
+            XCTAssertNil(ListingIndexFuzzing.run([1] + bytes.dropFirst(2), key: key), name)
+        }
+        let bytes = [UInt8](try Data(contentsOf: seeds.appendingPathComponent("plaintext-children")))
+        let parts = try ListingIndexCodec.decode(Array(bytes.dropFirst(2)))
+        let part = try XCTUnwrap(parts["labs"]?["b.json"])
+        XCTAssertEqual(part.children?.listings[""]?.nodes["scan.pdf"]?.size, 1000)
+        XCTAssertEqual(part.sidecarLookups["gone.enc"], .some(nil))
+    }
+
+    // MARK: Read-ahead
+
+    func testReadAheadGivesTheSameBytesAndKeepsTheCacheBound() throws {
+        _ = try coldWalk()  // the index: listing then puts nothing in the cache
+        let plain = try makeView(index: false, readAhead: 0)
+        defer { plain.close() }
+        let names = try plain.list("visits").map(\.name)
+        let expected = try names.map { try read(plain, "visits/" + $0) }
+        let capacity = 6_000
+        let view = try makeView(readAhead: 4, cache: capacity)
+        defer { view.close() }
+        for (name, bytes) in zip(names, expected) {
+            XCTAssertEqual(try read(view, "visits/" + name), bytes, name)
+            XCTAssertLessThanOrEqual(view.statistics.cachedBytes, capacity)
+        }
+        let ahead = try makeView(readAhead: 8)
+        defer { ahead.close() }
+        _ = try read(ahead, "visits/" + names[0])
+        waitForReadAhead(ahead)
+        for name in names[1...8] {
+            let node = try ahead.listings.node("visits/" + name)
+            XCTAssertNotNil(ahead.plaintext.get(node.source), "\(name) was decrypted ahead")
+        }
+        XCTAssertNil(ahead.plaintext.get(try ahead.listings.node("visits/" + names[10]).source), "beyond the window")
+        for (name, bytes) in zip(names, expected) { XCTAssertEqual(try read(ahead, "visits/" + name), bytes, name) }
+    }
+
+    func waitForReadAhead(_ view: BinderView) {
+        let deadline = Date().addingTimeInterval(120)
+        while view.readAhead.load != (0, 0) && Date() < deadline { usleep(2_000) }
+        XCTAssertTrue(view.readAhead.load == (0, 0), "read-ahead never finished")
+    }
+
+    func testConcurrentReadersAndACommitNeitherDeadlockNorMixBytes() throws {
+        let plain = try makeView(index: false, readAhead: 0)
+        let names = try plain.list("visits").map(\.name)
+        let expected = Dictionary(uniqueKeysWithValues: try names.map { ($0, try read(plain, "visits/" + $0)) })
+        plain.close()
+        let view = try makeView(readAhead: 8, cache: 20_000)
+        defer { view.close() }
+        let failures = Mutex<[String]>([])
+        let group = DispatchGroup()
+        for reader in 0..<4 {
+            DispatchQueue.global().async(group: group) {
+                for round in 0..<5 {
+                    for name in (reader % 2 == 0 ? names : names.reversed()) {
+                        do {
+                            let bytes = try Self.read(view, "visits/" + name)
+                            if bytes != expected[name] { failures.withLock { $0.append("\(name) round \(round): other bytes") } }
+                        } catch { failures.withLock { $0.append("\(name): \(error)") } }
+                    }
+                }
+            }
+        }
+        DispatchQueue.global().async(group: group) {
+            for i in 0..<5 {
+                do { try view.store("visits/new-\(i).md", content: Array("# New \(i)\n".utf8)) } catch {
+                    failures.withLock { $0.append("store \(i): \(error)") }
+                }
+            }
+        }
+        XCTAssertEqual(group.wait(timeout: .now() + 300), .success, "readers or the commit never finished")
+        XCTAssertEqual(failures.withLock { $0 }, [])
+        waitForReadAhead(view)
+        XCTAssertLessThanOrEqual(view.statistics.cachedBytes, 20_000)
+    }
+
+    func run(_ command: String) throws -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = ["-c", command]
+        try process.run()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}

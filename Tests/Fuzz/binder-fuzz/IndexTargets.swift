@@ -1,0 +1,13 @@
+@_spi(Fuzzing) import BinderCore
+
+/// The listing index (`<git dir>/binder/listing-index`): a file binder reads from the
+/// repository's git directory, so its decoder takes any bytes without trapping.
+enum IndexTargets {
+    /// Input: mode byte, key byte, then a whole index file (mode even) or the plaintext inside
+    /// one (mode odd, sealed with a valid tag first); see `ListingIndexFuzzing.run`.
+    static func listingIndex(_ bytes: [UInt8]) {
+        guard bytes.count >= 2 else { return }
+        let key = CryptoTargets.key(bytes[1])
+        if let failure = ListingIndexFuzzing.run([bytes[0]] + bytes.dropFirst(2), key: key) { check(false, failure) }
+    }
+}
