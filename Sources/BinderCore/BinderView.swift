@@ -90,7 +90,7 @@ public final class BinderView: Sendable {
         readAhead = ReadAhead(window: options.readAhead)
         plaintext = PlaintextCache(capacity: options.cacheCapacity)
         let snapshot = try Snapshot.load(repository, commit: try repository.branchTip(options.branch))
-        let index = options.listingIndex ? ListingIndex(gitDirectory: repository.gitDirectory, key: key) : nil
+        let index = options.listingIndex ? try ListingIndex(gitDirectory: repository.gitDirectory, key: key) : nil
         listings = ListingCache(repository: repository, key: key, logger: logger, plaintext: plaintext, snapshot: snapshot, index: index)
         committer = Committer(repository: repository, key: key, logger: logger, branch: options.branch, author: options.author,
                               listings: listings)

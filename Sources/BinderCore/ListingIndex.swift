@@ -30,9 +30,9 @@ struct ListingIndex: Sendable {
     let path: String
     private let seal: LocalSeal
 
-    init(gitDirectory: String, key: NIP44.ConversationKey) {
+    init(gitDirectory: String, key: NIP44.ConversationKey) throws(SecureMemoryError) {
         path = join(gitDirectory.hasSuffix("/") ? String(gitDirectory.dropLast()) : gitDirectory, "binder/listing-index")
-        seal = LocalSeal(conversationKey: key, label: Self.sealLabel)
+        seal = try LocalSeal(conversationKey: key, label: Self.sealLabel)
     }
 
     static var header: [UInt8] {
@@ -194,11 +194,10 @@ public enum ListingIndexFuzzing {
     /// went wrong, nil if nothing did.
     public static func run(_ bytes: [UInt8], key: NIP44.ConversationKey) -> String? {
         guard let mode = bytes.first else { return nil }
-        let index = ListingIndex(gitDirectory: "/nonexistent", key: key)
+        guard let index = try? ListingIndex(gitDirectory: "/nonexistent", key: key),
+              let seal = try? LocalSeal(conversationKey: key, label: ListingIndex.sealLabel) else { return "out of secret memory" }
         let data = Array(bytes.dropFirst())
-        let file = mode % 2 == 0 ? data : ListingIndex.header + data.withUnsafeBytes {
-            LocalSeal(conversationKey: key, label: ListingIndex.sealLabel).seal($0, header: ListingIndex.header)
-        }
+        let file = mode % 2 == 0 ? data : ListingIndex.header + data.withUnsafeBytes { seal.seal($0, header: ListingIndex.header) }
         guard let parts = try? index.decode(file) else { return nil }
         let again = ListingIndexCodec.encode(parts, limit: ListingIndex.sizeLimit)
         guard let reparsed = try? ListingIndexCodec.decode(again) else {

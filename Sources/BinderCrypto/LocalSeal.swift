@@ -31,11 +31,14 @@ public struct LocalSeal: Sendable {
 
     /// The key for `label` ("binder listing-index v1"): HMAC-SHA256 keyed by the conversation
     /// key over a fixed domain prefix and the label (HKDF-expand with one block).
-    public init(conversationKey: NIP44.ConversationKey, label: String) {
+    public init(conversationKey: NIP44.ConversationKey, label: String) throws(SecureMemoryError) {
         Sodium.ensureReady()
         let info = Array(("binder local-seal\u{0}" + label).utf8) + [1]
-        key = conversationKey.key.withUnsafeBytes { ikm in
-            info.withUnsafeBytes { hmacSHA256(key: ikm, [$0]) }
+        key = try conversationKey.key.withUnsafeBytes { (ikm) throws(SecureMemoryError) in
+            // Array's withUnsafeBytes rethrows untyped: carry the typed error out in a Result.
+            try info.withUnsafeBytes { bytes in
+                Result { () throws(SecureMemoryError) in try hmacSHA256(key: ikm, [bytes]) }
+            }.get()
         }
     }
 

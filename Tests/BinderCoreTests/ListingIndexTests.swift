@@ -18,7 +18,7 @@ final class ListingIndexTests: XCTestCase {
 
     override func setUpWithError() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("binder-index-\(UUID().uuidString)")
-        key = NIP44.ConversationKey(selfOf: SecretKey.generate())
+        key = try NIP44.ConversationKey(selfOf: try SecretKey.generate())
         _ = try BinderCreator.create(at: directory.path, key: key, patientName: "Test Patient", dateOfBirth: nil,
                                      author: Signature(name: "t", email: "t@t"))
         let view = try makeView(index: false)
@@ -105,8 +105,8 @@ final class ListingIndexTests: XCTestCase {
             damages.append(("byte \(position) flipped", flipped))
         }
         // Sealed under another binder's key: it never authenticates here.
-        let otherKey = NIP44.ConversationKey(selfOf: SecretKey.generate())
-        let other = ListingIndex(gitDirectory: directory.path, key: otherKey)
+        let otherKey = try NIP44.ConversationKey(selfOf: try SecretKey.generate())
+        let other = try ListingIndex(gitDirectory: directory.path, key: otherKey)
         let parts = try ListingIndex(gitDirectory: directory.path, key: key).load()
         XCTAssertFalse(parts.isEmpty)
         damages.append(("another key", Data(other.encode(parts))))
@@ -154,7 +154,7 @@ final class ListingIndexTests: XCTestCase {
     func testASizeTheIndexGotWrongIsCorrectedByTheRead() throws {
         _ = try coldWalk()
         // As an index of an older rendering would be: a size off by some bytes.
-        let index = ListingIndex(gitDirectory: directory.path, key: key)
+        let index = try ListingIndex(gitDirectory: directory.path, key: key)
         var parts = try index.load()
         let part = try XCTUnwrap(parts["visits"]?["visit-2.json"])
         let wrongNode = Node(source: part.node.source, size: part.node.size - 7, modified: part.node.modified, gitPath: part.node.gitPath)
