@@ -185,12 +185,12 @@ struct OpenShareCommand: ParsableCommand {
         defer { secureZero(&json) }
         guard json.count <= handoverBytes else { throw CommandFailure("the payload is too long") }
         json += [UInt8](repeating: 0x20, count: handoverBytes - json.count)
-        return json.withUnsafeBytes { SecureBytes($0) }
+        return try SecureBytes(copying: json)
     }
 
     private func runDaemonChild(state: StateDirectory) throws {
         let report = DaemonProcess.report
-        guard let secret = DaemonProcess.receiveSecret(count: Self.handoverBytes), let mountpoint else {
+        guard let secret = try DaemonProcess.receiveSecret(count: Self.handoverBytes), let mountpoint else {
             report("error: the share's daemon did not receive the payload")
             throw CommandFailure("no payload on fd 3")
         }
@@ -256,9 +256,11 @@ struct OpenedShare {
         var removeClone = !reopened
         defer { if removeClone { try? FileManager.default.removeItem(atPath: clonePath) } }
         let key: NIP44.ConversationKey
-        do { key = NIP44.ConversationKey(selfOf: try SecretKey(hex: invitation.privateKeyHex)) } catch {
+        let secretKey: SecretKey
+        do { secretKey = try SecretKey(hex: invitation.privateKeyHex) } catch {
             throw CommandFailure("the payload's key is not a valid secp256k1 key")
         }
+        key = try NIP44.ConversationKey(selfOf: secretKey)
         let access: ScanAccess
         let repository: GitRepository
         do {
