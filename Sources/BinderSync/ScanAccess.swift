@@ -57,23 +57,26 @@ public struct ScanAccess: Sendable {
         }
     }
 
-    /// Pushes the local `main`; when the staging repository moved on meanwhile (the scan page
-    /// or another doctor pushed a note), fetches its tip, merges the local commits onto it as a
-    /// sync does (`BinderMerger`, author `author`) and pushes again, `retry` bounding the
-    /// tries. Returns whether a merge moved the local `main` (the view has to show it).
+    /// Pushes the local `main`, after fetching the staging repository's tip and merging the
+    /// local commits onto it when it moved on meanwhile (the scan page or another doctor pushed
+    /// a note), as a sync does (`BinderMerger`, author `author`); fetching first also because
+    /// libgit2 refuses, before sending anything, to push over a remote tip it has not got. A
+    /// push refused as not a fast-forward (a note landed between the fetch and the push) is
+    /// fetched, merged and pushed again, `retry` bounding the tries. Returns whether a merge
+    /// moved the local `main` (the view has to show it).
     @discardableResult
     public func pushMerging(_ repository: GitRepository, key: NIP44.ConversationKey, author: Signature,
                             retry: RetryPolicy) throws(SyncError) -> Bool {
         var merged = false
         try retry.run({ () throws(SyncError) in
-            do throws(SyncError) { try push(repository) } catch .rejected(let why) {
-                logger.info("push refused, merging the shared repository's tip", metadata: ["reason": "\(why)"])
-                if let tip = try fetch(repository) {
-                    let outcome = try SyncEngine.mergeRetrying(repository: repository, key: key, remote: tip, author: author)
-                    if outcome != .upToDate { merged = true }
+            if let tip = try fetch(repository) {
+                let outcome = try SyncEngine.mergeRetrying(repository: repository, key: key, remote: tip, author: author)
+                if outcome != .upToDate {
+                    merged = true
+                    logger.info("merged the shared repository's new commits", metadata: ["conflicts": "\(outcome.conflicts.count)"])
                 }
-                try push(repository)
             }
+            try push(repository)
         }, onRetry: { error, wait in
             logger.info("push failed; trying again", metadata: ["in_seconds": "\(wait)", "error": "\(error)"])
         })
