@@ -345,10 +345,10 @@ struct OpenedShare {
 }
 
 /// Pushes the doctor's commits with the scan token, one push at a time on a queue of its own
-/// (a commit only signals: it runs inside a FUSE callback). A push refused because the staging
-/// repository moved on is merged onto its tip and tried again (`ScanAccess.pushMerging`), and
-/// the view shows the merge (the other side's notes). What happened is kept for
-/// `.binder/status` and the log.
+/// (a commit only signals: it runs inside a FUSE callback). Each push first fetches the staging
+/// tip and, when it moved on (the scan page or another doctor pushed a note), merges the
+/// doctor's commits onto it (`ScanAccess.pushMerging`); the view then shows the merge (the
+/// other side's notes). What happened is kept for `.binder/status` and the log.
 final class NotePusher: Sendable {
     private struct State {
         var queued = false
@@ -356,8 +356,9 @@ final class NotePusher: Sendable {
         var lastFailure: String?
     }
 
-    /// A few tries: each rejected push is merged and pushed again at once; a failure that
-    /// outlasts these is in `.binder/status`, and the copy is kept at the unmount.
+    /// A few tries: a push still refused (a note landed between the fetch and the push) is
+    /// fetched, merged and pushed again; a failure that outlasts these is in `.binder/status`,
+    /// and the copy is kept at the unmount.
     static let retry = RetryPolicy.standard(attempts: 3)
 
     private let access: ScanAccess
