@@ -29,8 +29,11 @@ struct OpenShareCommand: ParsableCommand {
         share's token only (no account or key of yours) into opened/REPO_ID.git in binder's state \
         folder and mounted on MOUNTPOINT (default: a new folder REPO_ID here). The shared records \
         cannot be changed (EROFS); a new .md file (in any folder, or in X.children/ as a note on \
-        the record X) is pushed to the patient at once, and stays yours to edit until the \
-        unmount. 'binder unmount MOUNTPOINT' ends it and deletes the fetched copy (--keep keeps it).
+        the record X) is pushed to the patient at once (merged with notes others pushed \
+        meanwhile, which then show here too), and stays yours to edit until the unmount. \
+        'binder unmount MOUNTPOINT' ends it and deletes the fetched copy (--keep keeps it); a \
+        copy holding notes that could not be pushed is kept, and opening the share again \
+        pushes them.
         """)
 
     @Option(help: "The share's QR payload: a file of its JSON text or a PNG/JPEG picture of the QR code; - reads stdin.")
@@ -231,19 +234,26 @@ struct OpenedShare {
         return "Doctor note added " + formatter.string(from: now)
     }
 
-    /// Fetches, mounts, calls `ready`, serves until the unmount, then pushes what is left and
-    /// removes the copy (unless `keep`).
+    /// Fetches (or reopens a copy kept with notes that never reached the patient), mounts,
+    /// calls `ready`, serves until the unmount, then pushes what is left and removes the copy,
+    /// unless `keep` or some note is still unpushed (then the copy stays, and says so).
     func serve(ready: () -> Void) throws {
         let logger = FileLogHandler.logger(label: "binder.open-share", path: state.logPath(invitation.repoId), echo: echo)
         let clonePath = clonePath
-        guard !FileManager.default.fileExists(atPath: clonePath) else {
-            throw CommandFailure("\(invitation.repoId) is open already, or was kept with --keep (\(clonePath)): unmount it, or remove that folder")
+        let reopened = FileManager.default.fileExists(atPath: clonePath)
+        if reopened {
+            let unpushed = Self.unpushedNotes(clonePath)
+            guard MountTable.mounts(ofSource: "binder:\(invitation.repoId)").isEmpty, unpushed > 0 else {
+                throw CommandFailure("\(invitation.repoId) is open already, or was kept with --keep (\(clonePath)): unmount it, or remove that folder")
+            }
+            logger.info("reopening a kept copy", metadata: ["copy": "\(clonePath)", "unpushed_notes": "\(unpushed)"])
         }
         do {
             try FileManager.default.createDirectory(atPath: state.root + "/opened", withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])
         } catch { throw CommandFailure("cannot make \(state.root)/opened: \(error.localizedDescription)") }
-        var removeClone = true
+        // A kept copy holds notes that reached nobody: never removed before they are pushed.
+        var removeClone = !reopened
         defer { if removeClone { try? FileManager.default.removeItem(atPath: clonePath) } }
         let key: NIP44.ConversationKey
         let secretKey: SecretKey
@@ -256,9 +266,15 @@ struct OpenedShare {
         do {
             access = try ScanAccess(endpoint: invitation.endpoint, repoId: invitation.repoId, sessionToken: invitation.sessionToken,
                                     logger: logger)
-            repository = try GitRepository.create(path: clonePath, bare: true)
-            guard try access.clone(into: repository) != nil else {
-                throw CommandFailure("the share \(invitation.repoId) is empty on the server (the patient's upload has not finished?)")
+            if reopened {
+                // The share must still be there; the notes are merged and pushed once mounted.
+                repository = try GitRepository.open(path: clonePath)
+                _ = try access.fetch(repository)
+            } else {
+                repository = try GitRepository.create(path: clonePath, bare: true)
+                guard try access.clone(into: repository) != nil else {
+                    throw CommandFailure("the share \(invitation.repoId) is empty on the server (the patient's upload has not finished?)")
+                }
             }
         } catch let error as SyncError {
             throw CommandFailure("cannot fetch the share \(invitation.repoId): \(error)")
@@ -269,12 +285,13 @@ struct OpenedShare {
         }
         try Self.checkKey(repository, key: key, repoId: invitation.repoId)
         logger.info("fetched", metadata: ["share": "\(invitation.repoId)"])
-        let pusher = NotePusher(access: access, clonePath: clonePath, expiresAt: invitation.expiresAt, logger: logger)
         let mount: FUSEMount
+        let pusher: NotePusher
         do {
             var options = BinderView.Options(author: Self.author)
             options.mode = .onlyNewRecords(commitMessage: { Self.commitMessage() })
             let view = try BinderView(repository: repository, key: key, logger: logger, options: options)
+            pusher = NotePusher(access: access, view: view, key: key, clonePath: clonePath, expiresAt: invitation.expiresAt, logger: logger)
             view.setSyncHooks(onCommit: { _ in pusher.schedule() }, status: { pusher.statusLines() })
             mount = try FUSEMount(view: view, mountpoint: mountpoint,
                                   options: FUSEMount.Options(readOnly: false, fsName: "binder:\(invitation.repoId)"), logger: logger)
@@ -284,17 +301,34 @@ struct OpenedShare {
         }
         logger.info("mounted", metadata: ["share": "\(invitation.repoId)", "mountpoint": "\(mountpoint)"])
         ready()
+        if reopened { pusher.schedule() }
         let status = mount.run()
-        let unpushed = pusher.finish()
+        pusher.finish()
         logger.info("unmounted", metadata: ["mountpoint": "\(mountpoint)", "status": "\(status)"])
+        let unpushed = Self.unpushedNotes(clonePath)
+        removeClone = !keep && unpushed == 0
         if unpushed > 0 {
-            logger.error("\(unpushed) note commit(s) never reached the patient (\(pusher.lastFailure ?? "not pushed"))")
-            if echo { printErr("\(unpushed) note commit(s) never reached the patient: \(pusher.lastFailure ?? "not pushed")") }
+            // Nothing silently lost: the copy stays, and a new open-share of the same payload
+            // reopens it and pushes again.
+            let words = "\(unpushed) note(s) never reached the patient (\(pusher.lastFailure ?? "not pushed")); they are kept in \(clonePath): "
+                + "open the share again to send them, or read them there with the share's key"
+            logger.error("\(words)")
+            if echo { printErr(words) }
         }
-        if keep {
-            removeClone = false
-            logger.info("kept", metadata: ["copy": "\(clonePath)"])
-        }
+        if !removeClone { logger.info("kept", metadata: ["copy": "\(clonePath)"]) }
+    }
+
+    /// The notes (documents) the doctor's commits in the copy at `clonePath` changed that the
+    /// staging repository has not got: what would be lost with the copy.
+    static func unpushedNotes(_ clonePath: String) -> Int {
+        guard let repository = try? GitRepository.open(path: clonePath), let tip = try? repository.branchTip() else { return 0 }
+        let pushed = try? repository.reference(GitRepository.trackingRef())
+        guard pushed != tip, let changed = try? BinderMerger.changedPaths(repository, from: pushed, to: tip) else { return 0 }
+        // A commit not pushed that changed no document (a merge of the other side's notes)
+        // still counts as one, so that the copy is kept.
+        let notes = changed.filter { $0.hasSuffix(".json") && !$0.hasSuffix(".meta.json") }.count
+        let ahead = (try? repository.aheadBehind(local: tip, upstream: pushed).ahead) ?? 1
+        return ahead == 0 ? 0 : max(notes, 1)
     }
 
     /// The payload's key opens the share: the first document decrypts.
@@ -311,8 +345,10 @@ struct OpenedShare {
 }
 
 /// Pushes the doctor's commits with the scan token, one push at a time on a queue of its own
-/// (a commit only signals: it runs inside a FUSE callback). What happened is kept for
-/// `.binder/status` and the log.
+/// (a commit only signals: it runs inside a FUSE callback). Each push first fetches the staging
+/// tip and, when it moved on (the scan page or another doctor pushed a note), merges the
+/// doctor's commits onto it (`ScanAccess.pushMerging`); the view then shows the merge (the
+/// other side's notes). What happened is kept for `.binder/status` and the log.
 final class NotePusher: Sendable {
     private struct State {
         var queued = false
@@ -320,7 +356,14 @@ final class NotePusher: Sendable {
         var lastFailure: String?
     }
 
+    /// A few tries: a push still refused (a note landed between the fetch and the push) is
+    /// fetched, merged and pushed again; a failure that outlasts these is in `.binder/status`,
+    /// and the copy is kept at the unmount.
+    static let retry = RetryPolicy.standard(attempts: 3)
+
     private let access: ScanAccess
+    private let view: BinderView
+    private let key: NIP44.ConversationKey
     private let clonePath: String
     private let expiresAt: Int64
     private let logger: Logger
@@ -328,8 +371,10 @@ final class NotePusher: Sendable {
     /// Guards the counters and the last failure; never held across a push.
     private let state = Mutex(State())
 
-    init(access: ScanAccess, clonePath: String, expiresAt: Int64, logger: Logger) {
+    init(access: ScanAccess, view: BinderView, key: NIP44.ConversationKey, clonePath: String, expiresAt: Int64, logger: Logger) {
         self.access = access
+        self.view = view
+        self.key = key
         self.clonePath = clonePath
         self.expiresAt = expiresAt
         self.logger = logger
@@ -351,28 +396,29 @@ final class NotePusher: Sendable {
         do {
             // A handle of its own: the mount's readers never wait on the network.
             let repository = try GitRepository.open(path: clonePath)
-            try access.push(repository)
+            let merged = try access.pushMerging(repository, key: key, author: OpenedShare.author, retry: Self.retry)
             state.withLock { $0.pushes += 1; $0.lastFailure = nil }
-            logger.info("pushed the doctor's note", metadata: ["share": "\(access.repoId)"])
+            logger.info("pushed the doctor's note", metadata: ["share": "\(access.repoId)", "merged": "\(merged)"])
         } catch {
             state.withLock { $0.lastFailure = "\(error)" }
             logger.error("the doctor's note was not pushed: \(error)")
         }
+        // A merge (even one whose push then failed) moved `main`: the view shows it.
+        do { try view.adoptBranchTip() } catch {
+            logger.error("cannot show the shared repository's new notes: \(error)")
+        }
     }
 
-    /// Waits for the queued push; the commits the server does not have.
-    func finish() -> Int {
+    /// Waits for the queued push.
+    func finish() {
         queue.sync {}
-        guard let repository = try? GitRepository.open(path: clonePath), let tip = try? repository.branchTip() else { return 0 }
-        let pushed = try? repository.reference(GitRepository.trackingRef())
-        return (try? repository.aheadBehind(local: tip, upstream: pushed).ahead) ?? 0
     }
 
     func statusLines() -> String {
         let (pushes, failure, queued) = state.withLock { ($0.pushes, $0.lastFailure, $0.queued) }
         var lines = "share: \(access.repoId) (opened with binder open-share; ends \(OpenShareCommand.iso(expiresAt)))\n"
         if let failure {
-            lines += "push: failed: \(failure); copy your note elsewhere, it cannot reach the patient\n"
+            lines += "push: failed: \(failure); the note stays in the copy (\(clonePath)), kept at the unmount\n"
         } else if queued {
             lines += "push: pending\n"
         } else {

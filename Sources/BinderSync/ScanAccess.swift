@@ -1,3 +1,5 @@
+import BinderCore
+import BinderCrypto
 import BinderGit
 import Foundation
 import Logging
@@ -27,12 +29,18 @@ public struct ScanAccess: Sendable {
     /// Fetches the staging repository's `main` into `repository` and makes it the local `main`:
     /// its tip (nil: the patient's push has not landed, the repository is empty).
     public func clone(into repository: GitRepository) throws(SyncError) -> ObjectID? {
+        guard let tip = try fetch(repository) else { return nil }
+        do { try repository.setReference("refs/heads/main", to: tip, expected: nil, force: true, message: "open-share") } catch {
+            throw .configuration("\(error)")
+        }
+        return tip
+    }
+
+    /// Fetches the staging repository's `main` into `refs/remotes/origin/main`: its tip (nil:
+    /// empty). The local `main` does not move.
+    public func fetch(_ repository: GitRepository) throws(SyncError) -> ObjectID? {
         let (remote, carrier) = endpoint()
-        do {
-            guard let tip = try repository.fetch(remote) else { return nil }
-            try repository.setReference("refs/heads/main", to: tip, expected: nil, force: true, message: "open-share")
-            return tip
-        } catch {
+        do { return try repository.fetch(remote) } catch {
             throw Self.explained(carrier.failure ?? SyncEngine.classify(error))
         }
     }
@@ -47,6 +55,32 @@ public struct ScanAccess: Sendable {
         if case .rejected(let why) = outcome {
             throw .rejected("the shared repository moved on meanwhile (\(why))")
         }
+    }
+
+    /// Pushes the local `main`, after fetching the staging repository's tip and merging the
+    /// local commits onto it when it moved on meanwhile (the scan page or another doctor pushed
+    /// a note), as a sync does (`BinderMerger`, author `author`); fetching first also because
+    /// libgit2 refuses, before sending anything, to push over a remote tip it has not got. A
+    /// push refused as not a fast-forward (a note landed between the fetch and the push) is
+    /// fetched, merged and pushed again, `retry` bounding the tries. Returns whether a merge
+    /// moved the local `main` (the view has to show it).
+    @discardableResult
+    public func pushMerging(_ repository: GitRepository, key: NIP44.ConversationKey, author: Signature,
+                            retry: RetryPolicy) throws(SyncError) -> Bool {
+        var merged = false
+        try retry.run({ () throws(SyncError) in
+            if let tip = try fetch(repository) {
+                let outcome = try SyncEngine.mergeRetrying(repository: repository, key: key, remote: tip, author: author)
+                if outcome != .upToDate {
+                    merged = true
+                    logger.info("merged the shared repository's new commits", metadata: ["conflicts": "\(outcome.conflicts.count)"])
+                }
+            }
+            try push(repository)
+        }, onRetry: { error, wait in
+            logger.info("push failed; trying again", metadata: ["in_seconds": "\(wait)", "error": "\(error)"])
+        })
+        return merged
     }
 
     /// A refusal in the words of the share: the server's reason ("Session revoked", "Session

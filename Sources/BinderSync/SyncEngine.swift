@@ -150,8 +150,16 @@ public final class SyncEngine: Sendable {
     /// five tries in a row, without waiting: the other writer is this machine's).
     private func mergeRetrying(remote: ObjectID?) throws(SyncError) -> MergeOutcome {
         guard let remote else { return .upToDate }
-        return try RetryPolicy(base: 0, maximum: 0, attempts: 5).run { () throws(SyncError) -> MergeOutcome in
-            let local = try git { () throws(GitError) in try repository.branchTip() }
+        return try Self.mergeRetrying(repository: repository, key: key, remote: remote, author: author)
+    }
+
+    /// `mergeRetrying` for any repository whose branch `main` may move under the merge (a
+    /// mounted view's commits): also the doctor's side of a share (`ScanAccess.pushMerging`).
+    static func mergeRetrying(repository: GitRepository, key: NIP44.ConversationKey, remote: ObjectID,
+                              author: Signature) throws(SyncError) -> MergeOutcome {
+        try RetryPolicy(base: 0, maximum: 0, attempts: 5).run { () throws(SyncError) -> MergeOutcome in
+            let local: ObjectID?
+            do { local = try repository.branchTip() } catch { throw .configuration("\(error)") }
             do {
                 return try BinderMerger.merge(repository: repository, key: key, local: local, remote: remote, author: author,
                                               now: Int64(Date().timeIntervalSince1970))

@@ -76,6 +76,16 @@ final class OpenShareTests: XCTestCase {
         return out
     }
 
+    /// The staging repository's documents, as the Python doctor (the scan page's reader)
+    /// decrypts them with the payload's throwaway key, by git path.
+    func stagingDocuments(_ payloadFile: String) throws -> [String: Any] {
+        let work = serverRoot.root.appendingPathComponent("reader-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        let reader = try BinderSandbox.run(executable: "/usr/bin/env", ["python3", ShareTests.doctor, payloadFile, work])
+        XCTAssertEqual(reader.status, 0, reader.stderr)
+        return try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(reader.stdout.utf8)) as? [String: Any])?["documents"] as? [String: Any])
+    }
+
     func diagnostics(_ id: String) -> String {
         let log = (try? String(contentsOfFile: doctor.home.appendingPathComponent("logs/\(id).log").path, encoding: .utf8)) ?? ""
         let status = (try? String(contentsOfFile: mnt + "/.binder/status", encoding: .utf8)) ?? "(none)"
@@ -136,11 +146,7 @@ final class OpenShareTests: XCTestCase {
         XCTAssertTrue(try doctorShell("cat .binder/status").stdout.contains("push: ok"), diagnostics(id))
 
         // An independent reader with the throwaway key finds the notes; the shared records unchanged.
-        let work = serverRoot.root.appendingPathComponent("reader").path
-        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
-        let reader = try BinderSandbox.run(executable: "/usr/bin/env", ["python3", ShareTests.doctor, payloadFile, work])
-        XCTAssertEqual(reader.status, 0, reader.stderr)
-        let documents = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(reader.stdout.utf8)) as? [String: Any])?["documents"] as? [String: Any])
+        let documents = try stagingDocuments(payloadFile)
         let noteDocument = try XCTUnwrap(documents["visits/\(Self.day)-dr-lee.json"] as? [String: Any], "\(documents.keys)")
         XCTAssertTrue((noteDocument["value"] as? String ?? "").contains("Marker-doctor-cp-edited"), "\(noteDocument)")
         let inhaler = try XCTUnwrap(documents["conditions/asthma/2026-04-01-inhaler.json"] as? [String: Any])
@@ -211,9 +217,69 @@ final class OpenShareTests: XCTestCase {
         XCTAssertTrue(log.contains("the doctor's note was not pushed") && log.contains("the share is over"), log)
         XCTAssertFalse(log.contains("Marker-late"), "no content in the log")
         XCTAssertEqual(try doctor.run(["unmount", mnt]).status, 0)
-        eventually(30, "the copy removed", diagnostics: { diagnostics(id) }) { !FileManager.default.fileExists(atPath: clonePath(id)) }
-        // A revoked share does not open at all.
+        // The note reached nobody: the copy stays, and the log says where and how many notes.
+        try eventually(30, "the daemon done", diagnostics: { diagnostics(id) }) {
+            (try String(contentsOfFile: doctor.home.appendingPathComponent("logs/\(id).log").path, encoding: .utf8)).contains("kept")
+        }
+        let kept = try String(contentsOfFile: doctor.home.appendingPathComponent("logs/\(id).log").path, encoding: .utf8)
+        XCTAssertTrue(kept.contains("1 note(s) never reached the patient") && kept.contains("kept in \(clonePath(id))"), kept)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: clonePath(id)), "the copy with the unpushed note is kept")
+        let history = try shell("git -C '\(clonePath(id))' log --format=%s main")
+        XCTAssertTrue(history.stdout.hasPrefix("Doctor note added \(Self.day)\n"), history.stdout)
+        // Opening it again reuses the kept copy, and fails cleanly: the share is over. It stays.
         assertFails(try doctor.run(["open-share", "--qr", payloadFile, mnt]), mentioning: "the share is over")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: clonePath(id)))
+        XCTAssertEqual(try shell("git -C '\(clonePath(id))' log --format=%s main").stdout, history.stdout)
+    }
+
+    func testANoteAnotherDoctorPushedMeanwhileIsMergedAndBothReachThePatient() throws {
+        let (id, payload) = try share(["visits"])
+        let payloadFile = try serverRoot.file("payload.json", payload)
+        let opened = try doctor.run(["open-share", "--qr", payloadFile, mnt])
+        XCTAssertEqual(opened.status, 0, opened.stderr)
+        // The scan page (another doctor) pushes a note while this doctor's mount is open.
+        let work = serverRoot.root.appendingPathComponent("scan-page").path
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        let scanPage = try BinderSandbox.run(executable: "/usr/bin/env", ["python3", ShareTests.doctor, payloadFile, work, "Marker-scan-page"])
+        XCTAssertEqual(scanPage.status, 0, scanPage.stderr)
+        let pushedByScanPage = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(scanPage.stdout.utf8)) as? [String: Any])?["pushed"] as? String)
+        XCTAssertEqual(try server.git(id, "rev-parse main").trimmingCharacters(in: .whitespacesAndNewlines), pushedByScanPage)
+
+        // This doctor's note: its push is refused (not a fast-forward), merged onto the staging
+        // tip and pushed again.
+        let note = try doctor.file("note.md", "# Seen today\nMarker-doctor-binder\n")
+        let copied = try doctorShell("cp '\(note)' visits/\(Self.day)-dr-lee.md")
+        XCTAssertEqual(copied.status, 0, copied.stderr)
+        try eventually(30, "the merge pushed", diagnostics: { diagnostics(id) }) {
+            try server.git(id, "rev-parse main") == (try shell("git -C '\(clonePath(id))' rev-parse main").stdout)
+                && (try server.git(id, "log --format=%s main")).contains("Merge changes from another device")
+        }
+        XCTAssertEqual(try server.git(id, "merge-base --is-ancestor \(pushedByScanPage) main; echo $?"), "0\n", "the scan page's commit kept")
+        let log = try server.git(id, "log '--format=%an <%ae>|%s' main").split(separator: "\n").map(String.init)
+        XCTAssertEqual(log.first, "Doctor <scan@limbo.health>|Merge changes from another device", "\(log)")
+        XCTAssertTrue(try doctorShell("cat .binder/status").stdout.contains("push: ok"), diagnostics(id))
+
+        // The doctor's mount shows the other note, next to the doctor's own (still editable).
+        try eventually(30, "the scan page's note shown", diagnostics: { diagnostics(id) }) {
+            (try doctorShell("cat visits/\(Self.day)-doctor-note.md").stdout).contains("Marker-scan-page")
+        }
+        XCTAssertTrue(try doctorShell("cat visits/\(Self.day)-dr-lee.md").stdout.contains("Marker-doctor-binder"))
+
+        // An independent reader finds both notes in the staging repository.
+        let documents = try stagingDocuments(payloadFile)
+        let ours = try XCTUnwrap(documents["visits/\(Self.day)-dr-lee.json"] as? [String: Any], "\(documents.keys)")
+        XCTAssertTrue((ours["value"] as? String ?? "").contains("Marker-doctor-binder"), "\(ours)")
+        let theirs = try XCTUnwrap(documents["visits/\(Self.day)-doctor-note.json"] as? [String: Any], "\(documents.keys)")
+        XCTAssertEqual(theirs["value"] as? String, "Marker-scan-page")
+
+        // Everything pushed: the unmount removes the copy; the patient collects both notes.
+        XCTAssertEqual(try doctor.run(["unmount", mnt]).status, 0)
+        eventually(30, "the copy removed", diagnostics: { diagnostics(id) }) { !FileManager.default.fileExists(atPath: clonePath(id)) }
+        let collected = try patient.binder(["share", "--collect", id])
+        XCTAssertTrue(collected.stdout.contains("visits/\(Self.day)-dr-lee.json") && collected.stdout.contains("visits/\(Self.day)-doctor-note.json"),
+                      collected.stdout)
+        XCTAssertEqual(try patient.storedValue("health", "visits/\(Self.day)-dr-lee.json").map { $0.contains("Marker-doctor-binder") }, true)
+        XCTAssertEqual(try patient.storedValue("health", "visits/\(Self.day)-doctor-note.json"), "Marker-scan-page")
     }
 
     func testHostileInputsFailWithOneClearLine() throws {
