@@ -259,3 +259,23 @@ struct StatusReport {
             }))
     }
 }
+
+/// `binder share --json`: the share just made (the payload is the QR code's exact text).
+struct ShareReport: Encodable {
+    let id: String
+    let server: String
+    let expiresAt: Int64
+    let label: String
+    let files: Int
+    let payload: String
+}
+
+/// A row of `binder share --list --json`.
+struct ShareListRow: Encodable {
+    let id: String
+    let server: String
+    let label: String
+    let paths: [String]
+    let created: Int64
+    let expiresAt: Int64
+}

@@ -230,7 +230,9 @@ final class MountShares: Sendable {
             }
             do {
                 let written = try collectLocked(share)
-                let data = try JSONSerialization.data(withJSONObject: written, options: [.withoutEscapingSlashes])
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.withoutEscapingSlashes]
+                let data = try encoder.encode(written)
                 return "ok " + String(decoding: data, as: UTF8.self)
             } catch let failure as CommandFailure {
                 return "error " + failure.message

@@ -91,25 +91,8 @@ struct ShareCommand: ParsableCommand {
         let session = ServerSession(client: client, key: key, accounts: accounts)
         let throwaway = try SecretKey.generate()
         let repoId = ServerClient.newStagingID()
-        // The staging copy holds only ciphertext under the throwaway key; it goes once pushed.
-        let stagingPath = state.root + "/shares/" + repoId + ".git"
-        try FileManager.default.createDirectory(atPath: state.root + "/shares", withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
-        defer { try? FileManager.default.removeItem(atPath: stagingPath) }
-        let copy: StagingCopy.Result
-        do {
-            let staging = try GitRepository.create(path: stagingPath, bare: true)
-            copy = try StagingCopy.make(from: repository, key: conversationKey, selection: paths, staging: staging,
-                                        throwaway: NIP44.ConversationKey(selfOf: throwaway))
-            // Push first, then open the session: the doctor never scans a repository not there yet.
-            try StagingPush.push(repository: staging, repoId: repoId, session: session)
-        } catch let error as StagingCopy.Failure {
-            throw CommandFailure(error.description)
-        } catch let error as SyncError {
-            throw failure(error)
-        } catch {
-            throw CommandFailure("cannot make the staging repository: \(error)")
-        }
+        let copy = try pushStagingCopy(of: repository, key: conversationKey, throwaway: throwaway, repoId: repoId,
+                                       session: session, state: state)
         let scan: ScanSession
         do { scan = try session.authorized { (token: String) throws(SyncError) in
             try client.openScanSession(token: token, repoId: repoId, lifetime: lifetime)
@@ -123,8 +106,39 @@ struct ShareCommand: ParsableCommand {
         try book.add(record, secrets: secrets)
         shared = true
         let payload = ScanPayload.text(privateKeyHex: secrets.ephemeralPrivkey, session: scan, endpoint: client.base)
-        let ending = "Shared \(secrets.records) record(s) as \(repoId) until \(Self.iso(scan.expiresAt)); "
-            + "the doctor scans the QR code at \(client.base)/scan. End it with 'binder share --revoke \(repoId)'."
+        try present(payload, repoId: repoId, records: secrets.records, files: copy.paths.count, scan: scan, server: client.base,
+                    image: image)
+    }
+
+    /// The records chosen, copied under the throwaway key into a staging repository and pushed
+    /// as `repoId`, before any session opens: the doctor never scans a repository not there
+    /// yet. The local copy (ciphertext under the throwaway key only) goes once pushed.
+    private func pushStagingCopy(of repository: GitRepository, key: NIP44.ConversationKey, throwaway: SecretKey,
+                                 repoId: String, session: ServerSession, state: StateDirectory) throws -> StagingCopy.Result {
+        let stagingPath = state.root + "/shares/" + repoId + ".git"
+        try FileManager.default.createDirectory(atPath: state.root + "/shares", withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(atPath: stagingPath) }
+        do {
+            let staging = try GitRepository.create(path: stagingPath, bare: true)
+            let copy = try StagingCopy.make(from: repository, key: key, selection: paths, staging: staging,
+                                            throwaway: NIP44.ConversationKey(selfOf: throwaway))
+            try StagingPush.push(repository: staging, repoId: repoId, session: session)
+            return copy
+        } catch let error as StagingCopy.Failure {
+            throw CommandFailure(error.description)
+        } catch let error as SyncError {
+            throw failure(error)
+        } catch {
+            throw CommandFailure("cannot make the staging repository: \(error)")
+        }
+    }
+
+    /// The share made, as asked: the QR code in the terminal and the payload, the PNG, or JSON.
+    private func present(_ payload: String, repoId: String, records: Int, files: Int, scan: ScanSession, server: String,
+                         image: QRImageFile?) throws {
+        let ending = "Shared \(records) record(s) as \(repoId) until \(Self.iso(scan.expiresAt)); "
+            + "the doctor scans the QR code at \(server)/scan. End it with 'binder share --revoke \(repoId)'."
         if let qrPNG {
             let png: [UInt8]
             do {
@@ -139,10 +153,8 @@ struct ShareCommand: ParsableCommand {
             if let image { try image.write(png) }
         }
         if json {
-            let object: [String: Any] = ["id": repoId, "server": client.base, "expiresAt": scan.expiresAt, "label": label ?? "",
-                                         "files": copy.paths.count, "payload": payload]
-            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-            printOut(String(decoding: data, as: UTF8.self))
+            try JSONOutput.print(ShareReport(id: repoId, server: server, expiresAt: scan.expiresAt, label: label ?? "",
+                                             files: files, payload: payload))
         } else {
             // The QR code for the doctor's camera, then the payload itself (the last line, for scripts).
             if let qr = TerminalQR(payload) { printOut(qr.text) }
@@ -154,12 +166,10 @@ struct ShareCommand: ParsableCommand {
     private func printList(_ book: ShareBook) throws {
         let shares = book.open()
         if json {
-            let rows: [[String: Any]] = shares.map { share in
-                ["id": share.record.id, "server": share.record.server, "label": share.secrets?.label ?? "",
-                 "paths": share.secrets?.paths ?? [], "created": share.record.created, "expiresAt": share.record.expiresAt]
-            }
-            let data = try JSONSerialization.data(withJSONObject: rows, options: [.sortedKeys, .withoutEscapingSlashes])
-            return printOut(String(decoding: data, as: UTF8.self))
+            return try JSONOutput.print(shares.map { share in
+                ShareListRow(id: share.record.id, server: share.record.server, label: share.secrets?.label ?? "",
+                             paths: share.secrets?.paths ?? [], created: share.record.created, expiresAt: share.record.expiresAt)
+            })
         }
         guard !shares.isEmpty else { return printOut("No active shares.") }
         for share in shares {
@@ -205,7 +215,7 @@ struct ShareCommand: ParsableCommand {
                 throw CommandFailure("cannot bring the doctor's notes into \(name) while it is \(holder): \(error)")
             }
             guard answer.hasPrefix("ok "),
-                  let written = try? JSONSerialization.jsonObject(with: Data(answer.utf8.dropFirst(3))) as? [String] else {
+                  let written = try? JSONDecoder().decode([String].self, from: Data(answer.utf8.dropFirst(3))) else {
                 let reason = answer.hasPrefix("error ") ? String(answer.dropFirst(6)) : answer
                 throw CommandFailure("\(name)'s mount at \(holder.mountpoint ?? "?") could not bring the doctor's notes home: \(reason)")
             }

@@ -71,12 +71,7 @@ public struct BinderVerifier {
             switch entry.kind {
             case .tree:
                 report.folders += 1
-                let stem = name.hasSuffix(NameMapping.childrenSuffix) ? String(name.dropLast(NameMapping.childrenSuffix.count)) : nil
-                if let stem, !reportedByListing.contains(path),
-                   files[join(folder, stem + NameMapping.documentExtension)] != nil {
-                    problem(path, "a git folder named like the folder the view makes for the children of "
-                            + "\(stem)\(NameMapping.documentExtension); once that document has children, it is not shown")
-                }
+                if !reportedByListing.contains(path) { checkFolderName(name, path: path, in: folder, files: files, problem: problem) }
                 continue
             case .blob:
                 break
@@ -101,6 +96,17 @@ public struct BinderVerifier {
         }
         report.findings.sort { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
         return report
+    }
+
+    /// A git folder named `X.children` beside a document `X.json`: the view shows the document's
+    /// children under that name, so the folder is hidden as soon as the document has any.
+    private func checkFolderName(_ name: String, path: String, in folder: String, files: [String: TreeEntry],
+                                 problem: (String, String) -> Void) {
+        guard name.hasSuffix(NameMapping.childrenSuffix) else { return }
+        let stem = String(name.dropLast(NameMapping.childrenSuffix.count))
+        guard files[join(folder, stem + NameMapping.documentExtension)] != nil else { return }
+        problem(path, "a git folder named like the folder the view makes for the children of "
+                + "\(stem)\(NameMapping.documentExtension); once that document has children, it is not shown")
     }
 
     /// A folder's `.meta.json` decrypts to a JSON object.

@@ -61,6 +61,8 @@ public enum DoctorNotes {
                 // The patient's records gaining children, written once at the end.
                 var records: [String: MedicalDocument] = [:]
                 var written = Set<String>()
+                // Free notes placed in this pass: staging path -> (binder path, its `created`).
+                var notes: [String: (destination: String, created: JSONValue?)] = [:]
                 // Commit by commit: the scan page writes a second note of a day over the first,
                 // and each of them must come home even if no collection ran in between.
                 var previous = try DoctorNotes.blobs(staging, since)
@@ -78,6 +80,18 @@ public enum DoctorNotes {
                             let destination = DoctorNotes.unique(path, placing.taken)
                             placing.taken.insert(destination)
                             written.insert(try place(theirs, at: destination, from: path, &placing))
+                            notes[path] = (destination, theirs.metadata["created"])
+                            continue
+                        }
+                        if let note = notes[path], note.created != nil, theirs.metadata["created"] == note.created {
+                            // The same note edited again (a doctor's `open-share` keeps its own notes
+                            // editable; its `created` stays): its last version replaces the one this
+                            // pass placed. (The scan page's second note of a day has a new `created`.)
+                            placing.changes.removeAll { change in
+                                if case .write(let written, _) = change { return written == note.destination }
+                                return false
+                            }
+                            _ = try place(theirs, at: note.destination, from: path, &placing)
                             continue
                         }
                         let old = try document(path, oldID, in: staging, key: throwaway, whose: "the shared")
@@ -89,41 +103,55 @@ public enum DoctorNotes {
                             continue
                         }
                         guard !added.isEmpty else { continue }
-                        let existing = records[path] ?? mine[path].flatMap { id in try? document(path, id, in: binder, key: key, whose: "your") }
-                        if var record = existing {
-                            var grown = record
-                            grown.children += added
-                            // Room for the renamed attachments; past a document's limit the notes stand alone.
-                            if grown.serializedBytes().count + 64 * added.count <= WriteLimits.documentMaximum {
-                                let folder = DoctorNotes.folder(of: path)
-                                for child in added { record.children.append(try adopt(child, from: folder, to: folder, &placing)) }
-                                records[path] = record
-                                written.insert(path)
-                                continue
-                            }
-                        }
-                        // The record is gone (or unreadable, or full): each note stands alone in visits/.
-                        for child in added {
-                            let destination = DoctorNotes.unique("visits/" + DoctorNotes.day(of: child, now: now) + "-doctor-note.json",
-                                                                 placing.taken)
-                            placing.taken.insert(destination)
-                            written.insert(try place(child, at: destination, from: path, &placing))
-                        }
+                        written.formUnion(try attach(added, to: path, mine: mine, records: &records, &placing))
                     }
                 }
-                for (path, record) in records {
-                    let sealed: String
-                    do { sealed = try NIP44.encrypt(record.serializedBytes(), key: key) } catch {
-                        throw StagingCopy.Failure.unreadable(path: path, reason: "\(error)")
-                    }
-                    placing.changes.append(.write(path: path, blob: try binder.writeBlob(Array(sealed.utf8))))
-                }
+                try seal(records, into: &placing)
                 guard !placing.changes.isEmpty else { return [] }
                 _ = try binder.commitChanges(onto: parent, changes: placing.changes, message: message, author: author)
                 do { try binder.syncWorkTreeToHead(paths: placing.changes.map(\.path)) } catch {}
                 return written.sorted()
             } catch let failure as StagingCopy.Failure { throw failure } catch let error as GitError { throw .git(error) } catch {
                 throw .unreadable(path: "the staging repository", reason: "\(error)")
+            }
+        }
+
+        /// The doctor's new children of the shared record `path`: appended to the patient's
+        /// record as it is now (kept in `records` until the end of the pass), or, when it is gone,
+        /// unreadable or would grow past a document's limit, each a free note in `visits/`.
+        /// Returns the paths written.
+        func attach(_ added: [MedicalDocument], to path: String, mine: [String: ObjectID],
+                    records: inout [String: MedicalDocument], _ placing: inout Placing) throws -> [String] {
+            let existing = records[path] ?? mine[path].flatMap { id in try? document(path, id, in: binder, key: key, whose: "your") }
+            if var record = existing {
+                var grown = record
+                grown.children += added
+                // Room for the renamed attachments; past a document's limit the notes stand alone.
+                if grown.serializedBytes().count + 64 * added.count <= WriteLimits.documentMaximum {
+                    let folder = DoctorNotes.folder(of: path)
+                    for child in added { record.children.append(try adopt(child, from: folder, to: folder, &placing)) }
+                    records[path] = record
+                    return [path]
+                }
+            }
+            var written: [String] = []
+            for child in added {
+                let destination = DoctorNotes.unique("visits/" + DoctorNotes.day(of: child, now: now) + "-doctor-note.json",
+                                                     placing.taken)
+                placing.taken.insert(destination)
+                written.append(try place(child, at: destination, from: path, &placing))
+            }
+            return written
+        }
+
+        /// The patient's records that gained children, encrypted to the patient's key.
+        func seal(_ records: [String: MedicalDocument], into placing: inout Placing) throws {
+            for (path, record) in records {
+                let sealed: String
+                do { sealed = try NIP44.encrypt(record.serializedBytes(), key: key) } catch {
+                    throw StagingCopy.Failure.unreadable(path: path, reason: "\(error)")
+                }
+                placing.changes.append(.write(path: path, blob: try binder.writeBlob(Array(sealed.utf8))))
             }
         }
 

@@ -229,7 +229,11 @@ struct WritePlanner {
                 plan.changes += try removal(of: replaced, path: to).changes
             }
         }
-        if let moved = try moveAsStored(source, from: from, to: to, target: target) {
+        // Git paths this rename may write over: what it removes (a replaced record) or moves away.
+        var freed = Set(plan.changes.filter(\.isDeletion).map(\.gitPath))
+        freed.insert(source.gitPath)
+        if case .document(let reference)? = source.owner { freed.insert(reference) }
+        if let moved = try moveAsStored(source, from: from, to: to, target: target, freed: freed) {
             plan.changes += moved
             return plan
         }
@@ -257,40 +261,21 @@ struct WritePlanner {
     }
 
     /// The changes that move `source` without re-encrypting it, or nil when it must be stored
-    /// anew (between a folder and a `.children` folder, document <-> attachment, …).
-    private func moveAsStored(_ source: Node, from: String, to: String, target: Parent) throws(WriteError) -> [PlannedChange]? {
+    /// anew (between a folder and a `.children` folder, document <-> attachment, …). A git path
+    /// it would write that holds another record (not in `freed`) refuses the move with EEXIST,
+    /// as creating that name would: `a.txt` beside `a.md` would take `a.json`.
+    private func moveAsStored(_ source: Node, from: String, to: String, target: Parent,
+                              freed: Set<String>) throws(WriteError) -> [PlannedChange]? {
+        let claim = { (gitPath: String) throws(WriteError) in
+            if binder.entry(gitPath) != nil && !freed.contains(gitPath) { throw .exists(to) }
+        }
         let toName = ViewPath.split(to).name
         let sourceParent = try parent(of: ViewPath.split(from).parent)
         switch (source.source, sourceParent, target) {
         case (.directory, .folder, .folder(let folder)) where binder.gitFolders[from] != nil:
-            // A real folder: every object moves as it is.
-            let destination = join(folder, toName)
-            var changes: [PlannedChange] = []
-            for (path, entries) in binder.gitFolders where path == from || path.hasPrefix(from + "/") {
-                for entry in entries {
-                    if ListingBuilder.unsafeNameReason(String(entry.name), atRoot: false) != nil || entry.kind != .blob && entry.kind != .tree {
-                        throw .notPermitted(path: from, reason: "the folder holds \(entry.path), which binder does not show (see binder verify): move it with git")
-                    }
-                }
-                for entry in entries where entry.kind == .blob {
-                    changes.append(.blob(gitPath: destination + entry.path.dropFirst(from.count), id: entry.id))
-                }
-            }
-            return changes + [.delete(gitPath: from)]
+            return try moveFolder(from, to: join(folder, toName))
         case (.document(let blob), .folder, .folder(let folder)) where toName.hasSuffix(NameMapping.markdownExtension):
-            // A record keeps its ciphertext; its children's sidecars move with it.
-            let stem = String(toName.dropLast(NameMapping.markdownExtension.count))
-            try NameRules.checkStored(stem + NameMapping.documentExtension, path: to)
-            var changes: [PlannedChange] = [.delete(gitPath: source.gitPath),
-                                            .blob(gitPath: join(folder, stem + NameMapping.documentExtension), id: blob)]
-            let fromFolder = ViewPath.split(source.gitPath).parent
-            if fromFolder != folder {
-                for sidecar in BinderVerifier.sidecarReferences(try binder.document(source.gitPath)) {
-                    guard let entry = binder.entry(join(fromFolder, sidecar)) else { continue }
-                    changes += [.delete(gitPath: entry.path), .blob(gitPath: join(folder, sidecar), id: entry.id)]
-                }
-            }
-            return changes
+            return try moveDocument(source, blob: blob, into: folder, as: toName, path: to, claim: claim)
         case (.sidecar(let blob), .folder, .folder(let folder)) where !toName.hasSuffix(NameMapping.markdownExtension):
             guard case .document(let reference)? = source.owner else { return nil }
             // An attachment: its sidecar moves as it is; its reference names the new sidecar.
@@ -299,6 +284,8 @@ struct WritePlanner {
             var document = try binder.document(reference)
             document.value = sidecarName
             let stem = NameMapping.splitExtension(toName).stem
+            try claim(join(folder, sidecarName))
+            try claim(join(folder, stem + NameMapping.documentExtension))
             return [.delete(gitPath: reference), .delete(gitPath: source.gitPath),
                     .blob(gitPath: join(folder, sidecarName), id: blob),
                     try documentChange(document, at: join(folder, stem + NameMapping.documentExtension), path: to)]
@@ -314,6 +301,40 @@ struct WritePlanner {
         default:
             return nil
         }
+    }
+
+    /// A real folder: every object moves as it is, to the git folder `destination`.
+    private func moveFolder(_ from: String, to destination: String) throws(WriteError) -> [PlannedChange] {
+        var changes: [PlannedChange] = []
+        for (path, entries) in binder.gitFolders where path == from || path.hasPrefix(from + "/") {
+            for entry in entries {
+                if ListingBuilder.unsafeNameReason(String(entry.name), atRoot: false) != nil || entry.kind != .blob && entry.kind != .tree {
+                    throw .notPermitted(path: from, reason: "the folder holds \(entry.path), which binder does not show (see binder verify): move it with git")
+                }
+            }
+            for entry in entries where entry.kind == .blob {
+                changes.append(.blob(gitPath: destination + entry.path.dropFirst(from.count), id: entry.id))
+            }
+        }
+        return changes + [.delete(gitPath: from)]
+    }
+
+    /// A record keeps its ciphertext, stored as `folder/<stem of name>.json`; its children's
+    /// sidecars move with it.
+    private func moveDocument(_ source: Node, blob: ObjectID, into folder: String, as name: String, path: String,
+                              claim: (String) throws(WriteError) -> Void) throws(WriteError) -> [PlannedChange] {
+        let gitName = String(name.dropLast(NameMapping.markdownExtension.count)) + NameMapping.documentExtension
+        try NameRules.checkStored(gitName, path: path)
+        try claim(join(folder, gitName))
+        var changes: [PlannedChange] = [.delete(gitPath: source.gitPath), .blob(gitPath: join(folder, gitName), id: blob)]
+        let fromFolder = ViewPath.split(source.gitPath).parent
+        guard fromFolder != folder else { return changes }
+        for sidecar in BinderVerifier.sidecarReferences(try binder.document(source.gitPath)) {
+            guard let entry = binder.entry(join(fromFolder, sidecar)) else { continue }
+            try claim(join(folder, sidecar))
+            changes += [.delete(gitPath: entry.path), .blob(gitPath: join(folder, sidecar), id: entry.id)]
+        }
+        return changes
     }
 
     // MARK: - Pieces shared by the rules

@@ -6,15 +6,8 @@ import Glibc
 enum ReadOperations {
     static func install(into ops: inout fuse_operations) {
         ops.getattr = { path, stat, _ in
-            let fs = FileSystemContext.current
             guard let path, let stat else { return -EINVAL }
-            do {
-                fs.fill(stat, try fs.view.attributes(String(cString: path)))
-                return 0
-            } catch {
-                fs.logger.debug("getattr failed", metadata: ["path": "\(String(cString: path))", "error": "\(error)"])
-                return fs.errno(error)
-            }
+            return ReadOperations.attributes(String(cString: path), into: stat)
         }
 
         ops.opendir = { path, info in
@@ -55,15 +48,31 @@ enum ReadOperations {
         }
 
         ops.readlink = { path, buffer, size in
-            let fs = FileSystemContext.current
             guard let path, let buffer, size > 0 else { return -EINVAL }
-            do {
-                let target = Array(try fs.view.readLink(String(cString: path)).utf8.prefix(size - 1))
-                target.withUnsafeBytes { UnsafeMutableRawPointer(buffer).copyMemory(from: $0.baseAddress!, byteCount: target.count) }
-                buffer[target.count] = 0
-                return 0
-            } catch { return fs.errno(error) }
+            return ReadOperations.readLink(String(cString: path), into: UnsafeMutableBufferPointer(start: buffer, count: size))
         }
+    }
+
+    static func attributes(_ path: String, into stat: UnsafeMutablePointer<stat>) -> Int32 {
+        let fs = FileSystemContext.current
+        do {
+            fs.fill(stat, try fs.view.attributes(path))
+            return 0
+        } catch {
+            fs.logger.debug("getattr failed", metadata: ["path": "\(path)", "error": "\(error)"])
+            return fs.errno(error)
+        }
+    }
+
+    /// The link's target, cut to the buffer and NUL-terminated (as readlink(2) via FUSE wants).
+    static func readLink(_ path: String, into buffer: UnsafeMutableBufferPointer<CChar>) -> Int32 {
+        let fs = FileSystemContext.current
+        do {
+            let target = Array(try fs.view.readLink(path).utf8.prefix(buffer.count - 1))
+            for (index, byte) in target.enumerated() { buffer[index] = CChar(bitPattern: byte) }
+            buffer[target.count] = 0
+            return 0
+        } catch { return fs.errno(error) }
     }
 
     /// `.` and `..`, then every entry with its attributes (readdirplus: `ls -l` makes no

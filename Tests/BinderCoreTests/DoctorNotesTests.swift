@@ -124,11 +124,23 @@ final class DoctorNotesTests: XCTestCase {
     }
 
     func testTwoNotesTheSameDayBothStayEvenUncollectedInBetween() throws {
+        // The scan page gives each note its own `created` (the moment it was written).
         try commit(staging, theirs, ["visits/2026-11-20-doctor-note.json": note("First")], by: doctor)
-        try commit(staging, theirs, ["visits/2026-11-20-doctor-note.json": note("Second")], by: doctor)
+        try commit(staging, theirs, ["visits/2026-11-20-doctor-note.json": note("Second", created: "2026-11-20T11:30:00.000Z")],
+                   by: doctor)
         XCTAssertEqual(try collect(), ["visits/2026-11-20-doctor-note-2.json", "visits/2026-11-20-doctor-note.json"])
         XCTAssertEqual(try stored("visits/2026-11-20-doctor-note.json")?.value, "First")
         XCTAssertEqual(try stored("visits/2026-11-20-doctor-note-2.json")?.value, "Second")
+    }
+
+    func testANoteEditedAgainBeforeTheCollectionComesHomeOnceAsItsLastVersion() throws {
+        // `binder open-share` keeps the doctor's own note editable: each save is a commit, the
+        // note's `created` stays.
+        try commit(staging, theirs, ["visits/2026-11-20-dr-lee.json": note("Draft")], by: doctor)
+        try commit(staging, theirs, ["visits/2026-11-20-dr-lee.json": note("Draft, then edited")], by: doctor)
+        XCTAssertEqual(try collect(), ["visits/2026-11-20-dr-lee.json"])
+        XCTAssertEqual(try stored("visits/2026-11-20-dr-lee.json")?.value, "Draft, then edited")
+        XCTAssertFalse(try files().contains("visits/2026-11-20-dr-lee-2.json"))
     }
 
     func testARewrittenRecordLandsAsACopyBesideIt() throws {
