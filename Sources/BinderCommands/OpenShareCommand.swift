@@ -255,34 +255,8 @@ struct OpenedShare {
         // A kept copy holds notes that reached nobody: never removed before they are pushed.
         var removeClone = !reopened
         defer { if removeClone { try? FileManager.default.removeItem(atPath: clonePath) } }
-        let key: NIP44.ConversationKey
-        let secretKey: SecretKey
-        do { secretKey = try SecretKey(hex: invitation.privateKeyHex) } catch {
-            throw CommandFailure("the payload's key is not a valid secp256k1 key")
-        }
-        key = try NIP44.ConversationKey(selfOf: secretKey)
-        let access: ScanAccess
-        let repository: GitRepository
-        do {
-            access = try ScanAccess(endpoint: invitation.endpoint, repoId: invitation.repoId, sessionToken: invitation.sessionToken,
-                                    logger: logger)
-            if reopened {
-                // The share must still be there; the notes are merged and pushed once mounted.
-                repository = try GitRepository.open(path: clonePath)
-                _ = try access.fetch(repository)
-            } else {
-                repository = try GitRepository.create(path: clonePath, bare: true)
-                guard try access.clone(into: repository) != nil else {
-                    throw CommandFailure("the share \(invitation.repoId) is empty on the server (the patient's upload has not finished?)")
-                }
-            }
-        } catch let error as SyncError {
-            throw CommandFailure("cannot fetch the share \(invitation.repoId): \(error)")
-        } catch let failure as CommandFailure {
-            throw failure
-        } catch {
-            throw CommandFailure("cannot fetch the share \(invitation.repoId): \(error)")
-        }
+        let key = try conversationKey()
+        let (access, repository) = try fetchCopy(reopened: reopened, logger: logger)
         try Self.checkKey(repository, key: key, repoId: invitation.repoId)
         logger.info("fetched", metadata: ["share": "\(invitation.repoId)"])
         let mount: FUSEMount
@@ -316,6 +290,41 @@ struct OpenedShare {
             if echo { printErr(words) }
         }
         if !removeClone { logger.info("kept", metadata: ["copy": "\(clonePath)"]) }
+    }
+
+    /// The share's conversation key (encrypt-to-self of the payload's throwaway key).
+    private func conversationKey() throws -> NIP44.ConversationKey {
+        let secretKey: SecretKey
+        do { secretKey = try SecretKey(hex: invitation.privateKeyHex) } catch {
+            throw CommandFailure("the payload's key is not a valid secp256k1 key")
+        }
+        return try NIP44.ConversationKey(selfOf: secretKey)
+    }
+
+    /// The staging repository fetched with the scan token into a new copy, or into the kept
+    /// copy being reopened (the share must still be there; its notes are merged and pushed
+    /// once mounted).
+    private func fetchCopy(reopened: Bool, logger: Logger) throws -> (ScanAccess, GitRepository) {
+        do {
+            let access = try ScanAccess(endpoint: invitation.endpoint, repoId: invitation.repoId, sessionToken: invitation.sessionToken,
+                                        logger: logger)
+            if reopened {
+                let repository = try GitRepository.open(path: clonePath)
+                _ = try access.fetch(repository)
+                return (access, repository)
+            }
+            let repository = try GitRepository.create(path: clonePath, bare: true)
+            guard try access.clone(into: repository) != nil else {
+                throw CommandFailure("the share \(invitation.repoId) is empty on the server (the patient's upload has not finished?)")
+            }
+            return (access, repository)
+        } catch let error as SyncError {
+            throw CommandFailure("cannot fetch the share \(invitation.repoId): \(error)")
+        } catch let failure as CommandFailure {
+            throw failure
+        } catch {
+            throw CommandFailure("cannot fetch the share \(invitation.repoId): \(error)")
+        }
     }
 
     /// The notes (documents) the doctor's commits in the copy at `clonePath` changed that the

@@ -83,17 +83,7 @@ public enum DoctorNotes {
                             notes[path] = (destination, theirs.metadata["created"])
                             continue
                         }
-                        if let note = notes[path], note.created != nil, theirs.metadata["created"] == note.created {
-                            // The same note edited again (a doctor's `open-share` keeps its own notes
-                            // editable; its `created` stays): its last version replaces the one this
-                            // pass placed. (The scan page's second note of a day has a new `created`.)
-                            placing.changes.removeAll { change in
-                                if case .write(let written, _) = change { return written == note.destination }
-                                return false
-                            }
-                            _ = try place(theirs, at: note.destination, from: path, &placing)
-                            continue
-                        }
+                        if let note = notes[path], try revise(note, with: theirs, from: path, &placing) { continue }
                         let old = try document(path, oldID, in: staging, key: throwaway, whose: "the shared")
                         guard let added = DoctorNotes.addedChildren(old: old, new: theirs) else {
                             // Rewritten: a copy beside the record, never over it.
@@ -114,6 +104,20 @@ public enum DoctorNotes {
             } catch let failure as StagingCopy.Failure { throw failure } catch let error as GitError { throw .git(error) } catch {
                 throw .unreadable(path: "the staging repository", reason: "\(error)")
             }
+        }
+
+        /// The same note edited again (a doctor's `open-share` keeps its own notes editable; its
+        /// `created` stays): its last version replaces the one this pass placed, and true. The
+        /// scan page's second note of a day has a `created` of its own: false, it is a new note.
+        func revise(_ note: (destination: String, created: JSONValue?), with theirs: MedicalDocument, from path: String,
+                    _ placing: inout Placing) throws(StagingCopy.Failure) -> Bool {
+            guard note.created != nil, theirs.metadata["created"] == note.created else { return false }
+            placing.changes.removeAll { change in
+                if case .write(let written, _) = change { return written == note.destination }
+                return false
+            }
+            _ = try place(theirs, at: note.destination, from: path, &placing)
+            return true
         }
 
         /// The doctor's new children of the shared record `path`: appended to the patient's
