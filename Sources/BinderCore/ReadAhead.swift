@@ -24,6 +24,8 @@ public final class ReadAhead: Sendable {
         var pending: [Job] = []
         /// Sources being decrypted, with the group an open of the same file waits on.
         var inFlight: [Node.Source: DispatchGroup] = [:]
+        /// Files of the current folder a worker has read ahead and no reader has opened yet.
+        var prefetched: Set<Node.Source> = []
         /// The folder read most recently (jobs of another one are dropped), at which commit,
         /// and its names in order (sorted once, not per open).
         var folder = ""
@@ -56,6 +58,7 @@ public final class ReadAhead: Sendable {
         let following = state.withLock { state -> ArraySlice<String> in
             if state.folder != folder || state.folderCommit != commit || state.names.count != listing.nodes.count {
                 state.pending.removeAll()
+                state.prefetched.removeAll()
                 state.folder = folder
                 state.folderCommit = commit
                 state.names = listing.sortedNames
@@ -99,7 +102,10 @@ public final class ReadAhead: Sendable {
         while let taken = next() {
             let (job, group) = taken
             decrypt(job)
-            state.withLock { _ = $0.inFlight.removeValue(forKey: job.node.source) }
+            state.withLock { state in
+                _ = state.inFlight.removeValue(forKey: job.node.source)
+                state.prefetched.insert(job.node.source)
+            }
             group.leave()
         }
     }
@@ -116,6 +122,12 @@ public final class ReadAhead: Sendable {
             state.inFlight[job.node.source] = group
             return (job, group)
         }
+    }
+
+    /// Whether `source` was read ahead and not opened since (then forgets it): the reader is
+    /// following the read-ahead, which should go on ahead of it.
+    func takePrefetched(_ source: Node.Source) -> Bool {
+        state.withLock { $0.prefetched.remove(source) != nil }
     }
 
     /// Waits until a worker decrypting `source` has finished (at once if none is).
