@@ -19,9 +19,6 @@ final class PlaintextCache: Sendable {
 
     init(capacity: Int) { self.capacity = capacity }
 
-    /// Whether `key` is cached, without counting it as a use.
-    func contains(_ key: Node.Source) -> Bool { state.withLock { $0.entries[key] != nil } }
-
     func get(_ key: Node.Source) -> SecureBytes? {
         state.withLock { state in
             guard let entry = state.entries[key] else { return nil }

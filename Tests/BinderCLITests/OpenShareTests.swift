@@ -11,7 +11,6 @@ final class OpenShareTests: XCTestCase {
     var patient: Device!
     var doctor: BinderSandbox!
     var mnt: String { doctor.root.appendingPathComponent("mnt").path }
-    let photo: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + (0..<3000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
 
     static let pictures = URL(fileURLWithPath: MgitClient.script).deletingLastPathComponent().appendingPathComponent("qr_pictures.py").path
     static let day: String = {
@@ -25,19 +24,8 @@ final class OpenShareTests: XCTestCase {
     override func setUpWithError() throws {
         serverRoot = try BinderSandbox()
         server = try TestServer(root: serverRoot.root)
-        patient = try Device(nsec: String(decoding: SecretKey.generate().nsec().copyBytes(), as: UTF8.self))
-        try patient.binder(["login", "--server", server.url])
-        try patient.binder(["create", "health", "--patient-name", "Alex Doe"])
-        try patient.mount("health", ["--no-sync"])
-        try patient.write("visits/2026-05-01-knee.md", "# Knee\nMarker-knee-1\n")
-        try patient.write("conditions/asthma/2026-04-01-inhaler.md", "# Inhaler\nMarker-asthma-2\n")
-        try patient.write("medications/2026-03-01-statin.md", "# Statin\nMarker-unshared-3\n")
-        let source = patient.sandbox.root.appendingPathComponent("photo.png").path
-        try Data(photo).write(to: URL(fileURLWithPath: source))
-        let copied = try shell("cp '\(source)' '\(patient.path("conditions/asthma/peak-flow.png"))'")
-        XCTAssertEqual(copied.status, 0, copied.stderr)
-        patient.unmount()
-        try patient.binder(["sync", "health", "--repo-id", "health"])
+        patient = try ShareTests.patientWithSharedBinder(
+            server: server, extra: ["medications/2026-03-01-statin.md": "# Statin\nMarker-unshared-3\n"])
         doctor = try BinderSandbox()
         try FileManager.default.createDirectory(atPath: mnt, withIntermediateDirectories: true)
     }

@@ -9,25 +9,35 @@ final class ShareTests: XCTestCase {
     var server: TestServer!
     var serverRoot: BinderSandbox!
     var patient: Device!
-    let photo: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + (0..<3000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+    let photo = ShareTests.photo
+    /// The PNG-looking attachment of the shared folder (its sidecar's hash is checked).
+    static let photo: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + (0..<3000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
 
-    static let doctor = URL(fileURLWithPath: MgitClient.script).deletingLastPathComponent().appendingPathComponent("scan_doctor.py").path
-
-    override func setUpWithError() throws {
-        serverRoot = try BinderSandbox()
-        server = try TestServer(root: serverRoot.root)
-        patient = try Device(nsec: String(decoding: try SecretKey.generate().nsec().copyBytes(), as: UTF8.self))
+    /// A patient logged in to `server` with the binder `health` synced there: a visit, an asthma
+    /// record with a photo attachment, and `extra` records (path: markdown).
+    static func patientWithSharedBinder(server: TestServer, extra: [String: String] = [:]) throws -> Device {
+        let patient = try Device(nsec: String(decoding: try SecretKey.generate().nsec().copyBytes(), as: UTF8.self))
         try patient.binder(["login", "--server", server.url])
         try patient.binder(["create", "health", "--patient-name", "Alex Doe"])
         try patient.mount("health", ["--no-sync"])
         try patient.write("visits/2026-05-01-knee.md", "# Knee\nMarker-knee-1\n")
         try patient.write("conditions/asthma/2026-04-01-inhaler.md", "# Inhaler\nMarker-asthma-2\n")
+        for (path, text) in extra.sorted(by: { $0.key < $1.key }) { try patient.write(path, text) }
         let source = patient.sandbox.root.appendingPathComponent("photo.png").path
         try Data(photo).write(to: URL(fileURLWithPath: source))
         let copied = try shell("cp '\(source)' '\(patient.path("conditions/asthma/peak-flow.png"))'")
         XCTAssertEqual(copied.status, 0, copied.stderr)
         patient.unmount()
         try patient.binder(["sync", "health", "--repo-id", "health"])
+        return patient
+    }
+
+    static let doctor = URL(fileURLWithPath: MgitClient.script).deletingLastPathComponent().appendingPathComponent("scan_doctor.py").path
+
+    override func setUpWithError() throws {
+        serverRoot = try BinderSandbox()
+        server = try TestServer(root: serverRoot.root)
+        patient = try Self.patientWithSharedBinder(server: server)
     }
 
     override func tearDown() {
