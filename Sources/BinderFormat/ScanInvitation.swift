@@ -90,7 +90,8 @@ public struct ScanInvitation: Sendable {
             && id.utf8.allSatisfy { isTokenByte($0) || $0 == 0x2E }
     }
 
-    /// `scheme://host[:port]` with a trailing slash dropped, or nil.
+    /// `scheme://host[:port]` with a trailing slash dropped and the scheme in lower case
+    /// (`HTTPS://` is a valid spelling; callers compare the scheme literally), or nil.
     static func baseURL(_ text: String) -> String? {
         var text = text
         if text.hasSuffix("/") { text.removeLast() }
@@ -100,6 +101,6 @@ public struct ScanInvitation: Sendable {
               components.fragment == nil, components.user == nil, components.password == nil,
               text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
         else { return nil }
-        return text
+        return scheme + text.dropFirst(scheme.utf8.count)
     }
 }

@@ -26,6 +26,15 @@ import BinderFormat
         #expect(try Self.parse(Self.app.replacingOccurrences(of: #","endpoint":"https://limbo.health/""#, with: "")).endpoint == "https://limbo.health")
     }
 
+    /// Found by the fuzzer: `HTTPS://` passed the check but was kept as spelled, and the
+    /// client compares the scheme literally.
+    @Test func theSchemeIsKeptInLowerCase() throws {
+        let cases = [("HTTPS://limbo.health/", "https://limbo.health"), ("Http://127.0.0.1:9", "http://127.0.0.1:9")]
+        for (given, kept) in cases {
+            #expect(try Self.parse(Self.app.replacingOccurrences(of: "https://limbo.health/", with: given)).endpoint == kept)
+        }
+    }
+
     @Test func eachFieldIsHeldToItsShape() {
         let cases: [(String, ScanInvitation.Failure)] = [
             ("[1]", .notAnObject),
