@@ -91,7 +91,8 @@ public struct ScanInvitation: Sendable {
     }
 
     /// `scheme://host[:port]` with a trailing slash dropped and the scheme in lower case
-    /// (`HTTPS://` is a valid spelling; callers compare the scheme literally), or nil.
+    /// (`HTTPS://` is a valid spelling; one spelling is kept, so the URLs built from it and
+    /// the copy kept for reopening compare equal), or nil.
     static func baseURL(_ text: String) -> String? {
         var text = text
         if text.hasSuffix("/") { text.removeLast() }

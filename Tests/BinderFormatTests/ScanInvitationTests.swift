@@ -26,8 +26,7 @@ import BinderFormat
         #expect(try Self.parse(Self.app.replacingOccurrences(of: #","endpoint":"https://limbo.health/""#, with: "")).endpoint == "https://limbo.health")
     }
 
-    /// Found by the fuzzer: `HTTPS://` passed the check but was kept as spelled, and the
-    /// client compares the scheme literally.
+    /// Found by the fuzzer: `HTTPS://` passed the check but was kept as spelled.
     @Test func theSchemeIsKeptInLowerCase() throws {
         let cases = [("HTTPS://limbo.health/", "https://limbo.health"), ("Http://127.0.0.1:9", "http://127.0.0.1:9")]
         for (given, kept) in cases {
