@@ -15,7 +15,15 @@ enum LibGit2 {
         // before they are renamed into place: a returned commit is on disk.
         precondition(binder_git_enable_fsync(1) == 0, "GIT_OPT_ENABLE_FSYNC_GITDIR failed")
         precondition(binder_git_enable_strict_object_creation(1) == 0, "GIT_OPT_ENABLE_STRICT_OBJECT_CREATION failed")
+        // Packs are read through mapped windows; with the defaults every page read once
+        // stays mapped, so a mount that read a 126 MB pack held it all as resident memory.
+        precondition(binder_git_set_pack_windows(packWindowSize, packMappedLimit) == 0, "GIT_OPT_SET_MWINDOW_* failed")
     }()
+
+    /// One mapped window of a pack (libgit2's unit of mapping).
+    static let packWindowSize = 2 << 20
+    /// At most this much of all packs mapped at once (issue 13: memory flat at any size).
+    static let packMappedLimit = 16 << 20
 }
 
 /// Owns a `git_repository *`.

@@ -26,4 +26,14 @@ static inline int binder_git_enable_strict_object_creation(int enabled) {
     return git_libgit2_opts(GIT_OPT_ENABLE_STRICT_OBJECT_CREATION, enabled);
 }
 
+/* GIT_OPT_SET_MWINDOW_SIZE / GIT_OPT_SET_MWINDOW_MAPPED_LIMIT: how much of a
+ * pack libgit2 maps per window, and in all (least recently used windows are
+ * unmapped past the limit). The 64-bit defaults (1 GiB, 8 GiB) keep every page
+ * of a pack read once mapped, which counts in the daemon's resident memory. */
+static inline int binder_git_set_pack_windows(size_t window_size, size_t mapped_limit) {
+    int rc = git_libgit2_opts(GIT_OPT_SET_MWINDOW_SIZE, window_size);
+    if (rc < 0) return rc;
+    return git_libgit2_opts(GIT_OPT_SET_MWINDOW_MAPPED_LIMIT, mapped_limit);
+}
+
 #endif
