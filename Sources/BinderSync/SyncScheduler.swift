@@ -40,7 +40,9 @@ public struct SyncState: Sendable, Codable, Equatable {
 /// becomes one sync), a poll for remote changes every `pollInterval`, and on failure retries
 /// on the `RetryPolicy` schedule (1 s doubling to `maxBackoff`). Arrived commits are shown by
 /// the view without a remount. A binder with no server yet waits until `binder sync` (through
-/// the control channel) names one.
+/// the control channel) names one. A server that answers 429 or 503 with `Retry-After` is
+/// left alone that long (at most a minute; `RetryPolicy.delay(after:failures:)`), and
+/// `.binder/status` says so (`last_error: … (it asked to wait N s)`, `next_retry`).
 ///
 /// The FUSE side never waits on it: the commit hook only signals, and `.binder/status` reads a
 /// snapshot. The network work runs on a queue of its own (libgit2 blocks), never on the actor.
@@ -286,7 +288,7 @@ public actor SyncScheduler {
             showLocalTip()
         case .failure(let error):
             failures += 1
-            let wait = retry.delay(afterFailure: failures)
+            let wait = retry.delay(after: error, failures: failures)
             nextSync = Date().addingTimeInterval(wait)
             snapshot.withLock {
                 // Offline: the server could not be reached; any other error came from the server.
@@ -294,7 +296,8 @@ public actor SyncScheduler {
                 $0.lastError = error.description
                 $0.nextRetry = nextSync
             }
-            logger.warning("sync failed; retrying", metadata: ["in_seconds": "\(wait)", "error": "\(error)"])
+            logger.warning(error.retryAfter == nil ? "sync failed; retrying" : "sync failed; the server asked to wait, retrying",
+                           metadata: ["in_seconds": "\(wait)", "error": "\(error)"])
         }
         return result
     }
