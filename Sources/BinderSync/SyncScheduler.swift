@@ -89,6 +89,10 @@ public actor SyncScheduler {
     private var lastLocalCommit: Date?
     private var nextSync = Date()
     private var failures = 0
+    /// A sync is running (the loop's or `syncNow`'s): the loop starts none meanwhile, so that
+    /// a pass queued behind a failed one does not run before the wait that failure set
+    /// (a server's `Retry-After`).
+    private var syncing = false
     /// The loop's sleep, resumed early by a signal (a commit, stop).
     private var wake: CheckedContinuation<Void, Never>?
     private var sleepGeneration = 0
@@ -206,6 +210,11 @@ public actor SyncScheduler {
                 await sidePassIfDue()
                 continue
             }
+            if syncing {
+                // Woken when it ends (`perform`), then the wait it set is honoured.
+                await sleep(until: Date().addingTimeInterval(2))
+                continue
+            }
             if dueTime() <= Date() {
                 firstLocalCommit = nil
                 lastLocalCommit = nil
@@ -263,6 +272,11 @@ public actor SyncScheduler {
 
     private func perform() async -> Result<SyncReport, SyncError> {
         guard let engine else { return .failure(.configuration("no server")) }
+        syncing = true
+        defer {
+            syncing = false
+            resumeSleep()
+        }
         let beforePass = self.beforePass
         let result: Result<SyncReport, SyncError> = await withCheckedContinuation { continuation in
             queue.async {
