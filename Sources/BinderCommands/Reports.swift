@@ -170,6 +170,8 @@ struct StatusReport {
     let pendingCommits: Int
     /// Conflict copies still in the binder (`X (conflict …).md`): deleting one resolves it.
     let openConflicts: [String]
+    /// What a running mount of the binder says of its own sync; nil when it is not mounted.
+    var mount: MountSyncReport?
 
     static func gather(_ repository: GitRepository, path: String, state: StateDirectory) -> StatusReport {
         let name = BinderLocator.displayName(path)
@@ -181,7 +183,8 @@ struct StatusReport {
                             lastLoggedError: hasLog ? StatusCommand.lastError(inLog: logPath) : nil,
                             target: target, record: target == nil ? SyncRecord() : SyncRecord.load(repository),
                             pendingCommits: target == nil ? 0 : SyncRecord.pendingCommits(repository),
-                            openConflicts: ConflictNames.openConflicts((try? repository.branchTip().map { try repository.listTree(commit: $0).map(\.path) }) ?? []))
+                            openConflicts: ConflictNames.openConflicts((try? repository.branchTip().map { try repository.listTree(commit: $0).map(\.path) }) ?? []),
+                            mount: WriterLock.mountControl(gitDirectory: repository.gitDirectory).map { MountSyncReport.ask(control: $0.control, holder: $0.holder) })
     }
 
     func printText() {
@@ -210,6 +213,12 @@ struct StatusReport {
         }
         printOut("open conflicts: \(openConflicts.count)\(openConflicts.isEmpty ? "" : " (delete a copy once its changes are where they belong)")")
         for copy in openConflicts { printOut("  \(copy)") }
+    }
+
+    /// The text, then what a running mount says of its sync (it syncs in the background).
+    func printTextWithMount() {
+        printText()
+        if let mount { printOut(mount.lines) }
     }
 
     struct JSON: Encodable {
@@ -241,6 +250,8 @@ struct StatusReport {
         @Nullable var lastLoggedError: String?
         /// Null for a binder that was never synced.
         @Nullable var sync: Sync?
+        /// Null when the binder is not mounted.
+        @Nullable var mount: MountSyncReport.JSON?
     }
 
     func printJSON() throws {
@@ -256,7 +267,74 @@ struct StatusReport {
                                             otherCommit: "\(conflict.lostCommit)", copy: conflict.copy)
                           },
                           openConflicts: openConflicts)
-            }))
+            },
+            mount: mount?.json))
+    }
+}
+
+/// What a running mount says of its own sync (`binder status`), asked over its control
+/// channel: the same state `.binder/status` shows (phase, server, last sync, pending commits,
+/// last error, next retry).
+struct MountSyncReport {
+    let pid: Int32?
+    let mountpoint: String?
+    /// The mount's answer; nil when it gave none (`failure` says why).
+    let status: ControlStatus?
+    let failure: String?
+
+    static func ask(control: String, holder: WriterLock.Holder) -> MountSyncReport {
+        func failed(_ why: String) -> MountSyncReport {
+            MountSyncReport(pid: holder.pid, mountpoint: holder.mountpoint, status: nil, failure: why)
+        }
+        let answer: String
+        do { answer = try ControlClient.send(ControlRequest.status, to: control) } catch { return failed("not answering (\(error))") }
+        guard answer.hasPrefix("ok "), let status = try? ControlStatus(decoding: String(answer.dropFirst(3))) else {
+            return failed(answer.hasPrefix("error ") ? String(answer.dropFirst(6)) : "no answer")
+        }
+        return MountSyncReport(pid: holder.pid, mountpoint: holder.mountpoint, status: status, failure: nil)
+    }
+
+    /// `mount sync (pid N): synced`, then `mount …` lines.
+    var lines: String {
+        let prefix = "mount sync (pid \(pid.map(String.init) ?? "?"))"
+        guard let status else { return "\(prefix): \(failure ?? "no answer")" }
+        guard let state = status.state else { return "\(prefix): off (\(status.offReason ?? "off"))" }
+        let iso = ISO8601DateFormatter()
+        var lines = ["\(prefix): \(state.phase)"]
+        if let server = state.server, let repoId = state.repoId { lines.append("mount syncs with: \(server) as \(repoId)") }
+        lines.append("mount last sync: \(state.lastSync.map { iso.string(from: $0) } ?? "never")")
+        lines.append("mount pending commits: \(state.pendingCommits)")
+        lines.append("mount last error: \(state.lastError ?? "none")")
+        if let retry = state.nextRetry { lines.append("mount next retry: \(iso.string(from: retry))") }
+        return lines.joined(separator: "\n")
+    }
+
+    struct JSON: Encodable {
+        @Nullable var pid: Int32?
+        @Nullable var mountpoint: String?
+        /// Why the mount gave no answer (its state is then unknown: the fields below are null).
+        @Nullable var error: String?
+        /// `starting`, `synced`, `pending`, `offline`, `error`, `not configured`, or `off`
+        /// (`--no-sync`: `offReason` says why).
+        @Nullable var sync: String?
+        @Nullable var offReason: String?
+        @Nullable var server: String?
+        @Nullable var repoId: String?
+        @Nullable var lastSync: String?
+        @Nullable var pendingCommits: Int?
+        @Nullable var lastError: String?
+        @Nullable var nextRetry: String?
+        @Nullable var conflictsResolved: Int?
+    }
+
+    var json: JSON {
+        let state = status?.state
+        let iso = ISO8601DateFormatter()
+        return JSON(pid: pid, mountpoint: mountpoint, error: failure,
+                    sync: status.map { $0.state?.phase ?? "off" }, offReason: status?.offReason,
+                    server: state?.server, repoId: state?.repoId, lastSync: state?.lastSync.map { iso.string(from: $0) },
+                    pendingCommits: state?.pendingCommits, lastError: state?.lastError,
+                    nextRetry: state?.nextRetry.map { iso.string(from: $0) }, conflictsResolved: state?.conflictsResolved)
     }
 }
 

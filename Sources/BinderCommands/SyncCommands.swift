@@ -300,34 +300,11 @@ struct StatusCommand: ParsableCommand {
         let state = StateDirectory()
         let (repository, path) = try BinderLocator(state: state).open(try defaultBinder(binder, state: state))
         let report = StatusReport.gather(repository, path: path, state: state)
-        if json { try report.printJSON() } else { report.printText() }
-        // A running mount syncs in the background: what it is doing, from the mount itself.
-        if !json, let (holder, control) = WriterLock.mountControl(gitDirectory: repository.gitDirectory) {
-            printOut(Self.daemonLines(control: control, holder: holder))
-        }
+        if json { try report.printJSON() } else { report.printTextWithMount() }
     }
 }
 
 extension StatusCommand {
-    /// The running mount's sync state, asked over its control channel.
-    static func daemonLines(control: String, holder: WriterLock.Holder) -> String {
-        let prefix = "mount sync (pid \(holder.pid.map(String.init) ?? "?"))"
-        let answer: String
-        do { answer = try ControlClient.send(ControlRequest.status, to: control) } catch { return "\(prefix): not answering (\(error))" }
-        guard answer.hasPrefix("ok "), let status = try? ControlStatus(decoding: String(answer.dropFirst(3))) else {
-            return "\(prefix): \(answer.hasPrefix("error ") ? String(answer.dropFirst(6)) : "no answer")"
-        }
-        guard let state = status.state else { return "\(prefix): off (\(status.offReason ?? "off"))" }
-        let iso = ISO8601DateFormatter()
-        var lines = ["\(prefix): \(state.phase)"]
-        if let server = state.server, let repoId = state.repoId { lines.append("mount syncs with: \(server) as \(repoId)") }
-        lines.append("mount last sync: \(state.lastSync.map { iso.string(from: $0) } ?? "never")")
-        lines.append("mount pending commits: \(state.pendingCommits)")
-        lines.append("mount last error: \(state.lastError ?? "none")")
-        if let retry = state.nextRetry { lines.append("mount next retry: \(iso.string(from: retry))") }
-        return lines.joined(separator: "\n")
-    }
-
     /// The last `error`-level line of the mount daemon's log (its last 64 KB).
     static func lastError(inLog path: String) -> String? {
         guard let handle = FileHandle(forReadingAtPath: path) else { return nil }

@@ -19,6 +19,10 @@ struct TreeMerge {
     let now: Int64
     private(set) var result: [String: FileVersion]
     private(set) var conflicts: [MergeConflict] = []
+    /// Sidecars both sides changed differently.
+    private var conflictingSidecars: Set<String> = []
+    /// Of those, the ones an attachment's record settled (kept with it, or copied with its copy).
+    private var settledSidecars: Set<String> = []
 
     init(repository: GitRepository, key: NIP44.ConversationKey, base: ObjectID, local: ObjectID, remote: ObjectID, now: Int64) throws {
         self.repository = repository
@@ -35,11 +39,22 @@ struct TreeMerge {
     }
 
     mutating func run() throws {
+        var bothChanged: [String] = []
         for path in Set(localFiles.keys).union(remoteFiles.keys).sorted() {
             let b = baseFiles[path], l = localFiles[path], r = remoteFiles[path]
             if l == r || r == b { continue }            // same on both sides, or only local changed
             if l == b { result[path] = r; continue }    // only the remote changed
-            try resolve(path, base: b, local: l, remote: r)
+            bothChanged.append(path)
+        }
+        conflictingSidecars = Set(bothChanged.filter { $0.hasSuffix(NameMapping.sidecarExtension) })
+        // Records first: an attachment's record decides for its sidecars (the version kept in
+        // place keeps its own sidecar; the copy gets a copy of the other's), so that a record
+        // and the sidecar it names always come from one side.
+        for path in bothChanged where BinderView.isRecordPath(path) {
+            try resolve(path, base: baseFiles[path], local: localFiles[path], remote: remoteFiles[path])
+        }
+        for path in bothChanged where !BinderView.isRecordPath(path) && !settledSidecars.contains(path) {
+            try resolve(path, base: baseFiles[path], local: localFiles[path], remote: remoteFiles[path])
         }
     }
 
@@ -56,18 +71,63 @@ struct TreeMerge {
             result[path] = merged
             return
         }
+        if path.hasSuffix(NameMapping.sidecarExtension), let owner = attachmentRecord(ofSidecar: path) {
+            // A sidecar both changed whose record did not change on both sides: the record
+            // still decides, and its copy names the other sidecar.
+            return try resolveRecord(owner, local: localFiles[owner] ?? result[owner] ?? local,
+                                     remote: remoteFiles[owner] ?? result[owner] ?? remote, keepingRecord: false)
+        }
+        try resolveRecord(path, local: local, remote: remote, keepingRecord: true)
+    }
+
+    /// Keeps one side's version of `path` in place and the other as a conflict copy; for a
+    /// record, the sidecars each version names go with it. `keepingRecord` false: the record
+    /// itself merged (or one side alone changed it): it stays as merged, only its sidecars and
+    /// copy follow the side that wins.
+    private mutating func resolveRecord(_ path: String, local: FileVersion, remote: FileVersion, keepingRecord: Bool) throws {
         let (kept, reason) = keptSide(path, local: local, remote: remote)
-        result[path] = kept == .local ? local : remote
-        let copy = try conflictCopy(path, of: kept == .local ? remote : local)
+        if keepingRecord { result[path] = kept == .local ? local : remote }
+        let keptFiles = kept == .local ? localFiles : remoteFiles
+        if BinderView.isRecordPath(path) {
+            for sidecar in sidecarPaths(path, kept == .local ? local : remote) where conflictingSidecars.contains(sidecar) {
+                guard let version = keptFiles[sidecar] else { continue }
+                result[sidecar] = version
+                settledSidecars.insert(sidecar)
+            }
+        }
+        let copy = try conflictCopy(path, of: kept == .local ? remote : local, from: kept == .local ? remoteFiles : localFiles)
         note(path, kept: kept, reason, copy: copy)
     }
 
-    /// The three-way merge of a record, stored; nil when the edits overlap or a version cannot
-    /// be read.
+    /// The git paths of the sidecars the record at `path` names (none when it cannot be read).
+    private func sidecarPaths(_ path: String, _ version: FileVersion) -> [String] {
+        guard let document = document(version, path) else { return [] }
+        let folder = ViewPath.split(path).parent
+        return BinderVerifier.sidecarReferences(document).map { join(folder, $0) }
+    }
+
+    /// The record beside a sidecar that names it (`Y.json` for `Y.pdf.enc`, the apps' and
+    /// binder's naming), in the merged tree; nil for a sidecar nothing names that way.
+    private func attachmentRecord(ofSidecar path: String) -> String? {
+        let (folder, name) = ViewPath.split(path)
+        let bare = String(name.dropLast(NameMapping.sidecarExtension.count))
+        for stem in Set([bare, NameMapping.splitExtension(bare).stem]) {
+            let record = join(folder, stem + NameMapping.documentExtension)
+            guard BinderView.isRecordPath(record), let version = result[record] else { continue }
+            if sidecarPaths(record, version).contains(path) { return record }
+        }
+        return nil
+    }
+
+    /// The three-way merge of a record, stored; nil when the edits overlap, a version cannot
+    /// be read, or the record names a sidecar both sides changed (an attachment both replaced:
+    /// one version stays, the other becomes a copy).
     private func mergedDocument(_ path: String, base: FileVersion?, local: FileVersion, remote: FileVersion) throws -> FileVersion? {
         guard let l = document(local, path), let r = document(remote, path) else { return nil }
         let b = base.flatMap { document($0, path) }
         guard let merged = DocumentMerge.merge(base: b, local: l, remote: r) else { return nil }
+        let folder = ViewPath.split(path).parent
+        if BinderVerifier.sidecarReferences(merged).contains(where: { conflictingSidecars.contains(join(folder, $0)) }) { return nil }
         return FileVersion(blob: try store(merged, path), mode: local.mode)
     }
 
@@ -81,12 +141,36 @@ struct TreeMerge {
     }
 
     /// Stores the other version beside the original: a record as `X (conflict …).json` with
-    /// `metadata.conflict_of`, a sidecar as `Y (conflict …).ext.enc`; other files stay in
-    /// history only (nil).
-    private mutating func conflictCopy(_ path: String, of version: FileVersion) throws -> String? {
+    /// `metadata.conflict_of`, and a copy of each sidecar it names (`sideFiles`: its side's
+    /// tree) under the copy's name (`X (conflict …).pdf.enc`, a child's `X (conflict …)-…`), so
+    /// that the copy is an attachment of its own and deleting it leaves the original's
+    /// sidecars alone; a sidecar no record names as `Y (conflict …).ext.enc`; other files stay
+    /// in history only (nil).
+    private mutating func conflictCopy(_ path: String, of version: FileVersion, from sideFiles: [String: FileVersion]) throws -> String? {
         if BinderView.isRecordPath(path), var document = document(version, path) {
             document.metadata["conflict_of"] = .string(path)
             let copy = freeName(ConflictNames.copy(of: path, at: now))
+            let folder = ViewPath.split(path).parent
+            let stem = String(ViewPath.split(path).name.dropLast(NameMapping.documentExtension.count))
+            let copyStem = String(ViewPath.split(copy).name.dropLast(NameMapping.documentExtension.count))
+            var renamed: [String: String] = [:]
+            Self.renameSidecars(in: &document) { value in
+                guard let sidecar = sideFiles[join(folder, value)] else { return nil }
+                settledSidecars.insert(join(folder, value))
+                if let done = renamed[value] { return done }
+                // `X.pdf.enc` (a standalone attachment's) and `X-…` (a child's, as binder names
+                // them) take the copy's stem; any other name is prefixed with it.
+                let ownName = value.hasPrefix(stem + ".") || value.hasPrefix(stem + "-")
+                let wanted = ownName ? copyStem + String(value.dropFirst(stem.count)) : copyStem + "-" + value
+                var name = wanted, n = 2
+                while result[join(folder, name)] != nil {
+                    name = NameMapping.suffixed(String(wanted.dropLast(NameMapping.sidecarExtension.count)), n) + NameMapping.sidecarExtension
+                    n += 1
+                }
+                result[join(folder, name)] = sidecar
+                renamed[value] = name
+                return name
+            }
             result[copy] = FileVersion(blob: try store(document, copy), mode: version.mode)
             return copy
         }
@@ -94,6 +178,21 @@ struct TreeMerge {
         let copy = freeName(ConflictNames.copy(of: path, at: now))
         result[copy] = version
         return copy
+    }
+
+    /// Points each `attachment_ref` of `document` (and of its children, keeping the names they
+    /// are shown under) that names a sidecar at the name `rename` gives (nil: left as it is).
+    private static func renameSidecars(in document: inout MedicalDocument, _ rename: (String) -> String?) {
+        if document.type == "attachment_ref", BinderVerifier.isSidecarName(document.value), let name = rename(document.value) {
+            document.value = name
+        }
+        for index in document.children.indices {
+            let shown = WritePlanner.shownName(document.children, index)
+            renameSidecars(in: &document.children[index], rename)
+            if WritePlanner.shownName(document.children, index) != shown {
+                WritePlanner.settleName(of: &document.children, at: index, shownAs: shown)
+            }
+        }
     }
 
     /// `path`, or `path` with ` 2`, ` 3`… before its extension, whichever no file holds.
@@ -155,12 +254,19 @@ public enum ConflictNames {
     }
 
     /// The open conflicts among `gitPaths` (a tree's files): the view paths of the conflict
-    /// copies still there (`X (conflict …).md`, an attachment's without `.enc`), sorted.
+    /// copies still there (`X (conflict …).md`, an attachment's `Y (conflict …).pdf`: its
+    /// record and sidecar count once, by the sidecar's name without `.enc`), sorted.
     /// Deleting a copy resolves its conflict.
     public static func openConflicts(_ gitPaths: some Sequence<String>) -> [String] {
-        gitPaths.filter(isCopy).compactMap { path -> String? in
+        let copies = gitPaths.filter(isCopy)
+        // An attachment's copy: `Y (conflict …).json` and its sidecar `Y (conflict …).pdf.enc`.
+        let attachmentRecords = Set(copies.filter { $0.hasSuffix(NameMapping.sidecarExtension) }
+            .map { split($0).stem + NameMapping.documentExtension })
+        let records = Set(copies.filter(BinderView.isRecordPath))
+        return copies.compactMap { path -> String? in
             if path.hasSuffix(NameMapping.sidecarExtension) { return String(path.dropLast(NameMapping.sidecarExtension.count)) }
-            guard BinderView.isRecordPath(path) else { return nil }
+            guard records.contains(path) else { return nil }
+            if attachmentRecords.contains(path) { return nil }  // listed by its sidecar's name
             return String(path.dropLast(NameMapping.documentExtension.count)) + NameMapping.markdownExtension
         }.sorted()
     }

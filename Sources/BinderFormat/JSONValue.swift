@@ -2,7 +2,7 @@
 ///
 /// Binder documents are compact JSON written by JavaScript (`JSON.stringify`). A
 /// read-modify-write through the mount must leave every part the user did not touch
-/// exactly as it was, so this type differs from `JSONSerialization`/`Codable` on purpose:
+/// exactly as it was, so this type differs from Foundation's JSON objects and `Codable` on purpose:
 /// - objects keep their key order (`JSONObject`);
 /// - numbers keep their literal text (`"3"`, `"1.50"`, `"1e3"`): converting to `Double`
 ///   and back would rewrite `1.50` as `1.5` and lose precision on large integers;

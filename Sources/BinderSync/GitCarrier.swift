@@ -32,8 +32,9 @@ final class GitCarrier: SmartHTTPCarrier {
     func exchange(_ service: SmartHTTPService, body: [UInt8]) throws -> [UInt8] {
         do {
             return try retry.run({ () throws(SyncError) -> [UInt8] in try once(service, body: body) }, onRetry: { error, wait in
-                logger.warning("request failed; retrying", metadata: ["request": "\(service.serviceName)\(service.isAdvertisement ? " refs" : "")",
-                                                                      "in_seconds": "\(wait)", "error": "\(error)"])
+                logger.warning(error.retryAfter == nil ? "request failed; retrying" : "request failed; the server asked to wait, retrying",
+                               metadata: ["request": "\(service.serviceName)\(service.isAdvertisement ? " refs" : "")",
+                                          "in_seconds": "\(wait)", "error": "\(error)"])
             })
         } catch {
             lastFailure.withLock { $0 = error }

@@ -40,6 +40,24 @@ struct HTTPAnswer: Sendable {
     var status: Int
     var contentType: String?
     var body: [UInt8]
+    /// `Retry-After`, as seconds from now (its delta-seconds, or its HTTP date less the
+    /// time); nil when absent or not readable.
+    var retryAfter: TimeInterval? = nil
+
+    /// `Retry-After: 120` or `Retry-After: Wed, 21 Oct 2026 07:28:00 GMT` as seconds from `now`
+    /// (never negative); nil for anything else.
+    static func retryAfter(_ field: String, now: Date = Date()) -> TimeInterval? {
+        let text = field.trimmingCharacters(in: .whitespaces)
+        if !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) {
+            return text.count > 9 ? .greatestFiniteMagnitude : TimeInterval(Int(text) ?? 0)
+        }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        guard let date = formatter.date(from: text) else { return nil }
+        return max(0, date.timeIntervalSince(now))
+    }
 }
 
 /// binder's one HTTP client (AsyncHTTPClient): HTTPS with the system's trusted certificates,
@@ -131,7 +149,8 @@ private final class CappedCollector: HTTPClientResponseDelegate {
 
     func didReceiveHead(task: HTTPClient.Task<HTTPAnswer>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
         let status = Int(head.status.code)
-        state.withLock { $0.status = status; $0.contentType = head.headers.first(name: "Content-Type") }
+        let retryAfter = head.headers.first(name: "Retry-After").flatMap { HTTPAnswer.retryAfter($0) }
+        state.withLock { $0.status = status; $0.contentType = head.headers.first(name: "Content-Type"); $0.retryAfter = retryAfter }
         if let length = head.headers.first(name: "Content-Length").flatMap({ Int($0) }), length > limit {
             return task.eventLoop.makeFailedFuture(AnswerTooLarge(status: status, limit: limit))
         }

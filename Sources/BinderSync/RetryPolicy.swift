@@ -41,6 +41,18 @@ public struct RetryPolicy: Sendable, Equatable {
         return min(doubled, maximum)
     }
 
+    /// The longest wait a server's `Retry-After` gets (a longer one is cut to this): a sync
+    /// that was asked to wait an hour still tries again within a minute.
+    public static let longestServerWait: TimeInterval = 60
+
+    /// The wait after the `failures`-th failure in a row, which was `error`: what the server
+    /// asked for (`Retry-After`, at least `base`, at most `longestServerWait`), else the
+    /// doubling schedule.
+    public func delay(after error: SyncError, failures: Int) -> TimeInterval {
+        guard let asked = error.retryAfter else { return delay(afterFailure: failures) }
+        return min(max(asked, base), Self.longestServerWait)
+    }
+
     /// Whether another try follows the `failures`-th failure.
     public func allowsRetry(afterFailure failures: Int) -> Bool {
         attempts.map { failures < $0 } ?? true
@@ -48,7 +60,8 @@ public struct RetryPolicy: Sendable, Equatable {
 
     /// Runs `body` until it succeeds, throws an error that is not `isTransient`, or the tries
     /// run out; sleeps the thread between tries (callers are the command's and the sync's own
-    /// threads). `onRetry` hears each failure that is retried and the wait before the next try.
+    /// threads, never a FUSE callback). `onRetry` hears each failure that is retried and the
+    /// wait before the next try (the server's own when it sent `Retry-After`).
     public func run<T>(_ body: () throws(SyncError) -> T,
                        onRetry: (SyncError, TimeInterval) -> Void = { _, _ in }) throws(SyncError) -> T {
         var failures = 0
@@ -58,7 +71,7 @@ public struct RetryPolicy: Sendable, Equatable {
             } catch {
                 failures += 1
                 guard error.isTransient, allowsRetry(afterFailure: failures) else { throw error }
-                let wait = delay(afterFailure: failures)
+                let wait = delay(after: error, failures: failures)
                 onRetry(error, wait)
                 Thread.sleep(forTimeInterval: wait)
             }

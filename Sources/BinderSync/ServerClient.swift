@@ -143,7 +143,8 @@ public struct ServerClient: Sendable {
 
     // MARK: - HTTP
 
-    /// One JSON call, retried with backoff while the server is unreachable or answers 5xx/429.
+    /// One JSON call, retried with backoff while the server is unreachable or answers 5xx/429
+    /// (after a `Retry-After`, as long as it says, at most a minute).
     func call<Body: Encodable, Answer: Decodable>(_ method: String, _ path: String, body: Body?, token: String?,
                                                           as _: Answer.Type, limits: AnswerLimits = .json) throws(SyncError) -> Answer {
         var headers = [("Accept", "application/json")]
@@ -166,14 +167,16 @@ public struct ServerClient: Sendable {
         }
     }
 
-    /// Throws for a status that is not 2xx, with the server's own words when it sent some.
+    /// Throws for a status that is not 2xx, with the server's own words when it sent some; a
+    /// 429 or 503 with `Retry-After` is `.busy` (the retry waits what the server asked).
     static func check(_ answer: HTTPAnswer) throws(SyncError) {
         guard !(200..<300).contains(answer.status) else { return }
         let reason = (try? JSONDecoder().decode(ErrorAnswer.self, from: Data(answer.body)))?.text.map { String($0.prefix(200)) }
             ?? "HTTP \(answer.status)"
-        switch answer.status {
-        case 401: throw .unauthorized(reason)
-        case 403: throw .forbidden(reason)
+        switch (answer.status, answer.retryAfter) {
+        case (401, _): throw .unauthorized(reason)
+        case (403, _): throw .forbidden(reason)
+        case (429, let wait?), (503, let wait?): throw .busy(status: answer.status, message: reason, retryAfter: wait)
         default: throw .server(status: answer.status, message: reason)
         }
     }

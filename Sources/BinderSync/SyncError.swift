@@ -1,3 +1,5 @@
+import Foundation
+
 /// Why a sync or a server call failed, in words a user can act on. Never carries a token.
 public enum SyncError: Error, Sendable, CustomStringConvertible, Equatable {
     /// The server refused the token (401) even after signing a fresh challenge.
@@ -14,6 +16,9 @@ public enum SyncError: Error, Sendable, CustomStringConvertible, Equatable {
     case rejected(String)
     /// The server's HTTPS certificate is not one a trusted authority signed (nothing was sent).
     case untrusted(String)
+    /// The server is busy or limits the rate (429 or 503) and said when to come back
+    /// (`Retry-After`, in seconds from when it answered): `RetryPolicy` waits that long.
+    case busy(status: Int, message: String, retryAfter: TimeInterval)
 
     public var description: String {
         switch self {
@@ -24,15 +29,23 @@ public enum SyncError: Error, Sendable, CustomStringConvertible, Equatable {
         case .configuration(let why): return why
         case .rejected(let why): return "the server refused the push: \(why)"
         case .untrusted(let why): return "offline: cannot verify the server's certificate (\(why))"
+        case .busy(let status, let message, let wait):
+            return "the server answered \(status): \(message) (it asked to wait \(Int(wait.rounded(.up))) s)"
         }
     }
 
     /// True when retrying later may succeed without anyone doing anything.
     public var isTransient: Bool {
         switch self {
-        case .offline, .rejected: return true
+        case .offline, .rejected, .busy: return true
         case .server(let status, _): return status >= 500 || status == 429
         default: return false
         }
+    }
+
+    /// How long the server asked to wait before the next try (`.busy`); nil when it did not say.
+    public var retryAfter: TimeInterval? {
+        if case .busy(_, _, let wait) = self { return wait }
+        return nil
     }
 }

@@ -40,7 +40,9 @@ public struct SyncState: Sendable, Codable, Equatable {
 /// becomes one sync), a poll for remote changes every `pollInterval`, and on failure retries
 /// on the `RetryPolicy` schedule (1 s doubling to `maxBackoff`). Arrived commits are shown by
 /// the view without a remount. A binder with no server yet waits until `binder sync` (through
-/// the control channel) names one.
+/// the control channel) names one. A server that answers 429 or 503 with `Retry-After` is
+/// left alone that long (at most a minute; `RetryPolicy.delay(after:failures:)`), and
+/// `.binder/status` says so (`last_error: … (it asked to wait N s)`, `next_retry`).
 ///
 /// The FUSE side never waits on it: the commit hook only signals, and `.binder/status` reads a
 /// snapshot. The network work runs on a queue of its own (libgit2 blocks), never on the actor.
@@ -87,6 +89,10 @@ public actor SyncScheduler {
     private var lastLocalCommit: Date?
     private var nextSync = Date()
     private var failures = 0
+    /// A sync is running (the loop's or `syncNow`'s): the loop starts none meanwhile, so that
+    /// a pass queued behind a failed one does not run before the wait that failure set
+    /// (a server's `Retry-After`).
+    private var syncing = false
     /// The loop's sleep, resumed early by a signal (a commit, stop).
     private var wake: CheckedContinuation<Void, Never>?
     private var sleepGeneration = 0
@@ -204,6 +210,11 @@ public actor SyncScheduler {
                 await sidePassIfDue()
                 continue
             }
+            if syncing {
+                // Woken when it ends (`perform`), then the wait it set is honoured.
+                await sleep(until: Date().addingTimeInterval(2))
+                continue
+            }
             if dueTime() <= Date() {
                 firstLocalCommit = nil
                 lastLocalCommit = nil
@@ -261,6 +272,11 @@ public actor SyncScheduler {
 
     private func perform() async -> Result<SyncReport, SyncError> {
         guard let engine else { return .failure(.configuration("no server")) }
+        syncing = true
+        defer {
+            syncing = false
+            resumeSleep()
+        }
         let beforePass = self.beforePass
         let result: Result<SyncReport, SyncError> = await withCheckedContinuation { continuation in
             queue.async {
@@ -286,7 +302,7 @@ public actor SyncScheduler {
             showLocalTip()
         case .failure(let error):
             failures += 1
-            let wait = retry.delay(afterFailure: failures)
+            let wait = retry.delay(after: error, failures: failures)
             nextSync = Date().addingTimeInterval(wait)
             snapshot.withLock {
                 // Offline: the server could not be reached; any other error came from the server.
@@ -294,7 +310,8 @@ public actor SyncScheduler {
                 $0.lastError = error.description
                 $0.nextRetry = nextSync
             }
-            logger.warning("sync failed; retrying", metadata: ["in_seconds": "\(wait)", "error": "\(error)"])
+            logger.warning(error.retryAfter == nil ? "sync failed; retrying" : "sync failed; the server asked to wait, retrying",
+                           metadata: ["in_seconds": "\(wait)", "error": "\(error)"])
         }
         return result
     }

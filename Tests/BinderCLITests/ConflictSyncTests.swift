@@ -107,4 +107,59 @@ final class ConflictSyncTests: XCTestCase {
         laptop.unmount()
         XCTAssertTrue(try laptop.binder(["status", "health"]).stdout.contains("open conflicts: 0"))
     }
+
+    /// An attachment both devices replaced (different sizes, so its record conflicts too): the
+    /// later stays in place with its own sidecar, the other is a record of its own,
+    /// `scan (conflict …).pdf`, whose `attachment_ref` names its own sidecar (as the apps read
+    /// it): each shown once, with its own bytes and size, listed once as an open conflict, and
+    /// deleting the copy leaves the original whole.
+    func testAnAttachmentBothReplacedIsShownOnceAndItsCopyOnce() throws {
+        try offline(laptop) { device in
+            try sh(device, "mkdir -p visits && printf 'base pdf bytes' > visits/scan.pdf")
+        }
+        try laptop.binder(["sync", "health"])
+        try phone.binder(["sync", "health"])
+        let laptopBytes = "the laptop version of the scan", phoneBytes = "phone version of it!"
+        try offline(laptop) { device in try sh(device, "printf '\(laptopBytes)' > visits/scan.pdf") }
+        sleep(1)
+        try offline(phone) { device in try sh(device, "printf '\(phoneBytes)' > visits/scan.pdf") }
+        try laptop.binder(["sync", "health"])
+        try phone.binder(["sync", "health"])   // the merge happens here
+        try laptop.binder(["sync", "health"])
+        XCTAssertEqual(try laptop.tip("health"), try phone.tip("health"))
+
+        // In git: the original and its sidecar, the copy and its own sidecar, nothing else.
+        let stored = try laptop.git("health", "ls-tree -r --name-only main visits").split(separator: "\n").map(String.init)
+            .filter { !$0.hasSuffix("/.meta.json") }
+        let copyRecord = try XCTUnwrap(stored.first { $0.hasPrefix("visits/scan (conflict ") && $0.hasSuffix(".json") }, "\(stored)")
+        let copyStem = String(copyRecord.dropLast(".json".count))
+        XCTAssertEqual(stored.sorted(), [copyRecord, copyStem + ".pdf.enc", "visits/scan.json", "visits/scan.pdf.enc"].sorted())
+        // The Limbo app's reader rule: an attachment_ref's value names a sidecar in its folder.
+        XCTAssertEqual(try laptop.storedValue("health", "visits/scan.json"), "scan.pdf.enc")
+        XCTAssertEqual(try laptop.storedValue("health", copyRecord), String(copyStem.dropFirst("visits/".count)) + ".pdf.enc")
+
+        try laptop.mount("health", ["--no-sync"])
+        let copy = String(copyStem.dropFirst("visits/".count)) + ".pdf"
+        let listing = try shell("ls visits", in: laptop.mountpoint).stdout.split(separator: "\n").map(String.init)
+        XCTAssertEqual(listing.sorted(), [copy, "scan.pdf"].sorted(), "each attachment once")
+        XCTAssertEqual(laptop.read("visits/scan.pdf"), phoneBytes, "the later replacement stays in place")
+        XCTAssertEqual(laptop.read("visits/" + copy), laptopBytes, "the other is the copy")
+        let size = { (name: String) in (try? FileManager.default.attributesOfItem(atPath: self.laptop.path("visits/" + name)))?[.size] as? Int }
+        XCTAssertEqual(size("scan.pdf"), phoneBytes.utf8.count)
+        XCTAssertEqual(size(copy), laptopBytes.utf8.count)
+        XCTAssertEqual(laptop.status()["open_conflicts"], "1")
+        XCTAssertEqual(laptop.status()["conflict"], "visits/" + copy)
+        let status = try laptop.binder(["status", "health"]).stdout
+        XCTAssertTrue(status.contains("open conflicts: 1 ") && status.contains("\n  visits/\(copy)\n"), status)
+        XCTAssertFalse(status.contains("(conflict") && status.contains(".md"), "no record copy listed besides: \(status)")
+
+        // Deleting the copy resolves it and leaves the original as it was.
+        try sh(laptop, "rm 'visits/\(copy)'")
+        XCTAssertEqual(try shell("ls visits", in: laptop.mountpoint).stdout, "scan.pdf\n")
+        XCTAssertEqual(laptop.read("visits/scan.pdf"), phoneBytes)
+        XCTAssertEqual(laptop.status()["open_conflicts"], "0")
+        laptop.unmount()
+        XCTAssertEqual(try laptop.git("health", "ls-tree -r --name-only main visits").split(separator: "\n").filter { !$0.hasSuffix("/.meta.json") },
+                       ["visits/scan.json", "visits/scan.pdf.enc"])
+    }
 }

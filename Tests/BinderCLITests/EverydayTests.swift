@@ -174,11 +174,18 @@ final class EverydayCommandTests: XCTestCase {
         XCTAssertEqual(status["name"] as? String, name)
         XCTAssertEqual(status["mounted"] as? [String], [])
         XCTAssertTrue(status["sync"] is NSNull)
+        XCTAssertTrue(status["mount"] is NSNull, "not mounted: \(status)")
         try binder.mount()
         let mountedStatus = try object(try s.run(["status", binder.repository, "--json"]))
         // (Other tests may mount their own sample-binder meanwhile: this one is among them.)
         XCTAssertTrue((mountedStatus["mounted"] as? [String] ?? []).contains(binder.mountpoint), "\(mountedStatus)")
         XCTAssertEqual(mountedStatus["log"] as? String, s.home.path + "/logs/sample-binder.log")
+        // The running mount's own sync state, asked over its control channel.
+        let mount = try XCTUnwrap(mountedStatus["mount"] as? [String: Any], "\(mountedStatus)")
+        XCTAssertNotNil(mount["pid"] as? Int, "\(mount)")
+        XCTAssertEqual(mount["mountpoint"] as? String, binder.mountpoint)
+        XCTAssertEqual(mount["sync"] as? String, "not configured", "\(mount)")
+        XCTAssertTrue(mount["error"] is NSNull && mount["lastSync"] is NSNull, "\(mount)")
 
         let verify = try s.run(["verify", name, "--json", "--passphrase-file", pass])
         XCTAssertEqual(verify.status, 0, verify.stderr)

@@ -184,6 +184,8 @@ final class SyncResilienceTests: XCTestCase {
         XCTAssertEqual(laptop.status()["sync"], "not configured")
         let before = try laptop.binder(["status", "health"]).stdout
         XCTAssertTrue(before.contains("mount sync (pid \(pid)): not configured"), before)
+        XCTAssertEqual(try mountJSON(laptop)?.sync, "not configured")
+        XCTAssertEqual(try mountJSON(laptop)?.pid, pid)
         try laptop.write("visits/before.md", "# Before\n")
 
         try laptop.binder(["login", "--server", proxy.url])
@@ -206,5 +208,68 @@ final class SyncResilienceTests: XCTestCase {
         let status = laptop.status()
         XCTAssertEqual(status["repository"], id)
         XCTAssertNotEqual(status["last_sync"], "never")
+        // `--json` carries the same: what the mount knows of its sync.
+        let mount = try XCTUnwrap(try mountJSON(laptop))
+        XCTAssertEqual(mount.pid, pid)
+        XCTAssertEqual(mount.mountpoint, laptop.mountpoint)
+        XCTAssertEqual(mount.sync, "synced")
+        XCTAssertEqual(mount.server, proxy.url)
+        XCTAssertEqual(mount.repoId, id)
+        XCTAssertEqual(mount.pendingCommits, 0)
+        XCTAssertNotNil(mount.lastSync)
+        XCTAssertNil(mount.lastError)
+        XCTAssertNil(mount.error)
+        laptop.unmount()
+        // (The daemon exits just after the unmount.)
+        try eventually(30, "status shows no mount once the daemon is gone") { try self.mountJSON(laptop) == nil }
+    }
+
+    /// `binder status --json`'s `mount` object (nil when it is null).
+    struct MountJSON: Decodable {
+        let pid: Int32?, mountpoint: String?, error: String?, sync: String?, server: String?, repoId: String?
+        let lastSync: String?, pendingCommits: Int?, lastError: String?
+    }
+
+    func mountJSON(_ device: Device) throws -> MountJSON? {
+        struct Status: Decodable { let mount: MountJSON? }
+        let run = try device.binder(["status", "health", "--json"])
+        return try JSONDecoder().decode(Status.self, from: Data(run.stdout.utf8)).mount
+    }
+
+    /// A server that answers 503 with `Retry-After: 1` is asked again no sooner than that (the
+    /// proxy answers a request that comes back early, and logs it "early"), however short
+    /// binder's own backoff (50 ms in these tests): a login gets through; the mount's sync,
+    /// asked to wait past its tries, says so (`binder sync`, `.binder/status`, the log) and
+    /// gets through on its next pass.
+    func testAServerThatAsksToWaitIsLeftAloneThatLong() throws {
+        let busyFile = serverRoot.root.appendingPathComponent("busy").path
+        let proxy = try FaultProxy(upstream: server, ["--busy-first", "2", "--retry-after", "1", "--busy-file", busyFile])
+        defer { proxy.stop() }
+        let laptop = try Device(nsec: nsec)
+        defer { laptop.unmount() }
+        try laptop.binder(["login", "--server", proxy.url])
+        XCTAssertEqual(proxy.requests.map { $0.last ?? "" }.prefix(3), ["503", "503", "200"], "\(proxy.requests)")
+
+        try laptop.binder(["create", "health"])
+        try laptop.mount("health", ["--sync-interval", "1"])
+        try laptop.write("visits/a.md", "# A\n")
+        // Ten busy answers: the mount's first pass gives up after its five tries of a request.
+        try "10".write(toFile: busyFile, atomically: true, encoding: .utf8)
+        let refused = try laptop.binder(["sync", "health", "--repo-id", "health"], expectFailure: true)
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.stderr.contains("the server answered 503") && refused.stderr.contains("(it asked to wait 1 s)"), refused.stderr)
+        let status = laptop.status()
+        XCTAssertEqual(status["sync"], "error", laptop.diagnostics())
+        XCTAssertTrue(status["last_error"]?.contains("(it asked to wait 1 s)") == true, laptop.diagnostics())
+        XCTAssertNotNil(status["next_retry"], laptop.diagnostics())
+
+        eventually(60, "the mount syncs once the server stops asking to wait", diagnostics: { laptop.diagnostics() }) {
+            (try? self.gitOnServer("health", "rev-parse main")) == (try? laptop.tip("health")) && laptop.status()["sync"] == "synced"
+        }
+        let statuses = proxy.requests.map { $0.last ?? "" }
+        XCTAssertEqual(statuses.filter { $0 == "503" }.count, 12, "\(proxy.requests)")
+        XCTAssertFalse(statuses.contains("early"), "no request came back before the server's Retry-After: \(proxy.requests)")
+        let log = try String(contentsOfFile: laptop.sandbox.home.appendingPathComponent("logs/health.log").path, encoding: .utf8)
+        XCTAssertTrue(log.contains("sync failed; the server asked to wait, retrying"), log)
     }
 }

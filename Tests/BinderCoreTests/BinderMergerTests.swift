@@ -143,13 +143,31 @@ final class BinderMergerTests: XCTestCase {
     // MARK: - The record merge rules, as a table
 
     /// One record as a side stores it: body and metadata (strings; `updated` orders overlaps).
+    /// With `attachment`, the record is an attachment (`attachment_ref` naming `r.pdf.enc`, whose
+    /// bytes these are); with `childAttachment`, a note with one attachment child (its sidecar
+    /// `r-lab.pdf.enc`, these bytes).
     struct Version {
         let value: String
         var metadata: [(String, String)] = []
+        var attachment: String? = nil
+        var childAttachment: String? = nil
+
         func document() -> MedicalDocument {
-            var document = MedicalDocument(type: "visit", value: value, now: "2026-01-01T00:00:00.000Z")
+            var document = MedicalDocument(type: attachment == nil ? "visit" : "attachment_ref",
+                                           value: attachment == nil ? value : "r.pdf.enc", now: "2026-01-01T00:00:00.000Z")
             for (key, text) in metadata { document.metadata[key] = .string(text) }
+            if childAttachment != nil {
+                document.children = [MedicalDocument(type: "attachment_ref", value: "r-lab.pdf.enc", now: "2026-01-01T00:00:00.000Z")]
+            }
             return document
+        }
+
+        /// The sidecars this version stores beside `visits/r.json`.
+        var sidecars: [String: String] {
+            var sidecars: [String: String] = [:]
+            if let attachment { sidecars["visits/r.pdf.enc"] = attachment }
+            if let childAttachment { sidecars["visits/r-lab.pdf.enc"] = childAttachment }
+            return sidecars
         }
     }
 
@@ -158,6 +176,9 @@ final class BinderMergerTests: XCTestCase {
         case merged(String, [(String, String)])
         /// The version with this body stays in place; the other (this body) is the conflict copy.
         case conflict(kept: String, copy: String)
+        /// An attachment: the version with these bytes stays in place, the other (these bytes)
+        /// is the conflict copy, a record of its own with its own sidecar.
+        case attachmentConflict(kept: String, copy: String)
     }
 
     struct MergeRow {
@@ -195,6 +216,24 @@ final class BinderMergerTests: XCTestCase {
                  local: Version(value: body, metadata: [("provider", "Dr. B"), ("updated", later)]),
                  remote: Version(value: body + "more\n", metadata: [("provider", "Dr. C"), ("updated", earlier)]),
                  expect: .conflict(kept: body, copy: body + "more\n")),
+        MergeRow(rule: "an attachment both replaced: the later stays with its own sidecar, the other is a copy with a copy of its sidecar",
+                 base: Version(value: "", metadata: [("originalSizeBytes", "4")], attachment: "base"),
+                 local: Version(value: "", metadata: [("originalSizeBytes", "10"), ("updated", later)], attachment: "local scan"),
+                 remote: Version(value: "", metadata: [("originalSizeBytes", "11"), ("updated", earlier)], attachment: "remote scan"),
+                 expect: .attachmentConflict(kept: "local scan", copy: "remote scan")),
+        MergeRow(rule: "an attachment both replaced whose records alone would merge: the record goes with its sidecar",
+                 base: Version(value: "", attachment: "base"),
+                 local: Version(value: "", metadata: [("updated", earlier)], attachment: "local scan"),
+                 remote: Version(value: "", metadata: [("updated", later)], attachment: "remote scan"),
+                 expect: .attachmentConflict(kept: "remote scan", copy: "local scan")),
+        MergeRow(rule: "a note with an attachment child, same line edited on both sides: the copy has its own copy of the child's sidecar",
+                 base: Version(value: body, childAttachment: "lab"),
+                 local: Version(value: body.replacingOccurrences(of: "line two", with: "line 2 here"), metadata: [("updated", earlier)],
+                                childAttachment: "lab"),
+                 remote: Version(value: body.replacingOccurrences(of: "line two", with: "line 2 there"), metadata: [("updated", later)],
+                                 childAttachment: "lab, replaced"),
+                 expect: .conflict(kept: body.replacingOccurrences(of: "line two", with: "line 2 there"),
+                                   copy: body.replacingOccurrences(of: "line two", with: "line 2 here"))),
         MergeRow(rule: "both made the same edit: one record, nothing to copy",
                  base: Version(value: body), local: Version(value: body + "same\n", metadata: [("updated", earlier)]),
                  remote: Version(value: body + "same\n", metadata: [("updated", later)]),
@@ -205,9 +244,12 @@ final class BinderMergerTests: XCTestCase {
         for row in Self.mergeRows {
             try resetMain()
             let path = "visits/r.json"
-            let start = try put([path: row.base.document()], onto: base)
-            let local = try put([path: row.local.document()], onto: start)
-            let remote = try put([path: row.remote.document()], onto: start)
+            let start = try put([path: row.base.document()], sidecars: row.base.sidecars, onto: base)
+            // A sidecar is written again only where its bytes changed (each write is a new blob).
+            let local = try put([path: row.local.document()], sidecars: row.local.sidecars.filter { row.base.sidecars[$0.key] != $0.value },
+                                onto: start)
+            let remote = try put([path: row.remote.document()], sidecars: row.remote.sidecars.filter { row.base.sidecars[$0.key] != $0.value },
+                                 onto: start)
             guard case .merged(let commit, _, let conflicts) = try merge(local: local, remote: remote) else {
                 XCTFail(row.rule); continue
             }
@@ -224,8 +266,47 @@ final class BinderMergerTests: XCTestCase {
                 let copy = try stored(copyPath, at: commit)
                 XCTAssertEqual(copy?.value, copyValue, row.rule)
                 XCTAssertEqual(copy?.metadata["conflict_of"]?.stringValue, path, row.rule)
+                try checkSidecars(original: try XCTUnwrap(merged), copy: try XCTUnwrap(copy), at: commit, row.rule)
+            case .attachmentConflict(let keptBytes, let copyBytes):
+                XCTAssertEqual(conflicts.count, 1, "one conflict for the record and its sidecar: \(row.rule)")
+                XCTAssertEqual(conflicts.first?.path, path, row.rule)
+                let copyPath = try XCTUnwrap(conflicts.first?.copy, row.rule)
+                XCTAssertEqual(copyPath, "visits/r (conflict 1970-01-01 0000).json", row.rule)
+                let copy = try XCTUnwrap(try stored(copyPath, at: commit), row.rule)
+                XCTAssertEqual(merged?.value, "r.pdf.enc", row.rule)
+                XCTAssertEqual(copy.value, "r (conflict 1970-01-01 0000).pdf.enc", "the copy's sidecar is named after it: \(row.rule)")
+                XCTAssertEqual(copy.type, "attachment_ref", row.rule)
+                XCTAssertEqual(copy.metadata["conflict_of"]?.stringValue, path, row.rule)
+                XCTAssertEqual(try bytes("visits/r.pdf.enc", at: commit), keptBytes, row.rule)
+                XCTAssertEqual(try bytes("visits/r (conflict 1970-01-01 0000).pdf.enc", at: commit), copyBytes, row.rule)
+                let files = try repository.listTree(commit: commit).map(\.path).filter { $0.hasPrefix("visits/r") }
+                XCTAssertEqual(files.sorted(), ["visits/r (conflict 1970-01-01 0000).json", "visits/r (conflict 1970-01-01 0000).pdf.enc",
+                                                "visits/r.json", "visits/r.pdf.enc"], row.rule)
+                XCTAssertEqual(ConflictNames.openConflicts(try repository.listTree(commit: commit).map(\.path)),
+                               ["visits/r (conflict 1970-01-01 0000).pdf"], row.rule)
             }
         }
+    }
+
+    /// A conflict copy names no sidecar its original names (deleting the copy deletes only its
+    /// own), each sidecar it names is there, and holds the copy's side's bytes.
+    private func checkSidecars(original: MedicalDocument, copy: MedicalDocument, at commit: ObjectID, _ rule: String) throws {
+        func sidecars(_ document: MedicalDocument) -> [String] {
+            (document.type == "attachment_ref" ? [document.value] : []) + document.children.flatMap(sidecars)
+        }
+        XCTAssertTrue(Set(sidecars(original)).isDisjoint(with: sidecars(copy)), "\(rule): \(sidecars(original)) \(sidecars(copy))")
+        for name in sidecars(copy) { XCTAssertNotNil(try repository.entry(at: "visits/" + name, commit: commit), "\(rule): \(name)") }
+        if let child = copy.children.first {
+            XCTAssertEqual(child.value, "r (conflict 1970-01-01 0000)-lab.pdf.enc", rule)
+            XCTAssertEqual(try bytes("visits/" + child.value, at: commit), "lab", "the copy's side's child bytes: \(rule)")
+            XCTAssertEqual(try bytes("visits/r-lab.pdf.enc", at: commit), "lab, replaced", rule)
+            XCTAssertEqual(child.metadata["fileName"]?.stringValue, "01-r-lab.pdf", "the child keeps the name it was shown under: \(rule)")
+        }
+    }
+
+    private func bytes(_ path: String, at commit: ObjectID) throws -> String? {
+        guard let entry = try repository.entry(at: path, commit: commit) else { return nil }
+        return String(decoding: try Sidecar.decrypt(try repository.readBlob(entry.id), key: key).copyBytes(), as: UTF8.self)
     }
 
     func testASidecarBothChangedKeepsTheLaterCommitsAndTheOtherAsACopy() throws {
@@ -252,10 +333,11 @@ final class BinderMergerTests: XCTestCase {
         try repository.setReference("refs/heads/main", to: base, expected: nil, force: true, message: "test")
     }
 
-    private func put(_ documents: [String: MedicalDocument], onto parent: ObjectID) throws -> ObjectID {
+    private func put(_ documents: [String: MedicalDocument], sidecars: [String: String] = [:], onto parent: ObjectID) throws -> ObjectID {
         try repository.setReference("refs/heads/main", to: parent, expected: nil, force: true, message: "test")
         let writer = BinderWriter(repository: repository, key: key, author: author)
         for (path, document) in documents { try writer.putDocument(document, at: path) }
+        for (path, text) in sidecars { try writer.putSidecar(Array(text.utf8), at: path) }
         return try writer.commit(message: "Update entry")
     }
 

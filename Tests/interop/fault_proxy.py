@@ -11,6 +11,13 @@ tests: it forwards every request and answer unchanged, except that
                     answers every GET info/refs (a ref advertisement) with BYTES bytes of pkt-lines,
                     streamed with no Content-Length;
   --stall-challenge answers POST /api/auth/nostr/challenge with headers and then nothing, ever;
+  --busy-first N --retry-after SECONDS [--busy-status 429|503]
+                    answers the first N requests 503 (or --busy-status) with `Retry-After: SECONDS`
+                    without forwarding; a request that comes back sooner than SECONDS after a
+                    busy answer is answered the same way and logged with status "early" (it
+                    does not count towards N);
+  --busy-file PATH  when PATH exists, the number in it is added to N (and PATH removed): a
+                    test asks for more busy answers later;
   --limbo           behaves like limbo.health for a repository that does not exist yet: an
                     upload-pack ref advertisement that the server answers 404 becomes 403
                     {"error":"Not authorized for this repository"}.
@@ -24,9 +31,11 @@ usage: fault_proxy.py --upstream http://127.0.0.1:PORT --port-file FILE --log FI
 import argparse
 import http.client
 import http.server
+import os
 import socket
 import struct
 import threading
+import time
 import urllib.parse
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-authorization",
@@ -44,10 +53,16 @@ def main():
     parser.add_argument("--huge-advertisement", type=int, default=0)
     parser.add_argument("--stall-challenge", action="store_true")
     parser.add_argument("--limbo", action="store_true")
+    parser.add_argument("--busy-first", type=int, default=0)
+    parser.add_argument("--retry-after", type=int, default=0)
+    parser.add_argument("--busy-status", type=int, default=503)
+    parser.add_argument("--busy-file")
     options = parser.parse_args()
     upstream = urllib.parse.urlparse(options.upstream)
     lock = threading.Lock()
     counter = [0]
+    # Busy answers given, and when the last one went (monotonic seconds).
+    busy = {"count": 0, "last": None}
     log = open(options.log, "a", buffering=1)
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -72,6 +87,28 @@ def main():
                 self.close_connection = True
                 self.connection.close()
                 return
+            if options.busy_file:
+                with lock:
+                    try:
+                        with open(options.busy_file) as f:
+                            options.busy_first += int(f.read().strip() or 0)
+                        os.remove(options.busy_file)
+                    except FileNotFoundError:
+                        pass
+            if options.busy_first:
+                with lock:
+                    now = time.monotonic()
+                    early = busy["last"] is not None and now - busy["last"] < options.retry_after
+                    answer_busy = early or busy["count"] < options.busy_first
+                    if answer_busy:
+                        busy["last"] = now
+                        if not early:
+                            busy["count"] += 1
+                if answer_busy:
+                    self.reply(number, "early" if early else options.busy_status, b'{"error":"busy, come back later"}',
+                               (("Content-Type", "application/json"), ("Retry-After", str(options.retry_after))),
+                               status=options.busy_status)
+                    return
             if options.fail_every and number % options.fail_every == 0:
                 self.reply(number, 503, b'{"error":"injected fault"}')
                 return
@@ -107,9 +144,9 @@ def main():
                 answer_headers = [("Content-Type", "application/json")]
             self.reply(number, status, data, answer_headers)
 
-        def reply(self, number, status, data, headers=(("Content-Type", "application/json"),)):
-            self.record(number, status)
-            self.send_response(status)
+        def reply(self, number, logged, data, headers=(("Content-Type", "application/json"),), status=None):
+            self.record(number, logged)
+            self.send_response(status or logged)
             for k, v in headers:
                 self.send_header(k, v)
             self.send_header("Content-Length", str(len(data)))
