@@ -89,9 +89,12 @@ public final class BinderView: Sendable {
         viewsVisible = options.viewsVisible
         readAhead = ReadAhead(window: options.readAhead)
         plaintext = PlaintextCache(capacity: options.cacheCapacity)
-        let snapshot = try Snapshot.load(repository, commit: try repository.branchTip(options.branch))
+        // The listing index loads meanwhile, on a thread of its own (mount start-up, BENCHMARKS).
         let index = options.listingIndex ? try ListingIndex(gitDirectory: repository.gitDirectory, key: key) : nil
-        listings = ListingCache(repository: repository, key: key, logger: logger, plaintext: plaintext, snapshot: snapshot, index: index)
+        let indexLoad = index.map { ListingIndexLoad(index: $0, logger: logger) }
+        let snapshot = try Snapshot.load(repository, commit: try repository.branchTip(options.branch))
+        listings = ListingCache(repository: repository, key: key, logger: logger, plaintext: plaintext, snapshot: snapshot,
+                                index: index, indexLoad: indexLoad)
         committer = Committer(repository: repository, key: key, logger: logger, branch: options.branch, author: options.author,
                               listings: listings)
         policy = try WritePolicy(options.mode, listings: listings)

@@ -17,6 +17,9 @@ final class ListingCache: Sendable {
         /// Beside each git folder's listing built or patched (and only those, not `.children`
         /// listings), what patching it after a commit needs (see `ListingPatch`).
         var bookkeeping: [String: PatchBookkeeping] = [:]
+        /// The listing index being loaded, until its parts are taken into `documentParts`
+        /// (`takeLoadedIndex`, before the first listing).
+        var indexLoad: ListingIndexLoad?
     }
 
     private let repository: GitRepository
@@ -34,24 +37,34 @@ final class ListingCache: Sendable {
     private let contents: Mutex<Contents>
 
     init(repository: GitRepository, key: NIP44.ConversationKey, logger: Logger, plaintext: PlaintextCache, snapshot: Snapshot,
-         index: ListingIndex? = nil) {
+         index: ListingIndex? = nil, indexLoad: ListingIndexLoad? = nil) {
         self.repository = repository
         self.key = key
         self.logger = logger
         self.plaintext = plaintext
         var contents = Contents(snapshot: snapshot)
-        if let index { contents.documentParts = Self.loadIndex(index, snapshot: snapshot, logger: logger) }
+        contents.indexLoad = indexLoad ?? index.map { ListingIndexLoad(index: $0, logger: logger) }
         self.contents = Mutex(contents)
         indexWriter = index.map { ListingIndexWriter(index: $0, logger: logger) }
-        indexWriter?.provide { [weak self] in self?.contents.withLock { $0.documentParts } }
+        indexWriter?.provide { [weak self] in
+            self?.takeLoadedIndex()
+            return self?.contents.withLock { $0.documentParts }
+        }
     }
 
-    /// The parts the index holds for folders of `snapshot` (none if it cannot be used: it is
-    /// written again as folders are listed).
-    private static func loadIndex(_ index: ListingIndex, snapshot: Snapshot, logger: Logger) -> [String: [String: DocumentPart]] {
-        do throws(ListingIndexError) { return try index.load().filter { snapshot.gitFolders[$0.key] != nil } } catch {
-            if error != .missing { logger.notice("listing index not used: \(error)") }
-            return [:]
+    /// Takes the parts the listing index holds for folders of the snapshot shown (none if it
+    /// cannot be used: it is written again as folders are listed), waiting for the load if it
+    /// is still under way; once, before the first listing. Parts are only ever a shortcut
+    /// (`DocumentPart.isValid`), so a commit shown meanwhile makes them cost nothing but checks.
+    private func takeLoadedIndex() {
+        guard let load = contents.withLock({ $0.indexLoad }) else { return }
+        let loaded = load.parts  // waits outside the lock
+        contents.withLock { contents in
+            guard contents.indexLoad != nil else { return }  // another thread took it meanwhile
+            contents.indexLoad = nil
+            for (folder, parts) in loaded where contents.snapshot.gitFolders[folder] != nil && contents.documentParts[folder] == nil {
+                contents.documentParts[folder] = parts
+            }
         }
     }
 
@@ -64,7 +77,10 @@ final class ListingCache: Sendable {
 
     /// What each document of git folder `path` contributed to its listing, by file name (as
     /// far as it has been listed).
-    func documentParts(_ path: String) -> [String: DocumentPart] { contents.withLock { $0.documentParts[path] ?? [:] } }
+    func documentParts(_ path: String) -> [String: DocumentPart] {
+        takeLoadedIndex()
+        return contents.withLock { $0.documentParts[path] ?? [:] }
+    }
 
     /// The node at `path` ("" has none: the root is not in a listing).
     func node(_ path: String) throws(ViewError) -> Node {
@@ -76,8 +92,14 @@ final class ListingCache: Sendable {
     /// The listing of folder `path`, built on first use. A git folder is built from its tree
     /// entries; a `.children` folder is built along with the git folder that holds its document.
     func listing(_ path: String) throws(ViewError) -> Listing {
-        let (built, snapshot, parts) = contents.withLock { ($0.listings[path], $0.snapshot, $0.documentParts[path]) }
+        let (built, snapshot, parts, loading) = contents.withLock {
+            ($0.listings[path], $0.snapshot, $0.documentParts[path], $0.indexLoad != nil)
+        }
         if let built { return built }
+        if loading {
+            takeLoadedIndex()
+            return try listing(path)
+        }
         // A git folder is listed only where its parent shows it as one: a `P.children` git
         // folder beside a record with children, or one under an unsafe name, is hidden.
         if !path.isEmpty {

@@ -241,7 +241,9 @@ private struct IndexReader {
 
     mutating func id() throws(ListingIndexError) -> ObjectID {
         guard bytes.count - offset >= ObjectID.byteCount,
-              let id = ObjectID(bytes: bytes[offset..<(offset + ObjectID.byteCount)]) else { throw .malformed("object id") }
+              let id = ObjectID(bytes: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + ObjectID.byteCount)])) else {
+            throw .malformed("object id")
+        }
         offset += ObjectID.byteCount
         return id
     }

@@ -23,6 +23,14 @@ public struct ObjectID: Hashable, Comparable, Sendable, CustomStringConvertible 
         }
     }
 
+    /// The id from its 20 raw bytes in memory; nil unless exactly 20 bytes. One copy: the
+    /// generic initialiser above is not specialised across modules, and at a few µs an id
+    /// it was most of a mount's start-up (decoding the listing index, docs/BENCHMARKS.md).
+    public init?(bytes: UnsafeRawBufferPointer) {
+        guard bytes.count == Self.byteCount else { return nil }
+        withUnsafeMutableRawBytes { $0.copyMemory(from: bytes) }
+    }
+
     /// The id from 40 hexadecimal characters (either case); nil otherwise. libgit2 parses it.
     public init?(hex: some StringProtocol) {
         var text = String(hex)

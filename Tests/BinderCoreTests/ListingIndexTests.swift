@@ -42,8 +42,10 @@ final class ListingIndexTests: XCTestCase {
                        options: BinderView.Options(cacheCapacity: cache, listingIndex: index, readAhead: readAhead))
     }
 
+    func walk(_ view: BinderView) throws -> [String] { try Self.walk(view) }
+
     /// Every folder's entries with their attributes, walked from the root (and the timeline).
-    func walk(_ view: BinderView) throws -> [String] {
+    static func walk(_ view: BinderView) throws -> [String] {
         var out: [String] = []
         var folders = [""]
         while let folder = folders.popLast() {
@@ -83,6 +85,48 @@ final class ListingIndexTests: XCTestCase {
         XCTAssertEqual(second.decrypted, 0)
         XCTAssertEqual(second.listing, first.listing)
         XCTAssertEqual(second.listing, try coldWalk(index: false).listing, "the same listing as without any index")
+    }
+
+    /// The index is loaded on a thread of its own from the view's start (`ListingIndexLoad`):
+    /// listings asked for at once, from several threads, and the timeline (which reads the
+    /// parts), wait for it rather than decrypting.
+    func testListingsAskedForWhileTheIndexLoadsWaitForIt() throws {
+        let expected = try coldWalk().listing
+        for round in 0..<5 {
+            let view = try makeView()
+            defer { view.close() }
+            let walked = Mutex<[[String]]>([])
+            let group = DispatchGroup()
+            for _ in 0..<3 {
+                DispatchQueue.global().async(group: group) {
+                    let listing = (try? Self.walk(view)) ?? ["failed"]
+                    walked.withLock { $0.append(listing) }
+                }
+            }
+            XCTAssertEqual(group.wait(timeout: .now() + 120), .success, "round \(round): a walk never finished")
+            XCTAssertEqual(walked.withLock { $0 }, [expected, expected, expected], "round \(round)")
+            XCTAssertEqual(view.statistics.listingDecryptions, 0, "round \(round): a listing was built without the index")
+        }
+        let timelineFirst = try makeView()
+        defer { timelineFirst.close() }
+        let timeline = try timelineFirst.list(".binder/timeline").map { "timeline/\($0.name)" }
+        XCTAssertEqual(timeline.sorted(), expected.filter { $0.hasPrefix("timeline/") })
+        XCTAssertFalse(timeline.isEmpty)
+        XCTAssertEqual(timelineFirst.statistics.listingDecryptions, 0)
+    }
+
+    /// A mount that changed nothing leaves the index file as it was (no write at unmount).
+    func testAnUnchangedIndexIsNotWrittenAgain() throws {
+        _ = try coldWalk()
+        var before = stat()
+        XCTAssertEqual(stat(indexPath, &before), 0)
+        let again = try coldWalk()
+        XCTAssertEqual(again.decrypted, 0)
+        var after = stat()
+        XCTAssertEqual(stat(indexPath, &after), 0)
+        XCTAssertEqual(after.st_ino, before.st_ino, "the index was written again (a new file renamed into place)")
+        XCTAssertEqual(after.st_mtim.tv_sec, before.st_mtim.tv_sec)
+        XCTAssertEqual(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec)
     }
 
     func testADeletedIndexIsRebuilt() throws {
