@@ -176,48 +176,14 @@ final class PackWriterTests: XCTestCase {
         let startChanges = try start.map { entry throws -> TreeChange in .write(path: entry.0, blob: try GitRepository.blobID(of: entry.1)) }
         var tip: ObjectID? = try repo.commitChanges(onto: nil, changes: startChanges, message: "Start", author: testAuthor,
                                                     blobs: start.map(\.1))
-        var total = 1
-        for round in 0..<10 {
-            let acked = tmp.sub("acked-\(round)")
-            _ = FileManager.default.createFile(atPath: acked, contents: nil)
-            let parentAtStart = tip
-            let pid = fork()
-            if pid == 0 {
-                let fd = open(acked, O_WRONLY | O_APPEND)
-                guard fd >= 0, let child = try? GitRepository.open(path: path) else { _exit(1) }
-                var parent = parentAtStart
-                for i in 0..<100_000 {
-                    let record = Array("record \(round) \(i) \(String(repeating: "y", count: i % 300))".utf8)
-                    guard let blob = try? GitRepository.blobID(of: record),
-                          let id = try? child.commitChanges(onto: parent, changes: [.write(path: "visits/\(i % 40)/r\(round)-\(i).json", blob: blob)],
-                                                            message: "Save", author: testAuthor, blobs: [record]) else { _exit(2) }
-                    let line = Array((id.hex + "\n").utf8)
-                    _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-                    parent = id
-                }
-                _exit(0)
-            }
-            XCTAssertGreaterThan(pid, 0)
-            var waited = 0
-            while ((try? String(contentsOfFile: acked, encoding: .utf8))?.count ?? 0) < 41 * (2 + round) && waited < 3_000 {
-                usleep(10_000)
-                waited += 1
-            }
-            usleep(UInt32(397 * (round * 7 % 13)))
-            kill(pid, SIGKILL)
-            var status: Int32 = 0
-            waitpid(pid, &status, 0)
-            XCTAssertEqual(status & 0x7F, SIGKILL, "round \(round): the child should have been killed (status \(status))")
-            try? FileManager.default.removeItem(atPath: path + "/refs/heads/main.lock")
-
-            let acknowledged = lines(try String(contentsOfFile: acked, encoding: .utf8)).filter { !$0.isEmpty }
-            XCTAssertGreaterThan(acknowledged.count, 0)
-            let onMain = Set(lines(try git("rev-list", "main", in: path)))
-            for id in acknowledged { XCTAssertTrue(onMain.contains(id), "round \(round): acknowledged commit \(id) lost") }
-            tip = try GitRepository.open(path: path).branchTip()
-            total = onMain.count
-            try assertRepositoryComplete(path, tip: tip!, commits: total)
+        let (end, total) = try killDuringCommits(path: path, from: tip!, rounds: 10, in: tmp,
+                                                 acknowledgements: { 2 + $0 }, delay: { UInt32(397 * ($0 * 7 % 13)) }) { child, round, i, parent in
+            let record = Array("record \(round) \(i) \(String(repeating: "y", count: i % 300))".utf8)
+            return try child.commitChanges(onto: parent, changes: [.write(path: "visits/\(i % 40)/r\(round)-\(i).json",
+                                                                          blob: try GitRepository.blobID(of: record))],
+                                           message: "Save", author: testAuthor, blobs: [record])
         }
+        tip = end
         // The saves were spliced, and the next one is too, beside whatever the kills left.
         let last = try GitRepository.open(path: path)
         let record = Array("after".utf8)
