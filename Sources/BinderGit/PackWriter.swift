@@ -197,18 +197,43 @@ enum PackWriter {
     }
 }
 
-/// CRC-32 (IEEE 802.3, zlib's `crc32`), which a pack index keeps for each object's packed bytes.
+/// CRC-32 (IEEE 802.3, zlib's `crc32`), which a pack index keeps for each object's packed
+/// bytes. Eight bytes a step ("slicing by 8"): a save's pack holds its folder's whole tree.
 enum CRC32 {
-    private static let table: [UInt32] = (0..<256).map { (n: UInt32) -> UInt32 in
-        var c = n
-        for _ in 0..<8 { c = (c & 1) != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
-        return c
-    }
+    /// `tables[k][n]`: the CRC of byte n followed by k zero bytes.
+    private static let tables: [UInt32] = {
+        var tables = [UInt32](repeating: 0, count: 8 * 256)
+        for n in 0..<256 {
+            var c = UInt32(n)
+            for _ in 0..<8 { c = (c & 1) != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
+            tables[n] = c
+        }
+        for k in 1..<8 {
+            for n in 0..<256 {
+                let previous = tables[(k - 1) * 256 + n]
+                tables[k * 256 + n] = tables[Int(previous & 0xFF)] ^ (previous >> 8)
+            }
+        }
+        return tables
+    }()
 
     static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
         var crc: UInt32 = 0xFFFF_FFFF
-        table.withUnsafeBufferPointer { table in
-            for byte in bytes { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
+        tables.withUnsafeBufferPointer { t in
+            var position = 0
+            while position + 8 <= bytes.count {
+                let low = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: position, as: UInt32.self)) ^ crc
+                let high = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: position + 4, as: UInt32.self))
+                crc = t[7 * 256 + Int(low & 0xFF)] ^ t[6 * 256 + Int((low >> 8) & 0xFF)]
+                    ^ t[5 * 256 + Int((low >> 16) & 0xFF)] ^ t[4 * 256 + Int(low >> 24)]
+                    ^ t[3 * 256 + Int(high & 0xFF)] ^ t[2 * 256 + Int((high >> 8) & 0xFF)]
+                    ^ t[1 * 256 + Int((high >> 16) & 0xFF)] ^ t[Int(high >> 24)]
+                position += 8
+            }
+            while position < bytes.count {
+                crc = t[Int((crc ^ UInt32(bytes[position])) & 0xFF)] ^ (crc >> 8)
+                position += 1
+            }
         }
         return ~crc
     }

@@ -73,26 +73,27 @@ struct SHA1 {
                     words[i] = UInt32(bigEndian: data.loadUnaligned(fromByteOffset: base + i * 4, as: UInt32.self))
                 }
                 var a = a0, b = b0, c = c0, d = d0, e = e0
-                for t in 0..<80 {
+                // Four loops of twenty rounds, one function each (no branch inside a round).
+                @inline(__always) func schedule(_ t: Int) -> UInt32 {
                     let s = t & 15
                     if t >= 16 {
                         let x = words[(s + 13) & 15] ^ words[(s + 8) & 15] ^ words[(s + 2) & 15] ^ words[s]
                         words[s] = (x << 1) | (x >> 31)
                     }
-                    let f: UInt32, k: UInt32
-                    switch t {
-                    case 0..<20: f = (b & c) | (~b & d); k = 0x5A82_7999
-                    case 20..<40: f = b ^ c ^ d; k = 0x6ED9_EBA1
-                    case 40..<60: f = (b & c) | (b & d) | (c & d); k = 0x8F1B_BCDC
-                    default: f = b ^ c ^ d; k = 0xCA62_C1D6
-                    }
-                    let temp = ((a << 5) | (a >> 27)) &+ f &+ e &+ k &+ words[s]
+                    return words[s]
+                }
+                @inline(__always) func round(_ f: UInt32, _ k: UInt32, _ w: UInt32) {
+                    let temp = ((a << 5) | (a >> 27)) &+ f &+ e &+ k &+ w
                     e = d
                     d = c
                     c = (b << 30) | (b >> 2)
                     b = a
                     a = temp
                 }
+                for t in 0..<20 { round((b & c) | (~b & d), 0x5A82_7999, schedule(t)) }
+                for t in 20..<40 { round(b ^ c ^ d, 0x6ED9_EBA1, schedule(t)) }
+                for t in 40..<60 { round((b & c) | (b & d) | (c & d), 0x8F1B_BCDC, schedule(t)) }
+                for t in 60..<80 { round(b ^ c ^ d, 0xCA62_C1D6, schedule(t)) }
                 a0 = a0 &+ a; b0 = b0 &+ b; c0 = c0 &+ c; d0 = d0 &+ d; e0 = e0 &+ e
             }
         }
