@@ -89,6 +89,9 @@ extension GitRepository {
     /// - The commit's new objects (those blobs, the trees on the changed paths,
     ///   the commit) are written as one pack, fsynced once with its index and
     ///   folder, before the branch moves: not one loose file and fsync each.
+    ///   Files written into folders that exist (a save) take the spliced path
+    ///   (`splicedCommitLocked`: trees spliced as bytes, the pack written by
+    ///   `PackWriter`); the rest libgit2's tree updates and pack builder.
     ///   A kill before the branch moves leaves at most an unreferenced pack.
     /// - The branch update is a compare-and-swap under git's ref lock (the same
     ///   lock command-line git uses): if the branch no longer points at
@@ -108,9 +111,19 @@ extension GitRepository {
         return try locked { () throws(GitError) in
             // Cheap early check, so that a stale caller writes nothing.
             try checkTipLocked(branch: branch, is: parent)
-            let newID = try inOnePackLocked { () throws(GitError) -> (ObjectID, [ObjectID]) in
-                try createCommitLocked(onto: parent, changes: changes, message: message, author: author,
-                                       mergedParents: mergedParents, blobs: blobs)
+            // A save (files written into folders that exist) is spliced; the rest goes through libgit2.
+            var spliced: ObjectID? = nil
+            if let parent, mergedParents.isEmpty {
+                spliced = try splicedCommitLocked(onto: parent, changes: changes, message: message, author: author, blobs: blobs)
+            }
+            let newID: ObjectID
+            if let spliced {
+                newID = spliced
+            } else {
+                newID = try inOnePackLocked { () throws(GitError) -> (ObjectID, [ObjectID]) in
+                    try createCommitLocked(onto: parent, changes: changes, message: message, author: author,
+                                           mergedParents: mergedParents, blobs: blobs)
+                }
             }
             try moveBranchLocked(branch, from: parent, to: newID, message: message, author: author)
             return newID

@@ -5,7 +5,7 @@ import Foundation
 /// database and written commit by commit.
 ///
 /// Thread safety: libgit2 objects of one repository must not be used from two
-/// threads at once. `lock` guards `repo`, `odb`, `commitStaging` and every libgit2 object
+/// threads at once. `lock` guards `repo`, `odb`, `commitStaging`, `recentTrees` and every libgit2 object
 /// derived from them (trees, commits, blobs, references, signatures): each is
 /// created, used and freed inside one `locked { }` call, and only Swift values
 /// leave it. `isBare`, `gitDirectory` and `workTree` are immutable after init.
@@ -24,6 +24,14 @@ public final class GitRepository: @unchecked Sendable {
     /// Where commits stage their objects before packing them; made at the first commit.
     /// Use only inside `locked { }`.
     var commitStaging: CommitStaging?
+    /// The trees the last spliced commit wrote, by id, as bytes: the next save splices into
+    /// them without reading them back (`splicedCommitLocked`). Use only inside `locked { }`.
+    var recentTrees: [ObjectID: [UInt8]] = [:]
+    /// Whether `commitChanges` may take the spliced path (tests turn it off to compare with
+    /// the general one). Set before use, not while other threads commit.
+    var splicedCommitsEnabled = true
+    /// How many commits took the spliced path (for tests). Use only inside `locked { }`.
+    var splicedCommitCount = 0
 
     /// True for a bare repository (no work tree).
     public let isBare: Bool

@@ -40,6 +40,13 @@ final class OdbHandle {
     deinit { git_odb_free(pointer) }
 }
 
+/// Owns a `git_odb_object *` (an object's raw bytes as read from the database).
+final class OdbObjectHandle {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+    deinit { git_odb_object_free(pointer) }
+}
+
 /// Owns a `git_tree *`.
 final class TreeHandle {
     let pointer: OpaquePointer

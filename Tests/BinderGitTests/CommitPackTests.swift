@@ -88,50 +88,13 @@ final class CommitPackTests: XCTestCase {
     func testKillDuringCommitsLosesNoAcknowledgedCommit() throws {
         let tmp = try TemporaryDirectory()
         let path = tmp.sub("r.git")
-        var tip: ObjectID? = try save(try GitRepository.create(path: path, bare: true), 0, onto: nil)
-        var total = 1
-        for round in 0..<8 {
-            let acked = tmp.sub("acked-\(round)")
-            _ = FileManager.default.createFile(atPath: acked, contents: nil)
-            let start = tip
-            let pid = fork()
-            if pid == 0 {
-                // The child: commit until killed; fold now and then; acknowledge each commit.
-                let fd = open(acked, O_WRONLY | O_APPEND)
-                guard fd >= 0, let child = try? GitRepository.open(path: path) else { _exit(1) }
-                var parent = start
-                for i in 0..<100_000 {
-                    guard let id = try? self.save(child, 1_000 * (round + 1) + i, onto: parent) else { _exit(2) }
-                    let line = Array((id.hex + "\n").utf8)
-                    _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-                    parent = id
-                    if i % 7 == 6 { _ = try? child.foldSmallPacks() }
-                }
-                _exit(0)
-            }
-            XCTAssertGreaterThan(pid, 0)
-            // Kill once some commits are acknowledged, at a point that varies by round.
-            var waited = 0
-            while ((try? String(contentsOfFile: acked, encoding: .utf8))?.count ?? 0) < 41 * (3 + round) && waited < 3_000 {
-                usleep(10_000)
-                waited += 1
-            }
-            usleep(UInt32(1_000 * (round * 3 % 11)))
-            kill(pid, SIGKILL)
-            var status: Int32 = 0
-            waitpid(pid, &status, 0)
-            XCTAssertEqual(status & 0x7F, SIGKILL, "round \(round): the child should have been killed (status \(status))")
-            // A kill while the branch was being moved leaves git's ref lock: its owner is
-            // dead, so it goes (as the mount clears it).
-            try? FileManager.default.removeItem(atPath: path + "/refs/heads/main.lock")
-
-            let acknowledged = lines(try String(contentsOfFile: acked, encoding: .utf8)).filter { !$0.isEmpty }
-            XCTAssertGreaterThan(acknowledged.count, 0)
-            let onMain = Set(lines(try git("rev-list", "main", in: path)))
-            for id in acknowledged { XCTAssertTrue(onMain.contains(id), "round \(round): acknowledged commit \(id) lost") }
-            tip = try GitRepository.open(path: path).branchTip()
-            total = onMain.count
-            try assertRepositoryComplete(path, tip: tip!, commits: total)
+        let start = try save(try GitRepository.create(path: path, bare: true), 0, onto: nil)
+        let (_, total) = try killDuringCommits(path: path, from: start, rounds: 8, in: tmp,
+                                               acknowledgements: { 3 + $0 }, delay: { UInt32(1_000 * ($0 * 3 % 11)) }) { child, round, i, parent in
+            // Fold now and then, so that some kills land in a fold.
+            let id = try self.save(child, 1_000 * (round + 1) + i, onto: parent)
+            if i % 7 == 6 { _ = try? child.foldSmallPacks() }
+            return id
         }
         XCTAssertGreaterThan(total, 8)
     }

@@ -112,3 +112,59 @@ func assertRepositoryComplete(_ path: String, tip: ObjectID, commits: Int, file:
     let batch = try gitData(["cat-file", "--batch-check"], in: path, input: Data(objects.joined(separator: "\n").utf8 + [10]))
     XCTAssertFalse(String(decoding: batch, as: UTF8.self).contains("missing"), file: file, line: line)
 }
+
+/// kill -9 of a child process committing in a loop (`commit(repository, round, i, parent)`
+/// returns the new commit), once per round, after `acknowledgements(round)` commits and a
+/// further `delay(round)` microseconds: every commit the child acknowledged (written to a file
+/// after `commitChanges` returned) is on `main`, and stock git finds the repository sound.
+/// Returns the tip and the number of commits on `main` at the end.
+func killDuringCommits(path: String, from start: ObjectID, rounds: Int, in tmp: TemporaryDirectory,
+                       acknowledgements: (Int) -> Int, delay: (Int) -> UInt32,
+                       commit: (GitRepository, Int, Int, ObjectID?) throws -> ObjectID,
+                       file: StaticString = #filePath, line: UInt = #line) throws -> (tip: ObjectID, total: Int) {
+    var tip = start
+    var total = 1
+    for round in 0..<rounds {
+        let acked = tmp.sub("acked-\(round)")
+        _ = FileManager.default.createFile(atPath: acked, contents: nil)
+        let parentAtStart = tip
+        let pid = fork()
+        if pid == 0 {
+            let fd = open(acked, O_WRONLY | O_APPEND)
+            guard fd >= 0, let child = try? GitRepository.open(path: path) else { _exit(1) }
+            var parent: ObjectID? = parentAtStart
+            for i in 0..<100_000 {
+                guard let id = try? commit(child, round, i, parent) else { _exit(2) }
+                let line = Array((id.hex + "\n").utf8)
+                _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                parent = id
+            }
+            _exit(0)
+        }
+        XCTAssertGreaterThan(pid, 0, file: file, line: line)
+        var waited = 0
+        while ((try? String(contentsOfFile: acked, encoding: .utf8))?.count ?? 0) < 41 * acknowledgements(round) && waited < 3_000 {
+            usleep(10_000)
+            waited += 1
+        }
+        usleep(delay(round))
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        XCTAssertEqual(status & 0x7F, SIGKILL, "round \(round): the child should have been killed (status \(status))", file: file, line: line)
+        // A kill while the branch was being moved leaves git's ref lock: its owner is dead, so
+        // it goes (as the mount clears it).
+        try? FileManager.default.removeItem(atPath: path + "/refs/heads/main.lock")
+
+        let acknowledged = lines(try String(contentsOfFile: acked, encoding: .utf8)).filter { !$0.isEmpty }
+        XCTAssertGreaterThan(acknowledged.count, 0, file: file, line: line)
+        let onMain = Set(lines(try git("rev-list", "main", in: path)))
+        for id in acknowledged {
+            XCTAssertTrue(onMain.contains(id), "round \(round): acknowledged commit \(id) lost", file: file, line: line)
+        }
+        tip = try XCTUnwrap(try GitRepository.open(path: path).branchTip(), file: file, line: line)
+        total = onMain.count
+        try assertRepositoryComplete(path, tip: tip, commits: total, file: file, line: line)
+    }
+    return (tip, total)
+}

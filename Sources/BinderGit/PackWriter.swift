@@ -1,0 +1,260 @@
+import Foundation
+import Glibc
+
+/// One object for `PackWriter`: its id (from `git_odb_hash`), kind and content.
+struct PackObject {
+    /// Git's pack type numbers.
+    enum Kind: UInt8 {
+        case commit = 1, tree = 2, blob = 3
+    }
+
+    let id: ObjectID
+    let kind: Kind
+    let content: [UInt8]
+}
+
+/// Writes a commit's new objects as one pack (version 2) and its index (version 2), both made
+/// here without libgit2's pack builder and indexer: a save's pack is written once, not
+/// deflated, searched for deltas, and then inflated and hashed again by the indexer
+/// (docs/BENCHMARKS.md, "Issue 13: a save's fixed cost").
+///
+/// Objects are stored, not compressed (zlib streams of stored deflate blocks): they are
+/// ciphertext, which barely compresses, and trees, which `foldSmallPacks` and `repack`
+/// compress off the save path. The pack holds no deltas, so it is complete in itself and
+/// stock git reads it (`git verify-pack`, `index-pack`, `fsck`: `PackWriterTests`).
+enum PackWriter {
+    /// The pack's bytes, its index's bytes and the pack's checksum (which names both files).
+    static func encode(_ objects: [PackObject]) -> (pack: [UInt8], index: [UInt8], checksum: [UInt8]) {
+        var pack: [UInt8] = []
+        pack.reserveCapacity(12 + objects.reduce(0) { $0 + $1.content.count + 16 + ($1.content.count / 65_535 + 1) * 5 } + 20)
+        pack += [0x50, 0x41, 0x43, 0x4B]  // "PACK"
+        appendBigEndian(2, to: &pack)
+        appendBigEndian(UInt32(objects.count), to: &pack)
+        var entries: [(id: ObjectID, offset: Int, crc: UInt32)] = []
+        entries.reserveCapacity(objects.count)
+        for object in objects {
+            let start = pack.count
+            appendEntry(object, to: &pack)
+            let crc = pack.withUnsafeBytes { CRC32.checksum(UnsafeRawBufferPointer(rebasing: $0[start...])) }
+            entries.append((object.id, start, crc))
+        }
+        let checksum = pack.withUnsafeBytes { SHA1.hash($0) }
+        pack += checksum
+        return (pack, index(of: entries, packChecksum: checksum), checksum)
+    }
+
+    /// Writes the pack and its index into `directory` (`objects/pack`): each under a temporary
+    /// name, fsynced; then the pack renamed into place before the index (git finds a pack
+    /// by its index, so no reader meets an index without its pack), and the folder fsynced
+    /// once. On return both are durable under their final names. Three fsyncs, where libgit2's
+    /// pack builder makes four (it fsyncs the folder after each rename). A kill before the
+    /// end leaves at most temporary files (`tmp_pack_*`, which `git gc` removes) or a pack
+    /// nothing refers to yet. Returns the index's path.
+    static func write(_ objects: [PackObject], into directory: String) throws(GitError) -> String {
+        let (pack, index, checksum) = encode(objects)
+        let name = directory + "/pack-" + checksum.map { String(format: "%02x", $0) }.joined()
+        let packTemporary = try writeTemporary(pack, in: directory, prefix: "tmp_pack_")
+        let indexTemporary: String
+        do {
+            indexTemporary = try writeTemporary(index, in: directory, prefix: "tmp_idx_")
+        } catch {
+            unlink(packTemporary)
+            throw error
+        }
+        // The same name means the same bytes (the checksum covers the whole pack): replacing an
+        // identical pack is harmless.
+        guard rename(packTemporary, name + ".pack") == 0 else {
+            let error = failure("rename the pack into place")
+            unlink(packTemporary)
+            unlink(indexTemporary)
+            throw error
+        }
+        guard rename(indexTemporary, name + ".idx") == 0 else {
+            let error = failure("rename the pack index into place")
+            unlink(indexTemporary)
+            throw error
+        }
+        try syncDirectory(directory)
+        return name + ".idx"
+    }
+
+    // MARK: - Pack
+
+    /// An object's entry: its type-and-size header, then a zlib stream of stored blocks.
+    private static func appendEntry(_ object: PackObject, to pack: inout [UInt8]) {
+        var size = object.content.count
+        var byte = (object.kind.rawValue << 4) | UInt8(size & 0x0F)
+        size >>= 4
+        while size > 0 {
+            pack.append(byte | 0x80)
+            byte = UInt8(size & 0x7F)
+            size >>= 7
+        }
+        pack.append(byte)
+        // zlib header: deflate, 32 KiB window, no dictionary, fastest level (0x78 0x01: the
+        // header's check bits make 0x7801 a multiple of 31).
+        pack += [0x78, 0x01]
+        object.content.withUnsafeBytes { content in
+            var position = 0
+            repeat {
+                let count = min(65_535, content.count - position)
+                let last = position + count == content.count
+                pack.append(last ? 1 : 0)  // BFINAL, BTYPE 00 (stored)
+                pack += [UInt8(count & 0xFF), UInt8(count >> 8), UInt8(~count & 0xFF), UInt8((~count >> 8) & 0xFF)]
+                pack += UnsafeRawBufferPointer(rebasing: content[position..<(position + count)])
+                position += count
+            } while position < content.count
+            appendBigEndian(Adler32.checksum(content), to: &pack)
+        }
+    }
+
+    // MARK: - Index
+
+    /// A version-2 pack index: fan-out table, sorted ids, CRC-32s, offsets (with the 64-bit
+    /// table for offsets of 2 GiB and more), the pack's checksum, and its own.
+    private static func index(of entries: [(id: ObjectID, offset: Int, crc: UInt32)], packChecksum: [UInt8]) -> [UInt8] {
+        let sorted = entries.sorted { $0.id < $1.id }
+        var index: [UInt8] = [0xFF, 0x74, 0x4F, 0x63]  // "\377tOc"
+        appendBigEndian(2, to: &index)
+        let ids = sorted.map(\.id.bytes)
+        var fanout = [UInt32](repeating: 0, count: 256)
+        for id in ids { fanout[Int(id[0])] += 1 }
+        var running: UInt32 = 0
+        for byte in 0..<256 {
+            running += fanout[byte]
+            appendBigEndian(running, to: &index)
+        }
+        for id in ids { index += id }
+        for entry in sorted { appendBigEndian(entry.crc, to: &index) }
+        var large: [UInt64] = []
+        for entry in sorted {
+            if entry.offset < 0x8000_0000 {
+                appendBigEndian(UInt32(entry.offset), to: &index)
+            } else {
+                appendBigEndian(0x8000_0000 | UInt32(large.count), to: &index)
+                large.append(UInt64(entry.offset))
+            }
+        }
+        for offset in large {
+            appendBigEndian(UInt32(offset >> 32), to: &index)
+            appendBigEndian(UInt32(truncatingIfNeeded: offset), to: &index)
+        }
+        index += packChecksum
+        index += index.withUnsafeBytes { SHA1.hash($0) }
+        return index
+    }
+
+    private static func appendBigEndian(_ value: UInt32, to bytes: inout [UInt8]) {
+        bytes += [UInt8(truncatingIfNeeded: value >> 24), UInt8(truncatingIfNeeded: value >> 16),
+                  UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value)]
+    }
+
+    // MARK: - Files
+
+    /// Writes `bytes` to a new read-only file `<prefix>XXXXXX` in `directory`, fsynced; returns its path.
+    private static func writeTemporary(_ bytes: [UInt8], in directory: String, prefix: String) throws(GitError) -> String {
+        var template = Array((directory + "/" + prefix + "XXXXXX").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard fd >= 0 else { throw failure("create a file in '\(directory)'") }
+        let path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        var written = 0
+        let ok = bytes.withUnsafeBytes { buffer -> Bool in
+            while written < buffer.count {
+                let n = Glibc.write(fd, buffer.baseAddress! + written, buffer.count - written)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                written += n
+            }
+            // Packs and indexes are read-only, as git makes them.
+            return fchmod(fd, 0o444) == 0 && fsync(fd) == 0
+        }
+        let error = ok ? nil : failure("write '\(path)'")
+        if close(fd) != 0, ok {
+            unlink(path)
+            throw failure("write '\(path)'")
+        }
+        if let error {
+            unlink(path)
+            throw error
+        }
+        return path
+    }
+
+    private static func syncDirectory(_ directory: String) throws(GitError) {
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw failure("open '\(directory)'") }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw failure("fsync '\(directory)'") }
+    }
+
+    /// The error of the failed system call, with its errno (a full disk is ENOSPC).
+    private static func failure(_ operation: String) -> GitError {
+        let code = errno
+        return .failed(operation: "write pack", code: .other(-1), message: operation + ": " + String(cString: strerror(code)),
+                       posixErrno: code)
+    }
+}
+
+/// CRC-32 (IEEE 802.3, zlib's `crc32`), which a pack index keeps for each object's packed
+/// bytes. Eight bytes a step ("slicing by 8"): a save's pack holds its folder's whole tree.
+enum CRC32 {
+    /// `tables[k][n]`: the CRC of byte n followed by k zero bytes.
+    private static let tables: [UInt32] = {
+        var tables = [UInt32](repeating: 0, count: 8 * 256)
+        for n in 0..<256 {
+            var c = UInt32(n)
+            for _ in 0..<8 { c = (c & 1) != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
+            tables[n] = c
+        }
+        for k in 1..<8 {
+            for n in 0..<256 {
+                let previous = tables[(k - 1) * 256 + n]
+                tables[k * 256 + n] = tables[Int(previous & 0xFF)] ^ (previous >> 8)
+            }
+        }
+        return tables
+    }()
+
+    static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        tables.withUnsafeBufferPointer { t in
+            var position = 0
+            while position + 8 <= bytes.count {
+                let low = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: position, as: UInt32.self)) ^ crc
+                let high = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: position + 4, as: UInt32.self))
+                crc = t[7 * 256 + Int(low & 0xFF)] ^ t[6 * 256 + Int((low >> 8) & 0xFF)]
+                    ^ t[5 * 256 + Int((low >> 16) & 0xFF)] ^ t[4 * 256 + Int(low >> 24)]
+                    ^ t[3 * 256 + Int(high & 0xFF)] ^ t[2 * 256 + Int((high >> 8) & 0xFF)]
+                    ^ t[1 * 256 + Int((high >> 16) & 0xFF)] ^ t[Int(high >> 24)]
+                position += 8
+            }
+            while position < bytes.count {
+                crc = t[Int((crc ^ UInt32(bytes[position])) & 0xFF)] ^ (crc >> 8)
+                position += 1
+            }
+        }
+        return ~crc
+    }
+}
+
+/// Adler-32, the checksum that ends a zlib stream.
+enum Adler32 {
+    static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        var a: UInt32 = 1, b: UInt32 = 0
+        var position = 0
+        while position < bytes.count {
+            // 5,552 bytes is the most that cannot overflow 32 bits before the modulo (zlib's NMAX).
+            let end = min(position + 5_552, bytes.count)
+            for index in position..<end {
+                a &+= UInt32(bytes[index])
+                b &+= a
+            }
+            a %= 65_521
+            b %= 65_521
+            position = end
+        }
+        return (b << 16) | a
+    }
+}

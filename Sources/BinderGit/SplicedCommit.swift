@@ -1,0 +1,250 @@
+internal import CGit2
+import Foundation
+
+/// The save path's commit: files written into folders that exist, on top of a parent.
+///
+/// Git's trees are flat, so each save writes its folder's whole tree object (152 KB for a
+/// folder of 2,400 records). libgit2 does that by loading the folder into a tree builder,
+/// sorting and writing it, then deflating it into the pack and inflating it again to index
+/// it: all of which grew with the folder (docs/BENCHMARKS.md, "Issue 13: saves"). Here the
+/// new tree is the parent's tree bytes with the changed entries spliced in (one scan for the
+/// place, one copy), hashed once (`git_odb_hash`), and the commit's objects are written by
+/// `PackWriter` (stored, not compressed; no indexer pass). The bytes are exactly what libgit2
+/// would write for the same changes (`SplicedCommitTests` compares ids with the general path).
+///
+/// Anything else (deletes, new folders, a file replacing a folder, names git might refuse,
+/// merges, the first commit) returns nil and takes the general path (`inOnePackLocked`).
+extension GitRepository {
+    /// Commits `changes` (all `.write`) onto `parent` without moving the branch; returns the
+    /// new commit's id once its pack is durable, or nil when the changes are not for this path
+    /// (nothing was written then). Lock held.
+    func splicedCommitLocked(onto parent: ObjectID, changes: [TreeChange], message: String, author: Signature,
+                             blobs: [[UInt8]]) throws(GitError) -> ObjectID? {
+        guard splicedCommitsEnabled else { return nil }
+        // Writes only, each path once, no path inside another written path.
+        var writes: [(folder: String, name: String, blob: ObjectID)] = []
+        var paths = Set<String>()
+        for change in changes {
+            guard case .write(let path, let blob) = change, paths.insert(path).inserted else { return nil }
+            let components = try Self.components(of: path)
+            guard components.allSatisfy(Self.isPlainName) else { return nil }
+            let folder = components.dropLast().joined(separator: "/")
+            writes.append((folder, String(components.last!), blob))
+        }
+        let folders = Set([""] + writes.flatMap { Self.ancestors(of: $0.folder.isEmpty ? "" : $0.folder + "/x") })
+        guard paths.isDisjoint(with: folders) else { return nil }
+
+        // The blobs: those stored with the commit, or already in the repository.
+        var stored: [ObjectID: [UInt8]] = [:]
+        for bytes in blobs {
+            let id = try Self.blobID(of: bytes)
+            stored[id] = bytes
+        }
+        for write in writes where stored[write.blob] == nil {
+            var oid = write.blob.oid
+            guard git_odb_exists(odb.pointer, &oid) == 1 else { return nil }  // the general path reports it
+        }
+
+        // The parent's trees of the folders on the written paths, top down; each must exist.
+        let parentCommit = try lookupCommitLocked(parent)
+        var original: [String: (id: ObjectID, bytes: [UInt8])] = [:]
+        let rootID = ObjectID(git_commit_tree_id(parentCommit.pointer))
+        guard let rootBytes = try treeBytesLocked(rootID) else { return nil }
+        original[""] = (rootID, rootBytes)
+        for folder in folders.sorted(by: { Self.depth($0) < Self.depth($1) }) where !folder.isEmpty {
+            let (above, name) = Self.split(folder)
+            guard let container = original[above],
+                  let entry = RawTree.find(Array(name.utf8), isTree: true, in: container.bytes), entry.exists,
+                  let bytes = try treeBytesLocked(entry.id!) else { return nil }
+            original[folder] = (entry.id!, bytes)
+        }
+
+        // New trees, bottom up: the folder's files spliced in, then its changed subfolders.
+        var written: [String: (id: ObjectID, bytes: [UInt8])] = [:]
+        for folder in folders.sorted(by: { Self.depth($0) > Self.depth($1) }) {
+            var bytes = original[folder]!.bytes
+            for write in writes where write.folder == folder {
+                let name = Array(write.name.utf8)
+                // A folder of that name: not a plain write (the general path refuses it).
+                if let tree = RawTree.find(name, isTree: true, in: bytes), tree.exists { return nil }
+                guard RawTree.upsert(name, mode: "100644", id: write.blob, isTree: false, in: &bytes) else { return nil }
+            }
+            for (child, tree) in written where !child.isEmpty && Self.split(child).above == folder {
+                guard RawTree.upsert(Array(Self.split(child).name.utf8), mode: "40000", id: tree.id, isTree: true,
+                                     in: &bytes) else { return nil }
+            }
+            written[folder] = (try Self.hash(bytes, GIT_OBJECT_TREE, "hash tree"), bytes)
+        }
+
+        let commitBytes = try commitObject(tree: written[""]!.id, parent: parent, message: message, author: author)
+        let commitID = try Self.hash(commitBytes, GIT_OBJECT_COMMIT, "hash commit")
+
+        // What the repository lacks (an unchanged folder, a blob saved before: not again).
+        var objects: [PackObject] = []
+        func add(_ id: ObjectID, _ kind: PackObject.Kind, _ content: [UInt8]) {
+            var oid = id.oid
+            if git_odb_exists_ext(odb.pointer, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1 { return }
+            objects.append(PackObject(id: id, kind: kind, content: content))
+        }
+        for (id, bytes) in stored { add(id, .blob, bytes) }
+        for (_, tree) in written { add(tree.id, .tree, tree.bytes) }
+        GitError.clearLast()
+        objects.append(PackObject(id: commitID, kind: .commit, content: commitBytes))
+        _ = try PackWriter.write(objects, into: gitDirectory + "/objects/pack")
+        // Both databases find the new pack without waiting for a lookup to miss.
+        _ = git_odb_refresh(odb.pointer)
+        if let commitStaging { _ = git_odb_refresh(commitStaging.odb.pointer) }
+        // The next save starts from these trees: kept, so that it need not read them back.
+        recentTrees = Dictionary(written.values.map { ($0.id, $0.bytes) }, uniquingKeysWith: { a, _ in a })
+        splicedCommitCount += 1
+        return commitID
+    }
+
+    /// A commit object's bytes as libgit2's `git_commit_create` writes them (the signature
+    /// checked and trimmed by `git_signature_new`, as there).
+    private func commitObject(tree: ObjectID, parent: ObjectID, message: String, author: Signature) throws(GitError) -> [UInt8] {
+        var signaturePointer: UnsafeMutablePointer<git_signature>?
+        try check(git_signature_new(&signaturePointer, author.name, author.email,
+                                    author.seconds, Int32(author.timeZoneOffsetMinutes)),
+                  "make signature for '\(author.name) <\(author.email)>'")
+        let signature = SignatureHandle(signaturePointer!)
+        let name = String(cString: signature.pointer.pointee.name)
+        let email = String(cString: signature.pointer.pointee.email)
+        let when = signature.pointer.pointee.when
+        let offset = Int(when.offset)
+        let sign = offset < 0 || when.sign == CChar(UInt8(ascii: "-")) ? "-" : "+"
+        let hours = abs(offset) / 60, minutes = abs(offset) % 60
+        let zone = sign + (hours < 10 ? "0" : "") + String(hours) + (minutes < 10 ? "0" : "") + String(minutes)
+        // libgit2 prints the time as an unsigned 32-bit number.
+        let line = name + " <" + email + "> " + String(UInt32(truncatingIfNeeded: when.time)) + " " + zone + "\n"
+        let text = "tree " + tree.hex + "\nparent " + parent.hex + "\nauthor " + line + "committer " + line + "\n" + message
+        return Array(text.utf8)
+    }
+
+    /// The raw bytes of tree `id`: from the last spliced commit's trees, else read. nil when
+    /// the object is not a tree, or not one libgit2 would write back byte for byte
+    /// (`RawTree.isRegular`: a crafted tree, which the general path rewrites). The trees kept
+    /// are spliced from regular ones with plain names, so regular too.
+    private func treeBytesLocked(_ id: ObjectID) throws(GitError) -> [UInt8]? {
+        if let bytes = recentTrees[id] { return bytes }
+        var oid = id.oid
+        var pointer: OpaquePointer?
+        try check(git_odb_read(&pointer, odb.pointer, &oid), "read tree \(id)")
+        let object = OdbObjectHandle(pointer!)
+        guard git_odb_object_type(object.pointer) == GIT_OBJECT_TREE else { return nil }
+        let size = git_odb_object_size(object.pointer)
+        guard size > 0, let data = git_odb_object_data(object.pointer) else { return [] }
+        let bytes = [UInt8](UnsafeRawBufferPointer(start: data, count: size))
+        return RawTree.isRegular(bytes) ? bytes : nil
+    }
+
+    private static func hash(_ bytes: [UInt8], _ type: git_object_t, _ operation: String) throws(GitError) -> ObjectID {
+        var oid = git_oid()
+        try check(bytes.withUnsafeBytes { git_odb_hash(&oid, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), $0.count, type) },
+                  operation)
+        return ObjectID(&oid)
+    }
+
+    /// A name this path writes without asking libgit2 whether git accepts it: printable, not
+    /// starting with "." (".git" and what some file systems fold into it), no "\\", ":" or
+    /// "~" (Windows' short names and streams), not ending in "." or " ". Others take the
+    /// general path, whose checks (strict object creation) are libgit2's.
+    static func isPlainName(_ name: Substring) -> Bool {
+        guard let first = name.utf8.first, first != UInt8(ascii: "."),
+              let last = name.utf8.last, last != UInt8(ascii: "."), last != UInt8(ascii: " ") else { return false }
+        return !name.utf8.contains { $0 < 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: "~") }
+    }
+
+    private static func depth(_ folder: String) -> Int {
+        folder.isEmpty ? 0 : folder.utf8.reduce(1) { $1 == UInt8(ascii: "/") ? $0 + 1 : $0 }
+    }
+
+    /// "a/b/c" -> ("a/b", "c"); "a" -> ("", "a").
+    private static func split(_ folder: String) -> (above: String, name: String) {
+        guard let slash = folder.lastIndex(of: "/") else { return ("", folder) }
+        return (String(folder[..<slash]), String(folder[folder.index(after: slash)...]))
+    }
+}
+
+/// A tree object's bytes: entries "<mode> <name>\0<20-byte id>", sorted in git's order (a
+/// folder's name compares as if it ended in "/").
+enum RawTree {
+    /// Where `name` (a folder's when `isTree`) is or would go in `bytes`: the entry's range and
+    /// id when it exists, else the offset to insert at. nil when the tree is malformed.
+    struct Place {
+        var range: Range<Int>
+        var id: ObjectID?
+        var exists: Bool { id != nil }
+    }
+
+    static func find(_ name: [UInt8], isTree: Bool, in bytes: [UInt8]) -> Place? {
+        bytes.withUnsafeBufferPointer { tree -> Place? in
+            name.withUnsafeBufferPointer { name -> Place? in
+                var position = 0
+                while position < tree.count {
+                    guard let space = index(of: 0x20, in: tree, from: position),
+                          let nul = index(of: 0, in: tree, from: space + 1), nul + 21 <= tree.count else { return nil }
+                    let modeIsTree = space - position == 5 && tree[position] == UInt8(ascii: "4")
+                    let order = compare(UnsafeBufferPointer(rebasing: tree[(space + 1)..<nul]), modeIsTree, name, isTree)
+                    if order == 0 {
+                        return Place(range: position..<(nul + 21), id: ObjectID(bytes: tree[(nul + 1)..<(nul + 21)]))
+                    }
+                    if order > 0 { return Place(range: position..<position, id: nil) }
+                    position = nul + 21
+                }
+                return Place(range: tree.count..<tree.count, id: nil)
+            }
+        }
+    }
+
+    /// Whether libgit2 writes `bytes` back as they are when it rewrites the tree: well formed,
+    /// each mode in its canonical spelling ("40000", "100644", "100755", "120000", "160000"),
+    /// names strictly in git's order (libgit2's tree builder sorts, and keeps one entry of a
+    /// repeated name).
+    static func isRegular(_ bytes: [UInt8]) -> Bool {
+        let modes: Set<[UInt8]> = Set(["40000", "100644", "100755", "120000", "160000"].map { Array($0.utf8) })
+        return bytes.withUnsafeBufferPointer { tree -> Bool in
+            var position = 0
+            var previous: (name: UnsafeBufferPointer<UInt8>, isTree: Bool)? = nil
+            while position < tree.count {
+                guard let space = index(of: 0x20, in: tree, from: position),
+                      let nul = index(of: 0, in: tree, from: space + 1), nul + 21 <= tree.count, nul > space + 1 else { return false }
+                let mode = Array(tree[position..<space])
+                guard modes.contains(mode) else { return false }
+                let name = UnsafeBufferPointer(rebasing: tree[(space + 1)..<nul])
+                let isTree = mode.count == 5
+                if let previous, compare(previous.name, previous.isTree, name, isTree) >= 0 { return false }
+                previous = (name, isTree)
+                position = nul + 21
+            }
+            return true
+        }
+    }
+
+    /// Puts entry `name` with `mode` and `id` in its place in `bytes`, replacing one of the
+    /// same name and kind. False when the tree is malformed.
+    static func upsert(_ name: [UInt8], mode: String, id: ObjectID, isTree: Bool, in bytes: inout [UInt8]) -> Bool {
+        guard let place = find(name, isTree: isTree, in: bytes) else { return false }
+        bytes.replaceSubrange(place.range, with: Array(mode.utf8) + [0x20] + name + [0] + id.bytes)
+        return true
+    }
+
+    private static func index(of byte: UInt8, in tree: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
+        guard start < tree.count, let base = tree.baseAddress,
+              let found = memchr(base + start, Int32(byte), tree.count - start) else { return nil }
+        return base.distance(to: UnsafePointer(found.assumingMemoryBound(to: UInt8.self)))
+    }
+
+    /// git's `base_name_compare`: bytes first; at the end of the shorter name a folder's name
+    /// goes on with "/", a file's ends.
+    private static func compare(_ a: UnsafeBufferPointer<UInt8>, _ aIsTree: Bool, _ b: UnsafeBufferPointer<UInt8>, _ bIsTree: Bool) -> Int {
+        let length = min(a.count, b.count)
+        if length > 0 {
+            let order = memcmp(a.baseAddress!, b.baseAddress!, length)
+            if order != 0 { return Int(order) }
+        }
+        let x = a.count > length ? Int(a[length]) : (aIsTree ? Int(UInt8(ascii: "/")) : 0)
+        let y = b.count > length ? Int(b[length]) : (bIsTree ? Int(UInt8(ascii: "/")) : 0)
+        return x - y
+    }
+}

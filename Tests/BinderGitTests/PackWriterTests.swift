@@ -1,0 +1,231 @@
+import Foundation
+import XCTest
+@testable import BinderGit
+
+/// The save path's own pack writer and its checksums, against stock git and coreutils:
+/// `sha1sum` for SHA-1, `git index-pack` for the index (byte for byte), `git verify-pack` and
+/// `fsck --strict` for the pack; and the spliced commit against libgit2's general path (the
+/// same commit ids for the same changes).
+final class PackWriterTests: XCTestCase {
+    private func sha1sum(_ bytes: [UInt8]) throws -> String {
+        let tmp = try TemporaryDirectory()
+        let file = tmp.sub("input")
+        XCTAssertTrue(FileManager.default.createFile(atPath: file, contents: Data(bytes)))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha1sum")
+        process.arguments = [file]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(String(decoding: output, as: UTF8.self).prefix(40))
+    }
+
+    private func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
+    func testSHA1MatchesSha1sumAtEveryBlockBoundary() throws {
+        var generator = SystemRandomNumberGenerator()
+        for count in [0, 1, 3, 55, 56, 57, 63, 64, 65, 119, 120, 127, 128, 129, 1_000, 65_537, 200_003] {
+            let bytes = (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            XCTAssertEqual(hex(bytes.withUnsafeBytes { SHA1.hash($0) }), try sha1sum(bytes), "\(count) bytes")
+            // Fed in uneven pieces, the same.
+            var sha = SHA1()
+            var position = 0
+            var piece = 1
+            while position < count {
+                let end = min(count, position + piece)
+                sha.update(Array(bytes[position..<end]))
+                position = end
+                piece = piece * 3 + 1
+            }
+            XCTAssertEqual(hex(sha.finish()), try sha1sum(bytes), "\(count) bytes in pieces")
+        }
+        XCTAssertEqual(hex(Array("abc".utf8).withUnsafeBytes { SHA1.hash($0) }), "a9993e364706816aba3e25717850c26c9cd0d89d")
+    }
+
+    func testCRC32AndAdler32KnownValues() {
+        let digits = Array("123456789".utf8)
+        XCTAssertEqual(digits.withUnsafeBytes { CRC32.checksum($0) }, 0xCBF4_3926)
+        XCTAssertEqual(Array("Wikipedia".utf8).withUnsafeBytes { Adler32.checksum($0) }, 0x11E6_0398)
+        // Long input: the modulo is taken before 32 bits overflow.
+        let ones = [UInt8](repeating: 0xFF, count: 100_000)
+        var a: UInt64 = 1, b: UInt64 = 0
+        for byte in ones { a = (a + UInt64(byte)) % 65_521; b = (b + a) % 65_521 }
+        XCTAssertEqual(ones.withUnsafeBytes { Adler32.checksum($0) }, UInt32(b << 16 | a))
+    }
+
+    /// A pack of a blob larger than one stored block, an empty blob, a tree and a commit:
+    /// git verifies it, builds the same index from it byte for byte, and reads the objects.
+    func testPackAndIndexAreWhatGitMakes() throws {
+        let tmp = try TemporaryDirectory()
+        let path = tmp.sub("r.git")
+        _ = try GitRepository.create(path: path, bare: true)
+        var generator = SystemRandomNumberGenerator()
+        let big = (0..<150_000).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let small = Array("hello\n".utf8)
+        let bigID = try GitRepository.blobID(of: big), smallID = try GitRepository.blobID(of: small)
+        let emptyID = try GitRepository.blobID(of: [])
+        var tree: [UInt8] = []
+        for (name, id) in [("a.bin", bigID), ("b.txt", smallID), ("c", emptyID)].sorted(by: { $0.0 < $1.0 }) {
+            tree += Array("100644 \(name)".utf8) + [0] + id.bytes
+        }
+        let treeID = try oid(String(decoding: try gitData(["hash-object", "-t", "tree", "--stdin"], in: path, input: Data(tree)), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines))
+        let commit = Array("tree \(treeID.hex)\nauthor A <a@example.com> 1700000000 +0000\ncommitter A <a@example.com> 1700000000 +0000\n\nm\n".utf8)
+        let commitID = try oid(String(decoding: try gitData(["hash-object", "-t", "commit", "--stdin"], in: path, input: Data(commit)), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines))
+        let objects = [PackObject(id: bigID, kind: .blob, content: big), PackObject(id: smallID, kind: .blob, content: small),
+                       PackObject(id: emptyID, kind: .blob, content: []), PackObject(id: treeID, kind: .tree, content: tree),
+                       PackObject(id: commitID, kind: .commit, content: commit)]
+        let index = try PackWriter.write(objects, into: path + "/objects/pack")
+        let pack = String(index.dropLast(4)) + ".pack"
+        XCTAssertTrue(FileManager.default.fileExists(atPath: pack))
+        XCTAssertEqual(try FileManager.default.attributesOfItem(atPath: pack)[.posixPermissions] as? Int, 0o444)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: path + "/objects/pack").filter { $0.hasPrefix("tmp_") }, [])
+
+        let verified = try git("verify-pack", "-v", index, in: path)
+        for id in objects.map(\.id) { XCTAssertTrue(verified.contains(id.hex), "verify-pack lists \(id)") }
+        // git builds the same index from the pack.
+        try git("index-pack", "-o", tmp.sub("git.idx"), pack, in: path)
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: tmp.sub("git.idx"))), try Data(contentsOf: URL(fileURLWithPath: index)))
+        // And reads every object.
+        try git("update-ref", "refs/heads/main", commitID.hex, in: path)
+        try assertRepositoryComplete(path, tip: commitID, commits: 1)
+        XCTAssertEqual(try gitData(["cat-file", "blob", bigID.hex], in: path), Data(big))
+        XCTAssertEqual(try git("cat-file", "-p", "main:b.txt", in: path), "hello")
+        XCTAssertEqual(try git("cat-file", "-s", emptyID.hex, in: path), "0")
+    }
+
+    /// The same changes through the spliced path and through libgit2's: the same commits,
+    /// tree by tree, including names that sort around a folder of a similar name ("a" < "a-b"
+    /// < "a/" < "a0"), a replaced file, a file written into the root, and two folders at once.
+    func testSplicedCommitsEqualLibgit2Commits() throws {
+        let tmp = try TemporaryDirectory()
+        let spliced = try GitRepository.create(path: tmp.sub("s.git"), bare: true)
+        let general = try GitRepository.create(path: tmp.sub("g.git"), bare: true)
+        general.splicedCommitsEnabled = false
+        let time = Signature(name: " Ann Example ", email: "ann@example.com", seconds: 1_700_000_000, timeZoneOffsetMinutes: -90)
+        var tips: [ObjectID?] = [nil, nil]
+        func commit(_ changes: [(String, String)], message: String = "Save") throws {
+            let blobs = changes.map { Array($0.1.utf8) }
+            let tree = try changes.map { change throws -> TreeChange in .write(path: change.0, blob: try GitRepository.blobID(of: Array(change.1.utf8))) }
+            for (index, repo) in [spliced, general].enumerated() {
+                tips[index] = try repo.commitChanges(onto: tips[index], changes: tree, message: message, author: time, blobs: blobs)
+            }
+            XCTAssertEqual(tips[0], tips[1], "after \(changes.map(\.0))")
+        }
+        // Folders made by the general path (both), then saves into them.
+        try commit([("a/x.json", "1"), ("a0", "f"), ("a-b", "f"), ("z/deep/er/r.json", "d"), ("m.json", "m")], message: "Start")
+        let packsBefore = spliced.packCount()
+        try commit([("a/x.json", "2")])
+        try commit([("a/y.json", "3"), ("a/0.json", "0"), ("a/~.json", "tilde: general path")])
+        try commit([("m.json", "m2"), ("n.json", "root")])
+        try commit([("z/deep/er/r.json", "d2"), ("z/deep/s.json", "s"), ("a/x.json", "2")])
+        try commit([("a/x.json", "2")], message: "Same content, new commit")
+        try commit([(String(repeating: "é", count: 40) + ".json", "unicode"), ("a/b c.json", "space")])
+        XCTAssertEqual(spliced.packCount(), packsBefore + 6, "one pack a commit")
+        // All but the one with "~" (not a plain name) were spliced; the general path was used where turned off.
+        XCTAssertEqual(spliced.splicedCommitCount, 5)
+        XCTAssertEqual(general.splicedCommitCount, 0)
+        // A big blob, over one stored block.
+        try commit([("a/big.bin", String(repeating: "0123456789abcdef", count: 9_000))])
+        for repo in [spliced, general] {
+            try assertRepositoryComplete(repo.gitDirectory, tip: tips[0]!, commits: 8)
+        }
+        XCTAssertEqual(try git("cat-file", "-p", "main:a/y.json", in: spliced.gitDirectory), "3")
+        // Stored in the save's pack; compressed by the fold, off the save path.
+        let bigID = try XCTUnwrap(try spliced.entry(at: "a/big.bin", commit: tips[0]!)).id
+        func sizeInPack() throws -> Int {
+            for index in GitRepository.packIndexes(in: spliced.gitDirectory + "/objects/pack") {
+                // verify-pack -v: "<id> <type> <size> <size-in-pack> <offset>"
+                if let line = lines(try git("verify-pack", "-v", index, in: spliced.gitDirectory)).first(where: { $0.hasPrefix(bigID.hex) }) {
+                    return Int(line.split(separator: " ", omittingEmptySubsequences: true)[3])!
+                }
+            }
+            return -1
+        }
+        XCTAssertGreaterThan(try sizeInPack(), 144_000)
+        XCTAssertGreaterThan(try GitRepository.open(path: spliced.gitDirectory).foldSmallPacks().packsRemoved, 1)
+        XCTAssertLessThan(try sizeInPack(), 10_000)
+        // A file where a folder is, and a blob the repository lacks, are refused as before.
+        let blob = try GitRepository.blobID(of: Array("x".utf8))
+        XCTAssertThrowsError(try spliced.commitChanges(onto: tips[0], changes: [.write(path: "z/deep", blob: blob)], message: "m",
+                                                       author: time, blobs: [Array("x".utf8)]))
+        XCTAssertThrowsError(try spliced.commitChanges(onto: tips[0], changes: [.write(path: "a/q.json", blob: blob)], message: "m",
+                                                       author: time))
+        XCTAssertEqual(try spliced.branchTip(), tips[0])
+        // A new instance, and git, commit on top of the spliced commits.
+        let other = try GitRepository.open(path: spliced.gitDirectory)
+        let next = try other.commitChanges(onto: tips[0], changes: [.write(path: "a/x.json", blob: blob)], message: "m",
+                                           author: time, blobs: [Array("x".utf8)])
+        try git("gc", "--quiet", in: spliced.gitDirectory)
+        try assertRepositoryComplete(spliced.gitDirectory, tip: next, commits: 9)
+    }
+
+    /// kill -9 of a process making spliced commits in a loop, at many points (in the pack's
+    /// write, its renames, the folder's fsync, the ref's move): every commit it acknowledged
+    /// is on `main`, and stock git finds the repository sound; leftover temporary files do not
+    /// stop the next commit.
+    func testKillDuringSplicedCommitsLosesNoAcknowledgedCommit() throws {
+        let tmp = try TemporaryDirectory()
+        let path = tmp.sub("r.git")
+        let repo = try GitRepository.create(path: path, bare: true)
+        // Forty folders of records, made by the general path; saves into them are spliced.
+        let start = (0..<40).map { folder in ("visits/\(folder)/first.json", Array("first \(folder)".utf8)) }
+        let startChanges = try start.map { entry throws -> TreeChange in .write(path: entry.0, blob: try GitRepository.blobID(of: entry.1)) }
+        var tip: ObjectID? = try repo.commitChanges(onto: nil, changes: startChanges, message: "Start", author: testAuthor,
+                                                    blobs: start.map(\.1))
+        let (end, total) = try killDuringCommits(path: path, from: tip!, rounds: 10, in: tmp,
+                                                 acknowledgements: { 2 + $0 }, delay: { UInt32(397 * ($0 * 7 % 13)) }) { child, round, i, parent in
+            let record = Array("record \(round) \(i) \(String(repeating: "y", count: i % 300))".utf8)
+            return try child.commitChanges(onto: parent, changes: [.write(path: "visits/\(i % 40)/r\(round)-\(i).json",
+                                                                          blob: try GitRepository.blobID(of: record))],
+                                           message: "Save", author: testAuthor, blobs: [record])
+        }
+        tip = end
+        // The saves were spliced, and the next one is too, beside whatever the kills left.
+        let last = try GitRepository.open(path: path)
+        let record = Array("after".utf8)
+        tip = try last.commitChanges(onto: tip, changes: [.write(path: "visits/3/after.json", blob: try GitRepository.blobID(of: record))],
+                                     message: "Save", author: testAuthor, blobs: [record])
+        XCTAssertEqual(last.splicedCommitCount, 1)
+        try assertRepositoryComplete(path, tip: tip!, commits: total + 1)
+        XCTAssertGreaterThan(total, 20)
+        try git("gc", "--quiet", in: path)
+        try assertRepositoryComplete(path, tip: tip!, commits: total + 1)
+    }
+
+    /// A crafted folder (entries out of git's order) is not spliced: libgit2 rewrites it sorted.
+    func testCraftedFolderTakesTheGeneralPath() throws {
+        let tmp = try TemporaryDirectory()
+        let repo = try GitRepository.create(path: tmp.sub("r.git"), bare: true)
+        let path = repo.gitDirectory
+        func hashObject(_ type: String, _ bytes: [UInt8]) throws -> ObjectID {
+            try oid(String(decoding: try gitData(["hash-object", "-t", type, "--literally", "-w", "--stdin"], in: path, input: Data(bytes)),
+                           as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        let blob = try repo.writeBlob(Array("x".utf8))
+        let folder = try hashObject("tree", Array("100644 b".utf8) + [0] + blob.bytes + Array("100644 a".utf8) + [0] + blob.bytes)
+        let root = try hashObject("tree", Array("40000 f".utf8) + [0] + folder.bytes)
+        let commit = try oid(try git("commit-tree", root.hex, "-m", "crafted", in: path))
+        try git("update-ref", "refs/heads/main", commit.hex, in: path)
+        let record = Array("c".utf8)
+        let tip = try repo.commitChanges(onto: commit, changes: [.write(path: "f/c.json", blob: try GitRepository.blobID(of: record))],
+                                         message: "Save", author: testAuthor, blobs: [record])
+        XCTAssertEqual(repo.splicedCommitCount, 0)
+        XCTAssertEqual(lines(try git("ls-tree", "--name-only", tip.hex + ":f", in: path)), ["a", "b", "c.json"])
+        // Its commit is regular, so the next save is spliced.
+        let next = try repo.commitChanges(onto: tip, changes: [.write(path: "f/d.json", blob: try GitRepository.blobID(of: record))],
+                                          message: "Save", author: testAuthor, blobs: [record])
+        XCTAssertEqual(repo.splicedCommitCount, 1)
+        XCTAssertEqual(lines(try git("ls-tree", "--name-only", next.hex + ":f", in: path)), ["a", "b", "c.json", "d.json"])
+    }
+
+    func testPlainNames() {
+        for name in ["r1.json", "2024-01-01 visit.json", "é", "a-b"] { XCTAssertTrue(GitRepository.isPlainName(name[...]), name) }
+        for name in [".git", ".binder", "GIT~1", "a:b", "a\\b", "dot.", "space ", "tab\t"] {
+            XCTAssertFalse(GitRepository.isPlainName(name[...]), name)
+        }
+    }
+}
