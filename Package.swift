@@ -2,10 +2,11 @@
 import PackageDescription
 
 // Dependencies point one way:
-//   binder (exe) -> BinderCommands -> BinderFUSE -> BinderCore -> {BinderGit, BinderCrypto, BinderFormat}
+//   binder (exe) -> BinderCommands -> BinderFUSE -> BinderCore -> {BinderGit, BinderCrypto, BinderFormat}; BinderGit -> BinderCrypto
+//   (SHA-1 for a pack's checksums)
 //   BinderCommands -> BinderSync -> BinderCore; BinderCommands -> BinderServer -> {BinderGit, BinderCrypto}
 // Each C library is imported by exactly one Swift target:
-//   CSodium, CSecp256k1, CCrypto (OpenSSL's libcrypto: SHA-256, Poly1305) -> BinderCrypto; CGit2 -> BinderGit;
+//   CSodium, CSecp256k1, CCrypto (OpenSSL's libcrypto: SHA-256, SHA-1, Poly1305) -> BinderCrypto; CGit2, CZlib -> BinderGit;
 //   CFuse3 -> BinderFUSE; CLinux -> BinderSystem; CPangoCairo (Pango, Cairo, libjpeg) -> BinderExport;
 //   CQREncode (libqrencode) -> BinderCommands; CZBar (libzbar: reading a QR code in an image) -> BinderCommands.
 let package = Package(
@@ -34,6 +35,7 @@ let package = Package(
         .systemLibrary(name: "CSecp256k1", pkgConfig: "libsecp256k1", providers: [.apt(["libsecp256k1-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CGit2", pkgConfig: "libgit2", providers: [.apt(["libgit2-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CFuse3", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
         .target(name: "CLinux"),
         .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
@@ -43,7 +45,7 @@ let package = Package(
 
         .target(name: "BinderCrypto", dependencies: ["CSodium", "CSecp256k1", "CCrypto"]),
         .target(name: "BinderFormat", dependencies: [.product(name: "Yams", package: "Yams")]),
-        .target(name: "BinderGit", dependencies: ["CGit2"]),
+        .target(name: "BinderGit", dependencies: ["CGit2", "CZlib", "BinderCrypto"]),
         .target(name: "BinderCore", dependencies: [
             "BinderCrypto", "BinderFormat", "BinderGit",
             .product(name: "Logging", package: "swift-log"),

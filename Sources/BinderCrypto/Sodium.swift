@@ -130,6 +130,17 @@ public func sha256(_ bytes: [UInt8]) -> [UInt8] {
     bytes.withUnsafeBytes { sha256($0) }
 }
 
+/// SHA-1 of a byte string (OpenSSL's, with the CPU's SHA extensions): only for the checksums
+/// that end a git pack and its index (BinderGit's PackWriter), which detect a damaged file;
+/// never for anything an attacker must not forge.
+public func sha1(_ data: UnsafeRawBufferPointer) -> [UInt8] {
+    var out = [UInt8](repeating: 0, count: Int(SHA_DIGEST_LENGTH))
+    out.withUnsafeMutableBufferPointer { o in
+        _ = SHA1(data.baseAddress?.assumingMemoryBound(to: UInt8.self), data.count, o.baseAddress!)
+    }
+    return out
+}
+
 /// ChaCha20 (IETF, 96-bit nonce) keystream XOR starting at block counter 0.
 func chacha20XOR(_ data: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
                  into out: UnsafeMutableRawBufferPointer) {

@@ -1,5 +1,7 @@
 import Foundation
 import Glibc
+internal import CZlib
+internal import BinderCrypto
 
 /// One object for `PackWriter`: its id (from `git_odb_hash`), kind and content.
 struct PackObject {
@@ -35,10 +37,10 @@ enum PackWriter {
         for object in objects {
             let start = pack.count
             appendEntry(object, to: &pack)
-            let crc = pack.withUnsafeBytes { CRC32.checksum(UnsafeRawBufferPointer(rebasing: $0[start...])) }
+            let crc = pack.withUnsafeBytes { Checksum.crc32(UnsafeRawBufferPointer(rebasing: $0[start...])) }
             entries.append((object.id, start, crc))
         }
-        let checksum = pack.withUnsafeBytes { SHA1.hash($0) }
+        let checksum = pack.withUnsafeBytes { BinderCrypto.sha1($0) }
         pack += checksum
         return (pack, index(of: entries, packChecksum: checksum), checksum)
     }
@@ -104,7 +106,7 @@ enum PackWriter {
                 pack += UnsafeRawBufferPointer(rebasing: content[position..<(position + count)])
                 position += count
             } while position < content.count
-            appendBigEndian(Adler32.checksum(content), to: &pack)
+            appendBigEndian(Checksum.adler32(content), to: &pack)
         }
     }
 
@@ -140,7 +142,7 @@ enum PackWriter {
             appendBigEndian(UInt32(truncatingIfNeeded: offset), to: &index)
         }
         index += packChecksum
-        index += index.withUnsafeBytes { SHA1.hash($0) }
+        index += index.withUnsafeBytes { BinderCrypto.sha1($0) }
         return index
     }
 
@@ -197,64 +199,17 @@ enum PackWriter {
     }
 }
 
-/// CRC-32 (IEEE 802.3, zlib's `crc32`), which a pack index keeps for each object's packed
-/// bytes. Eight bytes a step ("slicing by 8"): a save's pack holds its folder's whole tree.
-enum CRC32 {
-    /// `tables[k][n]`: the CRC of byte n followed by k zero bytes.
-    private static let tables: [UInt32] = {
-        var tables = [UInt32](repeating: 0, count: 8 * 256)
-        for n in 0..<256 {
-            var c = UInt32(n)
-            for _ in 0..<8 { c = (c & 1) != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
-            tables[n] = c
-        }
-        for k in 1..<8 {
-            for n in 0..<256 {
-                let previous = tables[(k - 1) * 256 + n]
-                tables[k * 256 + n] = tables[Int(previous & 0xFF)] ^ (previous >> 8)
-            }
-        }
-        return tables
-    }()
-
-    static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
-        var crc: UInt32 = 0xFFFF_FFFF
-        tables.withUnsafeBufferPointer { t in
-            var position = 0
-            while position + 8 <= bytes.count {
-                let low = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: position, as: UInt32.self)) ^ crc
-                let high = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: position + 4, as: UInt32.self))
-                crc = t[7 * 256 + Int(low & 0xFF)] ^ t[6 * 256 + Int((low >> 8) & 0xFF)]
-                    ^ t[5 * 256 + Int((low >> 16) & 0xFF)] ^ t[4 * 256 + Int(low >> 24)]
-                    ^ t[3 * 256 + Int(high & 0xFF)] ^ t[2 * 256 + Int((high >> 8) & 0xFF)]
-                    ^ t[1 * 256 + Int((high >> 16) & 0xFF)] ^ t[Int(high >> 24)]
-                position += 8
-            }
-            while position < bytes.count {
-                crc = t[Int((crc ^ UInt32(bytes[position])) & 0xFF)] ^ (crc >> 8)
-                position += 1
-            }
-        }
-        return ~crc
+/// The checksums of a pack BinderGit writes, from zlib.
+enum Checksum {
+    /// CRC-32 (IEEE 802.3), which a pack index keeps for each object's packed bytes.
+    static func crc32(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return 0 }
+        return UInt32(truncatingIfNeeded: CZlib.crc32_z(0, base.assumingMemoryBound(to: UInt8.self), bytes.count))
     }
-}
 
-/// Adler-32, the checksum that ends a zlib stream.
-enum Adler32 {
-    static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
-        var a: UInt32 = 1, b: UInt32 = 0
-        var position = 0
-        while position < bytes.count {
-            // 5,552 bytes is the most that cannot overflow 32 bits before the modulo (zlib's NMAX).
-            let end = min(position + 5_552, bytes.count)
-            for index in position..<end {
-                a &+= UInt32(bytes[index])
-                b &+= a
-            }
-            a %= 65_521
-            b %= 65_521
-            position = end
-        }
-        return (b << 16) | a
+    /// Adler-32, the checksum that ends a zlib stream.
+    static func adler32(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return 1 }
+        return UInt32(truncatingIfNeeded: CZlib.adler32_z(1, base.assumingMemoryBound(to: UInt8.self), bytes.count))
     }
 }
