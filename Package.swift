@@ -103,6 +103,7 @@ let package = Package(
                                                          .product(name: "PropertyBased", package: "swift-property-based")]),
         .testTarget(name: "BinderGitTests", dependencies: ["BinderGit"], resources: [.copy("Fixtures")]),
         .testTarget(name: "BinderExportTests", dependencies: ["BinderExport", "BinderFormat"]),
+        .testTarget(name: "BinderSyncTests", dependencies: ["BinderSync"]),
         .testTarget(name: "BinderCLITests", dependencies: ["BinderCrypto", "BinderFormat", "BinderSystem"]),
     ],
     swiftLanguageModes: [.v6]

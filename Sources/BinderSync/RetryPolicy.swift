@@ -58,13 +58,27 @@ public struct RetryPolicy: Sendable, Equatable {
         attempts.map { failures < $0 } ?? true
     }
 
+    /// The most a bounded policy waits in all: its own schedule's waits between its tries
+    /// (15 s for five tries from 1 s), or one `longestServerWait` if that is longer. A server
+    /// asking for more (`Retry-After: 60` on each try would keep a `binder login` four
+    /// minutes) ends the tries early, with its answer. nil for the mount's unbounded policy,
+    /// which waits as long as it is asked.
+    public var totalWaitBudget: TimeInterval? {
+        attempts.map { attempts in
+            max((1..<max(attempts, 1)).reduce(0) { $0 + delay(afterFailure: $1) }, Self.longestServerWait)
+        }
+    }
+
     /// Runs `body` until it succeeds, throws an error that is not `isTransient`, or the tries
-    /// run out; sleeps the thread between tries (callers are the command's and the sync's own
-    /// threads, never a FUSE callback). `onRetry` hears each failure that is retried and the
-    /// wait before the next try (the server's own when it sent `Retry-After`).
+    /// (or `totalWaitBudget`) run out; sleeps the thread between tries (callers are the
+    /// command's and the sync's own threads, never a FUSE callback). `onRetry` hears each
+    /// failure that is retried and the wait before the next try (the server's own when it
+    /// sent `Retry-After`); `sleep` is the wait itself (a recorder in unit tests).
     public func run<T>(_ body: () throws(SyncError) -> T,
-                       onRetry: (SyncError, TimeInterval) -> Void = { _, _ in }) throws(SyncError) -> T {
+                       onRetry: (SyncError, TimeInterval) -> Void = { _, _ in },
+                       sleep: (TimeInterval) -> Void = { Thread.sleep(forTimeInterval: $0) }) throws(SyncError) -> T {
         var failures = 0
+        var waited: TimeInterval = 0
         while true {
             do {
                 return try body()
@@ -72,8 +86,10 @@ public struct RetryPolicy: Sendable, Equatable {
                 failures += 1
                 guard error.isTransient, allowsRetry(afterFailure: failures) else { throw error }
                 let wait = delay(after: error, failures: failures)
+                if let budget = totalWaitBudget, waited + wait > budget + 0.001 { throw error }
+                waited += wait
                 onRetry(error, wait)
-                Thread.sleep(forTimeInterval: wait)
+                sleep(wait)
             }
         }
     }
