@@ -55,14 +55,14 @@ extension GitRepository {
             let (above, name) = Self.split(folder)
             guard let container = original[above],
                   let entry = RawTree.find(Array(name.utf8), isTree: true, in: container.bytes), entry.exists,
-                  let bytes = try treeBytesLocked(entry.id!) else { return nil }
-            original[folder] = (entry.id!, bytes)
+                  let id = entry.id, let bytes = try treeBytesLocked(id) else { return nil }
+            original[folder] = (id, bytes)
         }
 
         // New trees, bottom up: the folder's files spliced in, then its changed subfolders.
         var written: [String: (id: ObjectID, bytes: [UInt8])] = [:]
         for folder in folders.sorted(by: { Self.depth($0) > Self.depth($1) }) {
-            var bytes = original[folder]!.bytes
+            guard var bytes = original[folder]?.bytes else { return nil }
             for write in writes where write.folder == folder {
                 let name = Array(write.name.utf8)
                 // A folder of that name: not a plain write (the general path refuses it).
@@ -76,7 +76,8 @@ extension GitRepository {
             written[folder] = (try Self.hash(bytes, GIT_OBJECT_TREE, "hash tree"), bytes)
         }
 
-        let commitBytes = try commitObject(tree: written[""]!.id, parent: parent, message: message, author: author)
+        guard let root = written[""] else { return nil }
+        let commitBytes = try commitObject(tree: root.id, parent: parent, message: message, author: author)
         let commitID = try Self.hash(commitBytes, GIT_OBJECT_COMMIT, "hash commit")
 
         // What the repository lacks (an unchanged folder, a blob saved before: not again).
