@@ -173,9 +173,16 @@ extension GitRepository {
 
     /// The id `bytes` get as a blob (nothing is written).
     public static func blobID(of bytes: [UInt8]) throws(GitError) -> ObjectID {
+        try objectID(of: bytes, type: GIT_OBJECT_BLOB, "hash blob")
+    }
+
+    /// The id git gives `bytes` as an object of `type` (libgit2 hashes the header and content).
+    static func objectID(of bytes: [UInt8], type: git_object_t, _ operation: String) throws(GitError) -> ObjectID {
         _ = LibGit2.ready
         var oid = git_oid()
-        try check(bytes.withUnsafeBytes { git_odb_hash(&oid, $0.baseAddress, $0.count, GIT_OBJECT_BLOB) }, "hash blob")
+        // An empty buffer may have no address; libgit2 reads none of it, but wants a pointer.
+        try check(bytes.withUnsafeBytes { git_odb_hash(&oid, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), $0.count, type) },
+                  operation)
         return ObjectID(&oid)
     }
 

@@ -73,12 +73,12 @@ extension GitRepository {
                 guard RawTree.upsert(Array(Self.split(child).name.utf8), mode: "40000", id: tree.id, isTree: true,
                                      in: &bytes) else { return nil }
             }
-            written[folder] = (try Self.hash(bytes, GIT_OBJECT_TREE, "hash tree"), bytes)
+            written[folder] = (try Self.objectID(of: bytes, type: GIT_OBJECT_TREE, "hash tree"), bytes)
         }
 
         guard let root = written[""] else { return nil }
         let commitBytes = try commitObject(tree: root.id, parent: parent, message: message, author: author)
-        let commitID = try Self.hash(commitBytes, GIT_OBJECT_COMMIT, "hash commit")
+        let commitID = try Self.objectID(of: commitBytes, type: GIT_OBJECT_COMMIT, "hash commit")
 
         // What the repository lacks (an unchanged folder, a blob saved before: not again).
         var objects: [PackObject] = []
@@ -137,13 +137,6 @@ extension GitRepository {
         guard size > 0, let data = git_odb_object_data(object.pointer) else { return [] }
         let bytes = [UInt8](UnsafeRawBufferPointer(start: data, count: size))
         return RawTree.isRegular(bytes) ? bytes : nil
-    }
-
-    private static func hash(_ bytes: [UInt8], _ type: git_object_t, _ operation: String) throws(GitError) -> ObjectID {
-        var oid = git_oid()
-        try check(bytes.withUnsafeBytes { git_odb_hash(&oid, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), $0.count, type) },
-                  operation)
-        return ObjectID(&oid)
     }
 
     /// A name this path writes without asking libgit2 whether git accepts it: printable, not
