@@ -37,13 +37,26 @@ final class Committer: Sendable {
     /// How often a plan is made again when `main` moved under it before giving up.
     static let attempts = 3
 
-    /// Commits since the last repack, and whether one is running. Each commit writes a small
-    /// pack (its blob, the trees on its path, the commit); every `foldEvery` commits the small
-    /// packs are folded into one, and every `repackEvery` commits everything is repacked, on a
-    /// thread of its own (see `repackWhenDue`).
-    let repacking: Mutex<(commits: Int, running: Bool)>
-    static let repackEvery = 1_000
+    /// Packing after commits (see `packWhenDue`). Guarded by `packing`.
+    struct PackingState {
+        /// Commits since the last fold started.
+        var commits = 0
+        /// The next packing must be a full repack (a binder full of loose objects).
+        var repackNext: Bool
+        var repacking = false
+        /// Folds running, and the packs they roll (no two folds take the same pack).
+        var folds = 0
+        var claimed: Set<String> = []
+    }
+    let packing: Mutex<PackingState>
+    /// Each commit writes a small pack (its blob, the trees on its path, the commit); every
+    /// `foldEvery` commits the packs are folded geometrically (`GitRepository.foldPacks`).
     static let foldEvery = 32
+    /// Folds at once: a long one rolling the large packs, and one keeping up with the saves.
+    static let foldsAtOnce = 2
+    /// Loose objects (estimated) past which the first save repacks everything instead: a binder
+    /// imported file by file before saves wrote packs.
+    static let looseForRepack = 1_000
 
     init(repository: GitRepository, key: NIP44.ConversationKey, logger: Logger, branch: String, author: Signature,
          listings: ListingCache) {
@@ -54,49 +67,72 @@ final class Committer: Sendable {
         authorName = author.name
         authorEmail = author.email
         self.listings = listings
-        repacking = Mutex((Self.commitsSinceRepack(gitDirectory: repository.gitDirectory), false))
+        packing = Mutex(PackingState(repackNext: Self.estimatedLooseObjects(gitDirectory: repository.gitDirectory) >= Self.looseForRepack))
     }
 
-    /// About how many commits' loose objects the repository holds: a binder imported file by
-    /// file before repacking existed is repacked at its first save, not a thousand saves later.
-    /// (Loose objects spread evenly over the 256 `objects/xx` folders; one folder is counted.)
-    private static func commitsSinceRepack(gitDirectory: String) -> Int {
+    /// About how many loose objects the repository holds. (They spread evenly over the 256
+    /// `objects/xx` folders; one folder is counted.)
+    private static func estimatedLooseObjects(gitDirectory: String) -> Int {
         let sample = (try? FileManager.default.contentsOfDirectory(atPath: gitDirectory + "/objects/00"))?.count ?? 0
-        return sample * 256 / 4
+        return sample * 256
     }
 
-    /// Whether a fold or a full repack is due after this commit.
-    enum PackWork { case fold, repack }
+    /// A packing job started by `packWhenDue`.
+    private enum PackJob { case repack, fold(FoldPlan) }
 
-    /// Counts a commit; every `foldEvery` commits folds the small packs, every `repackEvery`
-    /// repacks, on a thread of its own, through a second instance of the repository, so that
-    /// saves go on meanwhile (both remove only what their durable new pack holds: a kill at any
-    /// point loses nothing). One runs at a time; a fold due meanwhile waits for the next turn.
-    private func repackWhenDue() {
-        let due = repacking.withLock { state -> PackWork? in
-            state.commits += 1
-            guard !state.running else { return nil }
-            if state.commits >= Self.repackEvery {
-                state = (0, true)
+    /// Counts a commit; every `foldEvery` commits folds the packs (or, the first time in a
+    /// binder full of loose objects, repacks everything), on a thread of its own, through a
+    /// second instance of the repository, so that saves go on meanwhile (both remove only what
+    /// their durable new pack holds: a kill at any point loses nothing). While a fold rolls the
+    /// large packs, a second one may roll the small packs written meanwhile; a fold that came
+    /// due while two ran starts when one ends, so packs do not pile up behind a long fold.
+    private func packWhenDue(countingACommit: Bool = true) {
+        let job = packing.withLock { state -> PackJob? in
+            if countingACommit { state.commits += 1 }
+            guard !state.repacking else { return nil }
+            if state.repackNext {
+                guard state.folds == 0 else { return nil }
+                state.repackNext = false
+                state.repacking = true
+                state.commits = 0
                 return .repack
             }
-            guard state.commits % Self.foldEvery == 0 else { return nil }
-            state.running = true
-            return .fold
+            guard state.commits >= Self.foldEvery, state.folds < Self.foldsAtOnce else { return nil }
+            // A few small reads (pack index headers, the loose objects' folders).
+            let plan = repository.foldPlan(skipping: state.claimed)
+            state.commits = 0
+            guard !plan.isEmpty else { return nil }
+            state.folds += 1
+            state.claimed.formUnion(plan.packs)
+            return .fold(plan)
         }
-        guard let due else { return }
+        guard let job else { return }
         let path = repository.gitDirectory
         Thread.detachNewThread { [self] in
             do {
                 let repository = try GitRepository.open(path: path)
-                let result = due == .repack ? try repository.repack() : try repository.foldSmallPacks()
-                logger.info(due == .repack ? "repacked" : "folded small packs",
-                            metadata: ["objects": "\(result.objects)", "loose removed": "\(result.looseRemoved)",
-                                       "packs removed": "\(result.packsRemoved)"])
+                let result: RepackResult
+                switch job {
+                case .repack: result = try repository.repack()
+                case .fold(let plan): result = try repository.fold(plan)
+                }
+                if result.objects > 0 {
+                    logger.info("packed", metadata: ["objects": "\(result.objects)", "loose removed": "\(result.looseRemoved)",
+                                                     "packs removed": "\(result.packsRemoved)"])
+                }
             } catch {
-                logger.warning("repack failed (the objects stay where they are): \(error)")
+                logger.warning("packing failed (the objects stay where they are): \(error)")
             }
-            repacking.withLock { $0.running = false }
+            packing.withLock { state in
+                switch job {
+                case .repack: state.repacking = false
+                case .fold(let plan):
+                    state.folds -= 1
+                    state.claimed.subtract(plan.packs)
+                }
+            }
+            // Commits made meanwhile may have made the next fold due already.
+            packWhenDue(countingACommit: false)
         }
     }
 
@@ -117,7 +153,7 @@ final class Committer: Sendable {
                     try adopt(commitOnTop: id, changes: changes)
                     hooks.withLock { $0 }.onCommit?(id)
                     followInWorkTree(changes)
-                    repackWhenDue()
+                    packWhenDue()
                     logger.debug("committed", metadata: ["message": "\(planned.message)", "paths": "\(changes.map(\.path))"])
                     return id
                 } catch let error as GitError where error.isConcurrentUpdate && attempt < Self.attempts {

@@ -21,7 +21,7 @@ struct PackObject {
 /// (docs/BENCHMARKS.md, "Issue 13: a save's fixed cost").
 ///
 /// Objects are stored, not compressed (zlib streams of stored deflate blocks): they are
-/// ciphertext, which barely compresses, and trees, which `foldSmallPacks` and `repack`
+/// ciphertext, which barely compresses, and trees, which `foldPacks` and `repack`
 /// compress off the save path. The pack holds no deltas, so it is complete in itself and
 /// stock git reads it (`git verify-pack`, `index-pack`, `fsck`: `PackWriterTests`).
 enum PackWriter {

@@ -11,12 +11,20 @@ public struct RepackResult: Sendable, Equatable {
     public var packsRemoved: Int
 }
 
+/// Packs and loose objects a fold rolls into one pack (`GitRepository.foldPlan`).
+public struct FoldPlan: Sendable, Equatable {
+    /// The packs' index files.
+    public var packs: [String]
+    var loose: [ObjectID]
+    public var isEmpty: Bool { packs.isEmpty && loose.isEmpty }
+}
+
 extension GitRepository {
     /// Packs every object reachable from the references (and HEAD) into one new pack, then
     /// removes the loose objects and older packs that pack holds.
     ///
-    /// Saves write one small pack each (`commitChanges`), folded now and then
-    /// (`foldSmallPacks`); other writers (merges, `binder new`) write loose objects. A full
+    /// Saves write one small pack each (`commitChanges`), folded now and then (`foldPacks`);
+    /// other writers (merges, `binder new`) write loose objects. A full
     /// repack stores everything delta-compressed in two files (ten thousand saves as loose
     /// objects left 486 MB for 126 MB of content).
     ///
@@ -70,32 +78,51 @@ extension GitRepository {
         }
     }
 
-    /// Folds the small packs (each commit writes one: `commitChanges`) into one pack, then
-    /// removes those the new pack holds entirely. Cheaper than `repack` (it reads only the
-    /// small packs, not the history), it keeps the number of packs low between full repacks:
-    /// every pack costs a lookup that misses, a file descriptor and two mappings.
+    /// Folds packs geometrically (as `git repack --geometric=2`): the smallest packs, and the
+    /// loose objects, are rolled into one new pack until every pack left holds at least twice
+    /// the objects of all smaller ones together. Each commit writes a small pack
+    /// (`commitChanges`) and calls for a fold now and then, so the repository keeps a number of
+    /// packs logarithmic in its size, and each object is rewritten a logarithmic number of
+    /// times, where folding only small packs and repacking everything every thousand commits
+    /// fell behind a fast writer (1,599 packs after 10,000 saves; docs/BENCHMARKS.md).
     ///
     /// Crash safety is `repack`'s: the new pack is durable before anything is removed, and a
-    /// pack is removed only when the new one holds all its objects (a pack a commit is writing
-    /// now is either not listed yet or whole). Holds this instance's lock throughout.
-    public func foldSmallPacks() throws(GitError) -> RepackResult {
-        try locked { () throws(GitError) in
-            let packDirectory = gitDirectory + "/objects/pack"
-            let small = Self.packIndexes(in: packDirectory).filter { index in
-                var info = stat()
-                let stem = String(index.dropLast(4))
-                return stat(stem + ".pack", &info) == 0 && Int(info.st_size) < Self.smallPackBytes
-                    && !FileManager.default.fileExists(atPath: stem + ".keep")
-            }
-            guard small.count >= 2 else { return RepackResult(objects: 0, looseRemoved: 0, packsRemoved: 0) }
+    /// pack or loose object is removed only when the new pack holds it (a pack a commit is
+    /// writing now is either not listed yet or whole: its index is renamed in last). Unlike
+    /// `repack` it does not walk history, so unreachable objects stay (they are rare: a save
+    /// that lost a race). Holds this instance's lock throughout.
+    public func foldPacks() throws(GitError) -> RepackResult {
+        try fold(foldPlan())
+    }
 
+    /// What `fold` is to roll into one pack: `foldPacks`'s choice among the packs not in
+    /// `claimed` (those another fold is rolling now: two folds at once never pick the same
+    /// pack, so a long fold of the large packs does not hold back the small ones).
+    public func foldPlan(skipping claimed: Set<String> = []) -> FoldPlan {
+        let packDirectory = gitDirectory + "/objects/pack"
+        let packs = Self.packIndexes(in: packDirectory).filter { !claimed.contains($0) }.compactMap { index -> (index: String, objects: Int)? in
+            guard !FileManager.default.fileExists(atPath: String(index.dropLast(4)) + ".keep"),
+                  let objects = Self.objectCount(ofIndex: index) else { return nil }
+            return (index, objects)
+        }.sorted { $0.objects < $1.objects }
+        let loose = Self.looseObjectIDs(in: gitDirectory + "/objects")
+        let rolled = Self.geometricRollUp(packs.map(\.objects), extra: loose.count)
+        guard rolled >= 2 || !loose.isEmpty else { return FoldPlan(packs: [], loose: []) }
+        return FoldPlan(packs: packs.prefix(rolled).map(\.index), loose: loose)
+    }
+
+    /// Rolls the plan's packs and loose objects into one new pack (see `foldPacks`).
+    public func fold(_ plan: FoldPlan) throws(GitError) -> RepackResult {
+        guard !plan.isEmpty else { return RepackResult(objects: 0, looseRemoved: 0, packsRemoved: 0) }
+        return try locked { () throws(GitError) in
+            let packDirectory = gitDirectory + "/objects/pack"
             var builderPointer: OpaquePointer?
             try check(git_packbuilder_new(&builderPointer, repo.pointer), "start a pack")
             let builder = PackBuilderHandle(builderPointer!)
             _ = git_packbuilder_set_threads(builder.pointer, 1)
             var folded: [String] = []
-            for index in small {
-                // A pack that cannot be opened (its `.pack` not renamed in yet) is left alone.
+            for index in plan.packs {
+                // A pack that cannot be opened (removed meanwhile) is left alone.
                 guard let pack = try? Self.onePackDatabase(index), let ids = Self.objectIDs(in: pack) else { continue }
                 for id in ids {
                     var oid = id.oid
@@ -103,8 +130,14 @@ extension GitRepository {
                 }
                 folded.append(index)
             }
+            for id in plan.loose {
+                var oid = id.oid
+                // One removed meanwhile (packed by the other fold, or pruned) is left out.
+                guard git_odb_exists(odb.pointer, &oid) == 1 else { continue }
+                try check(git_packbuilder_insert(builder.pointer, &oid, nil), "add \(id) to the pack")
+            }
             let objects = git_packbuilder_object_count(builder.pointer)
-            guard folded.count >= 2, objects > 0 else { return RepackResult(objects: 0, looseRemoved: 0, packsRemoved: 0) }
+            guard objects > 0 else { return RepackResult(objects: 0, looseRemoved: 0, packsRemoved: 0) }
             try check(git_packbuilder_write(builder.pointer, packDirectory, 0, nil, nil), "write pack")
             guard let namePointer = git_packbuilder_name(builder.pointer) else {
                 throw GitError.failed(operation: "write pack", code: .other(-1), message: "the new pack has no name")
@@ -116,15 +149,57 @@ extension GitRepository {
                 Self.removePack(index)
                 packsRemoved += 1
             }
+            let looseRemoved = plan.loose.isEmpty ? 0 : Self.removeLoose(in: gitDirectory + "/objects", heldBy: packed)
             _ = git_odb_refresh(odb.pointer)
-            return RepackResult(objects: Int(objects), looseRemoved: 0, packsRemoved: packsRemoved)
+            return RepackResult(objects: Int(objects), looseRemoved: looseRemoved, packsRemoved: packsRemoved)
         }
     }
 
-    /// Packs under this size are folded by `foldSmallPacks`: a save's pack is its record and
-    /// the trees on its path (30 KB in a folder of 1,000 records), a fold of 32 of them about
-    /// a megabyte. A full repack's pack is larger and is not read again by every fold.
-    static let smallPackBytes = 1 << 20
+    /// How many of the packs (object counts, smallest first) a geometric fold rolls into one,
+    /// with `extra` objects (the loose ones) joining the roll: git's rule with factor 2. From
+    /// the largest pack down, find the first pack that holds less than twice the one below it;
+    /// it and all smaller ones roll up; then each next larger pack joins while it holds less
+    /// than twice what is rolled. 0 when the packs already form the progression.
+    static func geometricRollUp(_ counts: [Int], extra: Int = 0) -> Int {
+        var split = 0
+        if counts.count >= 2 {
+            for i in stride(from: counts.count - 1, through: 1, by: -1) where counts[i] < 2 * counts[i - 1] {
+                split = i + 1
+                break
+            }
+        }
+        var rolled = extra + counts.prefix(split).reduce(0, +)
+        guard split > 0 || extra > 0 else { return 0 }
+        while split < counts.count, counts[split] < 2 * rolled {
+            rolled += counts[split]
+            split += 1
+        }
+        return split
+    }
+
+    /// The number of objects a pack index (version 2) lists: the last entry of its fan-out
+    /// table. Nil when the file is not a version 2 index.
+    static func objectCount(ofIndex index: String) -> Int? {
+        guard let handle = FileHandle(forReadingAtPath: index) else { return nil }
+        defer { try? handle.close() }
+        guard let header = try? handle.read(upToCount: 8 + 256 * 4), header.count == 8 + 256 * 4,
+              Array(header.prefix(8)) == [0xFF, 0x74, 0x4F, 0x63, 0, 0, 0, 2] else { return nil }
+        return header.suffix(4).reduce(0) { $0 << 8 | Int($1) }
+    }
+
+    /// Every loose object's id (`objects/xx/yyyy…`).
+    static func looseObjectIDs(in objects: String) -> [ObjectID] {
+        let fileManager = FileManager.default
+        var ids: [ObjectID] = []
+        for directory in (try? fileManager.contentsOfDirectory(atPath: objects)) ?? []
+        where directory.count == 2 && directory.allSatisfy(\.isHexDigit) {
+            for name in (try? fileManager.contentsOfDirectory(atPath: objects + "/" + directory)) ?? []
+            where name.count == 38 && name.allSatisfy(\.isHexDigit) {
+                if let id = ObjectID(hex: directory + name) { ids.append(id) }
+            }
+        }
+        return ids
+    }
 
     /// Every object id in `database`; nil when it cannot be listed.
     static func objectIDs(in database: OdbHandle) -> [ObjectID]? {

@@ -6,9 +6,49 @@ import Foundation
 import Logging
 import XCTest
 
-/// The committer repacks in the background: a binder holding thousands of loose objects is
-/// repacked after its next save, and saves go on meanwhile.
+/// The committer packs in the background: a binder holding thousands of loose objects is
+/// repacked after its next save, packs are folded so that they stay few however fast saves
+/// come, and saves go on meanwhile.
 final class RepackTriggerTests: XCTestCase {
+    /// 3,000 saves as fast as the committer takes them (spread over ten folders, as an import
+    /// writes): the folds keep up, so the pack count stays low all along, not only at the end.
+    /// (Folding only small packs and repacking everything every 1,000 commits left 1,599 packs
+    /// after 10,000 saves: the repack took longer than the saves it waited for.)
+    func testThousandsOfFastSavesLeaveFewPacks() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("binder-folds-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = try NIP44.ConversationKey(selfOf: try SecretKey.generate())
+        _ = try BinderCreator.create(at: directory.path, key: key, patientName: "Test Patient", dateOfBirth: nil,
+                                     author: Signature(name: "t", email: "t@t"))
+        let repository = try GitRepository.open(path: directory.path)
+        let view = try BinderView(repository: repository, key: key, logger: Logger(label: "test"))
+        for folder in 0..<10 { try view.makeDirectory("folder\(folder)") }
+        var most = 0
+        for i in 0..<3_000 {
+            let body = "# Record \(i)\n\n" + String(repeating: "Line \(i) of a record.\n", count: 20)
+            try view.store("folder\(i % 10)/record-\(i).md", content: Array(body.utf8))
+            if i % 50 == 0 { most = max(most, repository.packCount()) }
+        }
+        // The last fold may still run; it ends on its own.
+        var waited = 0
+        while repository.packCount() > 45 && waited < 600 {
+            Thread.sleep(forTimeInterval: 0.1)
+            waited += 1
+        }
+        most = max(most, repository.packCount())
+        XCTAssertLessThan(most, 100, "packs piled up during the saves")
+        // Geometric folds leave about log2(objects) packs, plus the saves since the last fold.
+        XCTAssertLessThanOrEqual(repository.packCount(), 45)
+        XCTAssertEqual(try view.list("folder3").filter { $0.name.hasSuffix(".md") }.count, 300)
+
+        let fsck = Process()
+        fsck.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        fsck.arguments = ["git", "--git-dir=\(repository.gitDirectory)", "fsck", "--strict", "--no-progress", "--no-dangling"]
+        try fsck.run()
+        fsck.waitUntilExit()
+        XCTAssertEqual(fsck.terminationStatus, 0)
+    }
+
     func testASaveInABinderFullOfLooseObjectsStartsARepack() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("binder-repack-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }

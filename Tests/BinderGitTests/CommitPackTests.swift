@@ -70,7 +70,7 @@ final class CommitPackTests: XCTestCase {
         var tip: ObjectID?
         for i in 0..<40 { tip = try save(repo, i, onto: tip) }
         XCTAssertEqual(try counts(path).packs, 40)
-        let result = try GitRepository.open(path: path).foldSmallPacks()
+        let result = try GitRepository.open(path: path).foldPacks()
         XCTAssertEqual(result.packsRemoved, 40)
         XCTAssertEqual(try counts(path).packs, 1)
         try assertRepositoryComplete(path, tip: tip!, commits: 40)
@@ -80,6 +80,52 @@ final class CommitPackTests: XCTestCase {
         XCTAssertEqual(try repo.repack().packsRemoved, 6)
         XCTAssertEqual(try counts(path).packs, 1)
         try assertRepositoryComplete(path, tip: tip!, commits: 45)
+    }
+
+    /// Which packs a geometric fold rolls up (object counts, smallest first; loose objects
+    /// join the roll). A row per case; add one for a case you meet.
+    func testGeometricRollUpTable() {
+        let rows: [(counts: [Int], loose: Int, rolled: Int, line: UInt)] = [
+            ([], 0, 0, #line),
+            ([5], 0, 0, #line),                       // one pack: nothing to fold
+            ([5], 3, 1, #line),                       // loose objects join the one pack
+            ([5, 5], 0, 2, #line),
+            ([5, 5, 5, 5], 0, 4, #line),              // a fold's worth of saves
+            ([5, 10, 20, 40], 0, 0, #line),           // already a progression
+            ([5, 5, 1_000], 0, 2, #line),             // the big pack stays
+            (Array(repeating: 5, count: 32) + [160, 1_000], 0, 33, #line),  // 160 < 2 x 160 joins
+            (Array(repeating: 5, count: 32) + [480, 1_000], 0, 32, #line),  // 480 >= 2 x 160 stays
+            (Array(repeating: 5, count: 32) + [160, 320, 1_000], 0, 35, #line),  // 160, 320, 640 all join
+            ([6, 100, 300], 0, 0, #line),             // 300 >= 200, 100 >= 12
+            ([90, 100, 300], 0, 3, #line),            // 100 < 180: both roll; 300 < 380 joins
+            ([50, 1_000], 400, 1, #line),             // 450 loose and small: 1,000 >= 900 stays
+        ]
+        for row in rows {
+            XCTAssertEqual(GitRepository.geometricRollUp(row.counts, extra: row.loose), row.rolled, "\(row.counts) + \(row.loose)", line: row.line)
+        }
+    }
+
+    /// Folding after every 32 saves keeps packs logarithmic; loose objects are packed too.
+    func testRepeatedFoldsKeepPacksFewAndPackLooseObjects() throws {
+        let tmp = try TemporaryDirectory()
+        let path = tmp.sub("r.git")
+        let repo = try GitRepository.create(path: path, bare: true)
+        var tip: ObjectID?
+        for i in 0..<640 {
+            tip = try save(repo, i, onto: tip)
+            if i % 32 == 31 { _ = try GitRepository.open(path: path).foldPacks() }
+        }
+        XCTAssertLessThanOrEqual(try counts(path).packs, 8, "640 saves folded 20 times")
+        try assertRepositoryComplete(path, tip: tip!, commits: 640)
+        // A loose object (as a merge or stock git writes) is packed by the next fold.
+        let loose = try XCTUnwrap(ObjectID(hex: String(decoding: try gitData(["hash-object", "-w", "--stdin"], in: path, input: Data("loose\n".utf8)),
+                                                      as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)))
+        XCTAssertEqual(try counts(path).loose, 1)
+        let result = try GitRepository.open(path: path).foldPacks()
+        XCTAssertEqual(result.looseRemoved, 1)
+        XCTAssertEqual(try counts(path).loose, 0)
+        XCTAssertEqual(try repo.readBlob(loose), Array("loose\n".utf8))
+        try assertRepositoryComplete(path, tip: tip!, commits: 640)
     }
 
     /// kill -9 of a process committing in a loop, at many points: every commit it had
@@ -93,7 +139,7 @@ final class CommitPackTests: XCTestCase {
                                                acknowledgements: { 3 + $0 }, delay: { UInt32(1_000 * ($0 * 3 % 11)) }) { child, round, i, parent in
             // Fold now and then, so that some kills land in a fold.
             let id = try self.save(child, 1_000 * (round + 1) + i, onto: parent)
-            if i % 7 == 6 { _ = try? child.foldSmallPacks() }
+            if i % 7 == 6 { _ = try? child.foldPacks() }
             return id
         }
         XCTAssertGreaterThan(total, 8)

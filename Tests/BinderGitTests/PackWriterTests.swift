@@ -109,7 +109,7 @@ final class PackWriterTests: XCTestCase {
             return -1
         }
         XCTAssertGreaterThan(try sizeInPack(), 144_000)
-        XCTAssertGreaterThan(try GitRepository.open(path: spliced.gitDirectory).foldSmallPacks().packsRemoved, 1)
+        XCTAssertGreaterThan(try GitRepository.open(path: spliced.gitDirectory).foldPacks().packsRemoved, 1)
         XCTAssertLessThan(try sizeInPack(), 10_000)
         // A file where a folder is, and a blob the repository lacks, are refused as before.
         let blob = try GitRepository.blobID(of: Array("x".utf8))
