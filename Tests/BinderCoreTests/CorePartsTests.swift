@@ -54,6 +54,61 @@ final class CorePartsTests: XCTestCase {
         XCTAssertEqual(bytes(shared), Array("abcdefgh".utf8), "the shared content is never changed")
     }
 
+    // MARK: PlaintextCache
+
+    /// The cache against a plain model of least-recently-used eviction, over a seeded stream of
+    /// gets and puts of varied sizes: the same entries held, the same bytes, the bound kept.
+    func testPlaintextCacheEvictsTheLeastRecentlyUsedLikeAModel() throws {
+        let capacity = 1_000
+        let cache = PlaintextCache(capacity: capacity)
+        var model: [(key: Int, size: Int)] = []  // least recently used first
+        var seed: UInt64 = 42
+        // A repeatable stream (Knuth's MMIX linear congruential generator, high bits).
+        func next() -> UInt64 {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return seed >> 33
+        }
+        func source(_ key: Int) -> Node.Source {
+            .document(blob: ObjectID(hex: String(format: "%040x", key))!)
+        }
+        for step in 0..<20_000 {
+            let key = Int(next() % 64)
+            if next() % 3 == 0 {
+                let size = Int(next() % 300) + 1
+                let bytes = try SecureBytes(copying: [UInt8](repeating: UInt8(truncatingIfNeeded: key), count: size))
+                cache.put(source(key), bytes)
+                model.removeAll { $0.key == key }
+                var total = model.reduce(0) { $0 + $1.size }
+                while total + size > capacity, !model.isEmpty { total -= model.removeFirst().size }
+                model.append((key, size))
+            } else {
+                let got = cache.get(source(key))
+                if let index = model.firstIndex(where: { $0.key == key }) {
+                    let entry = model.remove(at: index)
+                    model.append(entry)
+                    XCTAssertEqual(got?.count, entry.size, "step \(step)")
+                    XCTAssertEqual(got?.copyBytes().first, UInt8(truncatingIfNeeded: key), "step \(step)")
+                } else {
+                    XCTAssertNil(got, "step \(step): key \(key) should have been evicted")
+                }
+            }
+            let usage = cache.usage
+            XCTAssertEqual(usage.entries, model.count, "step \(step)")
+            XCTAssertEqual(usage.bytes, model.reduce(0) { $0 + $1.size }, "step \(step)")
+            XCTAssertLessThanOrEqual(usage.bytes, capacity)
+        }
+        // Larger than the whole cache: not kept, nothing evicted for it.
+        let before = cache.usage
+        cache.put(source(999), try SecureBytes(copying: [UInt8](repeating: 1, count: capacity + 1)))
+        XCTAssertNil(cache.get(source(999)))
+        XCTAssertEqual(cache.usage.entries, before.entries)
+        cache.removeAll()
+        XCTAssertEqual(cache.usage.entries, 0)
+        XCTAssertEqual(cache.usage.bytes, 0)
+        cache.put(source(1), try SecureBytes(copying: [1, 2, 3]))
+        XCTAssertEqual(cache.get(source(1))?.copyBytes(), [1, 2, 3])
+    }
+
     // MARK: ScratchNames
 
     func testScratchNames() {
