@@ -96,7 +96,8 @@ let package = Package(
         .executableTarget(name: "binder-bench", dependencies: ["BinderCrypto"]),
 
         .testTarget(name: "BinderCryptoTests", dependencies: ["BinderCrypto"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "BinderFormatTests", dependencies: ["BinderFormat"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "BinderFormatTests", dependencies: ["BinderFormat", .product(name: "Yams", package: "Yams")],
+                    resources: [.copy("Fixtures")]),
         .testTarget(name: "BinderCoreTests", dependencies: ["BinderCore", "BinderCrypto", "BinderFormat", "BinderGit",
                                                          .product(name: "Logging", package: "swift-log"),
                                                          .product(name: "SystemPackage", package: "swift-system"),

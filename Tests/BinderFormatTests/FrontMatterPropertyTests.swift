@@ -1,4 +1,5 @@
 import Testing
+import Yams
 @testable import BinderFormat
 
 /// `parse(render(m, v)) == (m, v)` over generated metadata of every JSON shape and
@@ -42,6 +43,34 @@ import Testing
             #expect(reread == document)
             let parsed = try FrontMatter.parse(FrontMatter.render(reread).bytes)
             #expect(MedicalDocument(value: parsed.value, metadata: try #require(parsed.metadata)) == document)
+        }
+    }
+}
+
+@Suite struct ExplicitScalarTagsTests {
+    /// The same tree with every tag implicit, as Yams builds it from text.
+    static func implicit(_ node: Node) -> Node {
+        switch node {
+        case let .scalar(scalar): return Node(scalar.string, .implicit, scalar.style)
+        case let .sequence(sequence): return Node(sequence.map(implicit), .implicit, sequence.style)
+        case let .mapping(mapping): return Node(mapping.map { (implicit($0.key), implicit($0.value)) }, .implicit, mapping.style)
+        case .alias: return node
+        }
+    }
+
+    /// Scalars are built with the tag they resolve to, so that Yams' emitter does not run its
+    /// resolver's regular expressions; libyaml drops the tag either way. The text must be
+    /// byte for byte what implicit tags give.
+    @Test func explicitTagsWriteTheSameTextAsImplicitOnes() throws {
+        var random = SeededGenerator(seed: 0x7A65)
+        for index in 0..<1_500 {
+            var generator = MetadataGenerator(random: random)
+            let metadata = generator.object(depth: 0)
+            random = generator.random
+            let node = FrontMatterYAML.node(for: .object(metadata))
+            let explicit = try Yams.serialize(node: node, indent: 2, width: -1, allowUnicode: true, lineBreak: .ln)
+            let reference = try Yams.serialize(node: Self.implicit(node), indent: 2, width: -1, allowUnicode: true, lineBreak: .ln)
+            #expect(explicit == reference, "case \(index): \(metadata.serialized())")
         }
     }
 }
