@@ -193,8 +193,11 @@ public final class BinderView: Sendable {
 
     /// True once after the size of `path`'s content was found to differ from the size its
     /// listing gave: the kernel may hold the wrong size, and must read to the end and forget it.
+    /// Asked on every open; the set is almost always empty, and then no path is normalised or hashed.
     public func takeSizeCorrection(_ path: String) -> Bool {
-        sizeCorrections.withLock { $0.remove(ViewPath.normalize(path)) != nil }
+        sizeCorrections.withLock { corrections in
+            !corrections.isEmpty && corrections.remove(ViewPath.normalize(path)) != nil
+        }
     }
 
     /// Copies up to `buffer.count` bytes from `offset`; returns how many (0 at the end).

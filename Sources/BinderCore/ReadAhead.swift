@@ -125,9 +125,10 @@ public final class ReadAhead: Sendable {
     }
 
     /// Whether `source` was read ahead and not opened since (then forgets it): the reader is
-    /// following the read-ahead, which should go on ahead of it.
+    /// following the read-ahead, which should go on ahead of it. Asked on every open of a
+    /// cached file: with nothing read ahead and unopened (a warm reader's case) nothing is hashed.
     func takePrefetched(_ source: Node.Source) -> Bool {
-        state.withLock { $0.prefetched.remove(source) != nil }
+        state.withLock { !$0.prefetched.isEmpty && $0.prefetched.remove(source) != nil }
     }
 
     /// Waits until a worker decrypting `source` has finished (at once if none is).

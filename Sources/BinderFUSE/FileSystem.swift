@@ -67,8 +67,9 @@ final class FileSystemContext: Sendable {
     }
 
     /// True once after each change of `path`: that open drops the kernel's pages and reads
-    /// afresh; later opens may keep what it read (until the next change).
-    func takeChanged(_ path: String) -> Bool { changedPaths.withLock { $0.remove(path) != nil } }
+    /// afresh; later opens may keep what it read (until the next change). Asked on every
+    /// read-only open: with nothing changed, the path is not hashed.
+    func takeChanged(_ path: String) -> Bool { changedPaths.withLock { !$0.isEmpty && $0.remove(path) != nil } }
 
     /// After a store: the kernel's pages and attributes of `path` are stale (the stored form
     /// has a new `updated`, normalised front matter).

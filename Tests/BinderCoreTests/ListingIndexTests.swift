@@ -210,9 +210,11 @@ final class ListingIndexTests: XCTestCase {
         defer { view.close() }
         let listed = try view.attributes("visits/visit-2.md").size
         XCTAssertEqual(listed, part.node.size - 7)
+        XCTAssertFalse(view.takeSizeCorrection("/visits/visit-2.md"), "nothing found yet")
         let text = try read(view, "visits/visit-2.md")
         XCTAssertEqual(text.count, part.node.size, "the read gives the whole content")
-        XCTAssertTrue(view.takeSizeCorrection("visits/visit-2.md"), "the kernel is to be told")
+        XCTAssertFalse(view.takeSizeCorrection("/visits/visit-1.md"), "another file")
+        XCTAssertTrue(view.takeSizeCorrection("/visits/visit-2.md"), "the kernel is to be told (a FUSE path)")
         XCTAssertFalse(view.takeSizeCorrection("visits/visit-2.md"))
         XCTAssertEqual(try view.attributes("visits/visit-2.md").size, text.count, "stat now agrees with the content")
     }
@@ -284,6 +286,28 @@ final class ListingIndexTests: XCTestCase {
         }
         XCTAssertNil(ahead.plaintext.get(try ahead.listings.node("visits/" + names[10]).source), "beyond the window")
         for (name, bytes) in zip(names, expected) { XCTAssertEqual(try read(ahead, "visits/" + name), bytes, name) }
+    }
+
+    /// An open tells whether its file was read ahead and not opened since, once (the reader
+    /// follows the read-ahead, which goes on); files not read ahead, or a view that read
+    /// nothing ahead (a warm reader's), never say so.
+    func testAFileReadAheadCountsAsPrefetchedOnceAndOthersNever() throws {
+        _ = try coldWalk()
+        let view = try makeView(readAhead: 8)
+        defer { view.close() }
+        let names = try view.list("visits").map(\.name)
+        func source(_ name: String) throws -> Node.Source { try view.listings.node("visits/" + name).source }
+        XCTAssertFalse(view.readAhead.takePrefetched(try source(names[1])), "nothing read ahead yet")
+        _ = try read(view, "visits/" + names[0])
+        waitForReadAhead(view)
+        XCTAssertTrue(view.readAhead.takePrefetched(try source(names[1])))
+        XCTAssertFalse(view.readAhead.takePrefetched(try source(names[1])), "taken once")
+        XCTAssertFalse(view.readAhead.takePrefetched(try source(names[10])), "beyond the window")
+        XCTAssertTrue(view.readAhead.takePrefetched(try source(names[8])), "the last of the window")
+        let still = try makeView(readAhead: 0)
+        defer { still.close() }
+        for name in names { _ = try read(still, "visits/" + name) }
+        XCTAssertFalse(still.readAhead.takePrefetched(try still.listings.node("visits/" + names[1]).source))
     }
 
     func waitForReadAhead(_ view: BinderView) {
