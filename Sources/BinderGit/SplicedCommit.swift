@@ -15,42 +15,62 @@ import Foundation
 /// Anything else (deletes, new folders, a file replacing a folder, names git might refuse,
 /// merges, the first commit) returns nil and takes the general path (`inOnePackLocked`).
 extension GitRepository {
+    /// A file written by a save: its folder (git path, "" for the top), name and blob.
+    private typealias SplicedWrite = (folder: String, name: String, blob: ObjectID)
+    /// An object's id and its bytes.
+    private typealias ObjectBytes = (id: ObjectID, bytes: [UInt8])
+
     /// Commits `changes` (all `.write`) onto `parent` without moving the branch; returns the
     /// new commit's id once its pack is durable, or nil when the changes are not for this path
     /// (nothing was written then). Lock held.
     func splicedCommitLocked(onto parent: ObjectID, changes: [TreeChange], message: String, author: Signature,
                              blobs: [[UInt8]]) throws(GitError) -> ObjectID? {
-        guard splicedCommitsEnabled else { return nil }
-        // Writes only, each path once, no path inside another written path.
-        var writes: [(folder: String, name: String, blob: ObjectID)] = []
+        guard splicedCommitsEnabled, let (writes, folders) = try Self.splicedWrites(changes),
+              let stored = try storedBlobs(blobs, for: writes),
+              let original = try parentTreesLocked(parent, folders: folders),
+              let written = try Self.splicedTrees(original, writes: writes, folders: folders),
+              let root = written[""] else { return nil }
+        let commitBytes = try commitObject(tree: root.id, parent: parent, message: message, author: author)
+        let commitID = try Self.objectID(of: commitBytes, type: GIT_OBJECT_COMMIT, "hash commit")
+        try writeSplicedPackLocked(blobs: stored, trees: written, commit: (commitID, commitBytes))
+        splicedCommitCount += 1
+        return commitID
+    }
+
+    /// The writes of `changes` and the folders on their paths ("" included); nil unless every
+    /// change writes a file, each path once, none inside another written path, every name plain.
+    private static func splicedWrites(_ changes: [TreeChange]) throws(GitError) -> (writes: [SplicedWrite], folders: Set<String>)? {
+        var writes: [SplicedWrite] = []
         var paths = Set<String>()
         for change in changes {
             guard case .write(let path, let blob) = change, paths.insert(path).inserted else { return nil }
-            let components = try Self.components(of: path)
-            guard components.allSatisfy(Self.isPlainName) else { return nil }
-            let folder = components.dropLast().joined(separator: "/")
-            writes.append((folder, String(components.last!), blob))
+            let components = try components(of: path)
+            guard components.allSatisfy(isPlainName), let name = components.last else { return nil }
+            writes.append((components.dropLast().joined(separator: "/"), String(name), blob))
         }
-        let folders = Set([""] + writes.flatMap { Self.ancestors(of: $0.folder.isEmpty ? "" : $0.folder + "/x") })
+        let folders = Set([""] + writes.flatMap { ancestors(of: $0.folder.isEmpty ? "" : $0.folder + "/x") })
         guard paths.isDisjoint(with: folders) else { return nil }
+        return (writes, folders)
+    }
 
-        // The blobs: those stored with the commit, or already in the repository.
+    /// The blobs stored with the commit, by id; nil when a written blob is neither among them
+    /// nor in the repository (the general path reports it).
+    private func storedBlobs(_ blobs: [[UInt8]], for writes: [SplicedWrite]) throws(GitError) -> [ObjectID: [UInt8]]? {
         var stored: [ObjectID: [UInt8]] = [:]
-        for bytes in blobs {
-            let id = try Self.blobID(of: bytes)
-            stored[id] = bytes
-        }
+        for bytes in blobs { stored[try Self.blobID(of: bytes)] = bytes }
         for write in writes where stored[write.blob] == nil {
             var oid = write.blob.oid
-            guard git_odb_exists(odb.pointer, &oid) == 1 else { return nil }  // the general path reports it
+            guard git_odb_exists(odb.pointer, &oid) == 1 else { return nil }
         }
+        return stored
+    }
 
-        // The parent's trees of the folders on the written paths, top down; each must exist.
+    /// The parent's trees of `folders`, read top down; nil when one does not exist as a folder.
+    private func parentTreesLocked(_ parent: ObjectID, folders: Set<String>) throws(GitError) -> [String: ObjectBytes]? {
         let parentCommit = try lookupCommitLocked(parent)
-        var original: [String: (id: ObjectID, bytes: [UInt8])] = [:]
         let rootID = ObjectID(git_commit_tree_id(parentCommit.pointer))
         guard let rootBytes = try treeBytesLocked(rootID) else { return nil }
-        original[""] = (rootID, rootBytes)
+        var original: [String: ObjectBytes] = ["": (rootID, rootBytes)]
         for folder in folders.sorted(by: { Self.depth($0) < Self.depth($1) }) where !folder.isEmpty {
             let (above, name) = Self.split(folder)
             guard let container = original[above],
@@ -58,47 +78,49 @@ extension GitRepository {
                   let id = entry.id, let bytes = try treeBytesLocked(id) else { return nil }
             original[folder] = (id, bytes)
         }
+        return original
+    }
 
-        // New trees, bottom up: the folder's files spliced in, then its changed subfolders.
-        var written: [String: (id: ObjectID, bytes: [UInt8])] = [:]
-        for folder in folders.sorted(by: { Self.depth($0) > Self.depth($1) }) {
+    /// The new trees, bottom up: each folder's files spliced into its bytes, then its changed
+    /// subfolders; nil when a write would replace a folder (the general path refuses it).
+    private static func splicedTrees(_ original: [String: ObjectBytes], writes: [SplicedWrite],
+                                     folders: Set<String>) throws(GitError) -> [String: ObjectBytes]? {
+        var written: [String: ObjectBytes] = [:]
+        for folder in folders.sorted(by: { depth($0) > depth($1) }) {
             guard var bytes = original[folder]?.bytes else { return nil }
             for write in writes where write.folder == folder {
                 let name = Array(write.name.utf8)
-                // A folder of that name: not a plain write (the general path refuses it).
                 if let tree = RawTree.find(name, isTree: true, in: bytes), tree.exists { return nil }
                 guard RawTree.upsert(name, mode: "100644", id: write.blob, isTree: false, in: &bytes) else { return nil }
             }
-            for (child, tree) in written where !child.isEmpty && Self.split(child).above == folder {
-                guard RawTree.upsert(Array(Self.split(child).name.utf8), mode: "40000", id: tree.id, isTree: true,
-                                     in: &bytes) else { return nil }
+            for (child, tree) in written where !child.isEmpty && split(child).above == folder {
+                guard RawTree.upsert(Array(split(child).name.utf8), mode: "40000", id: tree.id, isTree: true, in: &bytes) else { return nil }
             }
-            written[folder] = (try Self.objectID(of: bytes, type: GIT_OBJECT_TREE, "hash tree"), bytes)
+            written[folder] = (try objectID(of: bytes, type: GIT_OBJECT_TREE, "hash tree"), bytes)
         }
+        return written
+    }
 
-        guard let root = written[""] else { return nil }
-        let commitBytes = try commitObject(tree: root.id, parent: parent, message: message, author: author)
-        let commitID = try Self.objectID(of: commitBytes, type: GIT_OBJECT_COMMIT, "hash commit")
-
-        // What the repository lacks (an unchanged folder, a blob saved before: not again).
+    /// Writes what the repository lacks of the commit's objects (an unchanged folder, a blob
+    /// saved before: not again) as one durable pack, and keeps the new trees for the next save.
+    private func writeSplicedPackLocked(blobs: [ObjectID: [UInt8]], trees: [String: ObjectBytes],
+                                        commit: ObjectBytes) throws(GitError) {
         var objects: [PackObject] = []
         func add(_ id: ObjectID, _ kind: PackObject.Kind, _ content: [UInt8]) {
             var oid = id.oid
             if git_odb_exists_ext(odb.pointer, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1 { return }
             objects.append(PackObject(id: id, kind: kind, content: content))
         }
-        for (id, bytes) in stored { add(id, .blob, bytes) }
-        for (_, tree) in written { add(tree.id, .tree, tree.bytes) }
+        for (id, bytes) in blobs { add(id, .blob, bytes) }
+        for (_, tree) in trees { add(tree.id, .tree, tree.bytes) }
         GitError.clearLast()
-        objects.append(PackObject(id: commitID, kind: .commit, content: commitBytes))
+        objects.append(PackObject(id: commit.id, kind: .commit, content: commit.bytes))
         _ = try PackWriter.write(objects, into: gitDirectory + "/objects/pack")
         // Both databases find the new pack without waiting for a lookup to miss.
         _ = git_odb_refresh(odb.pointer)
         if let commitStaging { _ = git_odb_refresh(commitStaging.odb.pointer) }
         // The next save starts from these trees: kept, so that it need not read them back.
-        recentTrees = Dictionary(written.values.map { ($0.id, $0.bytes) }, uniquingKeysWith: { a, _ in a })
-        splicedCommitCount += 1
-        return commitID
+        recentTrees = Dictionary(trees.values.map { ($0.id, $0.bytes) }, uniquingKeysWith: { a, _ in a })
     }
 
     /// A commit object's bytes as libgit2's `git_commit_create` writes them (the signature
