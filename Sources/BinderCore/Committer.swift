@@ -86,27 +86,36 @@ final class Committer: Sendable {
     /// their durable new pack holds: a kill at any point loses nothing). While a fold rolls the
     /// large packs, a second one may roll the small packs written meanwhile; a fold that came
     /// due while two ran starts when one ends, so packs do not pile up behind a long fold.
-    private func packWhenDue(countingACommit: Bool = true) {
+    private func packWhenDue() {
         let job = packing.withLock { state -> PackJob? in
-            if countingACommit { state.commits += 1 }
-            guard !state.repacking else { return nil }
-            if state.repackNext {
-                guard state.folds == 0 else { return nil }
-                state.repackNext = false
-                state.repacking = true
-                state.commits = 0
-                return .repack
-            }
-            guard state.commits >= Self.foldEvery, state.folds < Self.foldsAtOnce else { return nil }
-            // A few small reads (pack index headers, the loose objects' folders).
-            let plan = repository.foldPlan(skipping: state.claimed)
-            state.commits = 0
-            guard !plan.isEmpty else { return nil }
-            state.folds += 1
-            state.claimed.formUnion(plan.packs)
-            return .fold(plan)
+            state.commits += 1
+            return nextPackJob(&state)
         }
-        guard let job else { return }
+        if let job { start(job) }
+    }
+
+    /// The packing job due now, if any, marked as running in `state` (`packing`'s, held).
+    private func nextPackJob(_ state: inout PackingState) -> PackJob? {
+        guard !state.repacking else { return nil }
+        if state.repackNext {
+            guard state.folds == 0 else { return nil }
+            state.repackNext = false
+            state.repacking = true
+            state.commits = 0
+            return .repack
+        }
+        guard state.commits >= Self.foldEvery, state.folds < Self.foldsAtOnce else { return nil }
+        // A few small reads (pack index headers, the loose objects' folders).
+        let plan = repository.foldPlan(skipping: state.claimed)
+        state.commits = 0
+        guard !plan.isEmpty else { return nil }
+        state.folds += 1
+        state.claimed.formUnion(plan.packs)
+        return .fold(plan)
+    }
+
+    /// Runs `job` on a thread of its own; when it ends, starts the next one if due.
+    private func start(_ job: PackJob) {
         let path = repository.gitDirectory
         Thread.detachNewThread { [self] in
             do {
@@ -123,18 +132,23 @@ final class Committer: Sendable {
             } catch {
                 logger.warning("packing failed (the objects stay where they are): \(error)")
             }
-            packing.withLock { state in
+            let next = packing.withLock { state -> PackJob? in
                 switch job {
                 case .repack: state.repacking = false
                 case .fold(let plan):
                     state.folds -= 1
                     state.claimed.subtract(plan.packs)
                 }
+                // Commits made meanwhile may have made the next fold due already.
+                return nextPackJob(&state)
             }
-            // Commits made meanwhile may have made the next fold due already.
-            packWhenDue(countingACommit: false)
+            if let next { start(next) }
         }
     }
+
+    /// Whether no fold or repack is running (for tests, which read the repository with stock
+    /// git only once packing is done: a fold removes packs a reader may have listed).
+    var isPackingIdle: Bool { packing.withLock { $0.folds == 0 && !$0.repacking } }
 
     /// Plans against the current snapshot and commits; on a concurrent update, reloads and
     /// plans again. Returns the commit made, or nil when the plan changed nothing.
