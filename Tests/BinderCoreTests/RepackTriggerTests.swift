@@ -10,17 +10,32 @@ import XCTest
 /// repacked after its next save, packs are folded so that they stay few however fast saves
 /// come, and saves go on meanwhile.
 final class RepackTriggerTests: XCTestCase {
+    /// A new binder in a temporary folder (the caller removes it), its key and repository.
+    private func makeBinder() throws -> (directory: URL, key: NIP44.ConversationKey, repository: GitRepository) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("binder-packing-\(UUID().uuidString)")
+        let key = try NIP44.ConversationKey(selfOf: try SecretKey.generate())
+        _ = try BinderCreator.create(at: directory.path, key: key, patientName: "Test Patient", dateOfBirth: nil,
+                                     author: Signature(name: "t", email: "t@t"))
+        return (directory, key, try GitRepository.open(path: directory.path))
+    }
+
+    /// Stock git finds the repository sound.
+    private func assertGitFsckClean(_ gitDirectory: String, line: UInt = #line) throws {
+        let fsck = Process()
+        fsck.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        fsck.arguments = ["git", "--git-dir=\(gitDirectory)", "fsck", "--strict", "--no-progress", "--no-dangling"]
+        try fsck.run()
+        fsck.waitUntilExit()
+        XCTAssertEqual(fsck.terminationStatus, 0, "git fsck", line: line)
+    }
+
     /// 3,000 saves as fast as the committer takes them (spread over ten folders, as an import
     /// writes): the folds keep up, so the pack count stays low all along, not only at the end.
     /// (Folding only small packs and repacking everything every 1,000 commits left 1,599 packs
     /// after 10,000 saves: the repack took longer than the saves it waited for.)
     func testThousandsOfFastSavesLeaveFewPacks() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("binder-folds-\(UUID().uuidString)")
+        let (directory, key, repository) = try makeBinder()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let key = try NIP44.ConversationKey(selfOf: try SecretKey.generate())
-        _ = try BinderCreator.create(at: directory.path, key: key, patientName: "Test Patient", dateOfBirth: nil,
-                                     author: Signature(name: "t", email: "t@t"))
-        let repository = try GitRepository.open(path: directory.path)
         let view = try BinderView(repository: repository, key: key, logger: Logger(label: "test"))
         for folder in 0..<10 { try view.makeDirectory("folder\(folder)") }
         var most = 0
@@ -41,21 +56,12 @@ final class RepackTriggerTests: XCTestCase {
         XCTAssertLessThanOrEqual(repository.packCount(), 45)
         XCTAssertEqual(try view.list("folder3").filter { $0.name.hasSuffix(".md") }.count, 300)
 
-        let fsck = Process()
-        fsck.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        fsck.arguments = ["git", "--git-dir=\(repository.gitDirectory)", "fsck", "--strict", "--no-progress", "--no-dangling"]
-        try fsck.run()
-        fsck.waitUntilExit()
-        XCTAssertEqual(fsck.terminationStatus, 0)
+        try assertGitFsckClean(repository.gitDirectory)
     }
 
     func testASaveInABinderFullOfLooseObjectsStartsARepack() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("binder-repack-\(UUID().uuidString)")
+        let (directory, key, repository) = try makeBinder()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let key = try NIP44.ConversationKey(selfOf: try SecretKey.generate())
-        _ = try BinderCreator.create(at: directory.path, key: key, patientName: "Test Patient", dateOfBirth: nil,
-                                     author: Signature(name: "t", email: "t@t"))
-        let repository = try GitRepository.open(path: directory.path)
         // 8,000 loose objects (unreachable, as a crashed import could leave), written the way
         // git writes them; about 31 land in each objects/xx folder.
         let script = """
@@ -96,11 +102,6 @@ final class RepackTriggerTests: XCTestCase {
         _ = try out.withUnsafeMutableBytes { try fresh.read(handle: handle, offset: 0, into: $0) }
         XCTAssertTrue(String(decoding: out, as: UTF8.self).contains("After the repack."))
 
-        let fsck = Process()
-        fsck.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        fsck.arguments = ["git", "--git-dir=\(repository.gitDirectory)", "fsck", "--strict", "--no-progress", "--no-dangling"]
-        try fsck.run()
-        fsck.waitUntilExit()
-        XCTAssertEqual(fsck.terminationStatus, 0)
+        try assertGitFsckClean(repository.gitDirectory)
     }
 }
