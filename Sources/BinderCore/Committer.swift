@@ -78,7 +78,7 @@ final class Committer: Sendable {
     }
 
     /// A packing job started by `packWhenDue`.
-    private enum PackJob { case repack, fold(FoldPlan) }
+    private enum PackJob { case repack, fold }
 
     /// Counts a commit; every `foldEvery` commits folds the packs (or, the first time in a
     /// binder full of loose objects, repacks everything), on a thread of its own, through a
@@ -105,26 +105,25 @@ final class Committer: Sendable {
             return .repack
         }
         guard state.commits >= Self.foldEvery, state.folds < Self.foldsAtOnce else { return nil }
-        // A few small reads (pack index headers, the loose objects' folders).
-        let plan = repository.foldPlan(skipping: state.claimed)
         state.commits = 0
-        guard !plan.isEmpty else { return nil }
         state.folds += 1
-        state.claimed.formUnion(plan.packs)
-        return .fold(plan)
+        return .fold
     }
 
     /// Runs `job` on a thread of its own; when it ends, starts the next one if due.
     private func start(_ job: PackJob) {
         let path = repository.gitDirectory
         Thread.detachNewThread { [self] in
+            // The fold's packs are chosen here, off the save path (a few hundred small reads:
+            // pack index headers, the loose objects' folders), and claimed in the same lock.
+            let plan = job == .fold ? packing.withLock { state in
+                let plan = repository.foldPlan(skipping: state.claimed)
+                state.claimed.formUnion(plan.packs)
+                return plan
+            } : nil
             do {
                 let repository = try GitRepository.open(path: path)
-                let result: RepackResult
-                switch job {
-                case .repack: result = try repository.repack()
-                case .fold(let plan): result = try repository.fold(plan)
-                }
+                let result = try plan.map { plan throws(GitError) in try repository.fold(plan) } ?? repository.repack()
                 if result.objects > 0 {
                     logger.info("packed", metadata: ["objects": "\(result.objects)", "loose removed": "\(result.looseRemoved)",
                                                      "packs removed": "\(result.packsRemoved)"])
@@ -133,11 +132,11 @@ final class Committer: Sendable {
                 logger.warning("packing failed (the objects stay where they are): \(error)")
             }
             let next = packing.withLock { state -> PackJob? in
-                switch job {
-                case .repack: state.repacking = false
-                case .fold(let plan):
+                if let plan {
                     state.folds -= 1
                     state.claimed.subtract(plan.packs)
+                } else {
+                    state.repacking = false
                 }
                 // Commits made meanwhile may have made the next fold due already.
                 return nextPackJob(&state)

@@ -56,11 +56,7 @@ extension GitRepository {
             try check(git_packbuilder_insert_walk(builder.pointer, walk.pointer), "collect objects to pack")
             let objects = git_packbuilder_object_count(builder.pointer)
             guard objects > 0 else { return RepackResult(objects: 0, looseRemoved: 0, packsRemoved: 0) }
-            try check(git_packbuilder_write(builder.pointer, packDirectory, 0, nil, nil), "write pack")
-            guard let namePointer = git_packbuilder_name(builder.pointer) else {
-                throw GitError.failed(operation: "write pack", code: .other(-1), message: "the new pack has no name")
-            }
-            let newIndex = packDirectory + "/pack-" + String(cString: namePointer) + ".idx"
+            let newIndex = try Self.write(builder, into: packDirectory)
 
             // Nothing below is needed for correctness: it only removes copies.
             let packed = try Self.onePackDatabase(newIndex)
@@ -138,11 +134,7 @@ extension GitRepository {
             }
             let objects = git_packbuilder_object_count(builder.pointer)
             guard objects > 0 else { return RepackResult(objects: 0, looseRemoved: 0, packsRemoved: 0) }
-            try check(git_packbuilder_write(builder.pointer, packDirectory, 0, nil, nil), "write pack")
-            guard let namePointer = git_packbuilder_name(builder.pointer) else {
-                throw GitError.failed(operation: "write pack", code: .other(-1), message: "the new pack has no name")
-            }
-            let newIndex = packDirectory + "/pack-" + String(cString: namePointer) + ".idx"
+            let newIndex = try Self.write(builder, into: packDirectory)
             let packed = try Self.onePackDatabase(newIndex)
             var packsRemoved = 0
             for index in folded where index != newIndex && Self.allObjects(of: index, areIn: packed) {
@@ -201,6 +193,16 @@ extension GitRepository {
         return ids
     }
 
+    /// Writes what `builder` holds as a pack in `packDirectory` (fsynced, renamed into place by
+    /// libgit2's indexer); returns the new index's path.
+    static func write(_ builder: PackBuilderHandle, into packDirectory: String) throws(GitError) -> String {
+        try check(git_packbuilder_write(builder.pointer, packDirectory, 0, nil, nil), "write pack")
+        guard let namePointer = git_packbuilder_name(builder.pointer) else {
+            throw GitError.failed(operation: "write pack", code: .other(-1), message: "the new pack has no name")
+        }
+        return packDirectory + "/pack-" + String(cString: namePointer) + ".idx"
+    }
+
     /// Every object id in `database`; nil when it cannot be listed.
     static func objectIDs(in database: OdbHandle) -> [ObjectID]? {
         final class Collected { var ids: [ObjectID] = [] }
@@ -238,20 +240,19 @@ extension GitRepository {
         return odb
     }
 
-    /// Removes each loose object (`objects/xx/yyyy…`) that `packed` holds; returns how many.
+    /// Removes each loose object (`objects/xx/yyyy…`) that `packed` holds, then the folders
+    /// left empty; returns how many.
     static func removeLoose(in objects: String, heldBy packed: OdbHandle) -> Int {
-        let fileManager = FileManager.default
         var removed = 0
-        for directory in (try? fileManager.contentsOfDirectory(atPath: objects)) ?? []
+        for id in looseObjectIDs(in: objects) {
+            var oid = id.oid
+            guard git_odb_exists(packed.pointer, &oid) == 1 else { continue }
+            let hex = id.hex
+            if unlink(objects + "/" + hex.prefix(2) + "/" + hex.dropFirst(2)) == 0 { removed += 1 }
+        }
+        for directory in (try? FileManager.default.contentsOfDirectory(atPath: objects)) ?? []
         where directory.count == 2 && directory.allSatisfy(\.isHexDigit) {
-            let path = objects + "/" + directory
-            for name in (try? fileManager.contentsOfDirectory(atPath: path)) ?? []
-            where name.count == 38 && name.allSatisfy(\.isHexDigit) {
-                var oid = git_oid()
-                guard git_oid_fromstr(&oid, directory + name) == 0, git_odb_exists(packed.pointer, &oid) == 1 else { continue }
-                if unlink(path + "/" + name) == 0 { removed += 1 }
-            }
-            _ = rmdir(path)  // only when empty
+            _ = rmdir(objects + "/" + directory)  // only when empty
         }
         return removed
     }
