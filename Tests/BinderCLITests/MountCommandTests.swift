@@ -150,7 +150,10 @@ func daemonPID(_ mountpoint: String) -> pid_t? {
     return run.flatMap { pid_t($0.stdout.split(separator: "\n").first ?? "") }
 }
 
-func waitUntil(timeout: TimeInterval = 10, _ condition: () -> Bool) {
+/// Polls `condition` until it holds or `timeout` passes (the callers assert afterwards). The
+/// default is generous: it costs nothing when the condition comes true, and a shared CI machine
+/// can take many seconds to end a daemon that is finishing a pack fold.
+func waitUntil(timeout: TimeInterval = 60, _ condition: () -> Bool) {
     let deadline = Date().addingTimeInterval(timeout)
     while !condition() && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
 }
