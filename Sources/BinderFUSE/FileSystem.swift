@@ -16,6 +16,8 @@ final class FileSystemContext: Sendable {
     let gid: gid_t
     /// When the last request came (for `--idle`).
     let activity: RequestActivity
+    /// What each open folder handle lists (`readdir` by offset).
+    let openFolders = OpenFolders()
 
     /// The libfuse handle (as a bit pattern), set once after `fuse_new`; used to tell the
     /// kernel to drop what it cached of a file whose stored form differs from what was written.

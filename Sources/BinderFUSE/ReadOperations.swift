@@ -12,15 +12,18 @@ enum ReadOperations {
 
         ops.opendir = { path, info in
             guard let path, let info else { return -EINVAL }
-            // Folders change through this mount (the kernel then drops its copy itself) or by
-            // sync (which invalidates them): the kernel may keep what readdir returned.
-            if !BinderView.isControlPath(String(cString: path)) { binder_fi_set_cache_dir(info) }
-            return 0
+            return ReadOperations.openFolder(String(cString: path), info)
         }
 
-        ops.readdir = { path, buffer, filler, _, _, _ in
-            guard let path, let filler else { return -EINVAL }
-            return ReadOperations.readFolder(String(cString: path), into: buffer, filler)
+        ops.readdir = { _, buffer, filler, offset, info, _ in
+            guard let filler, let info else { return -EINVAL }
+            return ReadOperations.readFolder(info.pointee.fh, from: offset, into: buffer, filler)
+        }
+
+        ops.releasedir = { _, info in
+            guard let info else { return 0 }
+            FileSystemContext.current.openFolders.close(info.pointee.fh)
+            return 0
         }
 
         ops.open = { path, info in
@@ -75,21 +78,45 @@ enum ReadOperations {
         } catch { return fs.errno(error) }
     }
 
-    /// `.` and `..`, then every entry with its attributes (readdirplus: `ls -l` makes no
-    /// getattr calls).
-    static func readFolder(_ path: String, into buffer: UnsafeMutableRawPointer?, _ filler: fuse_fill_dir_t) -> Int32 {
+    /// Lists the folder for the handle's whole life (a listing changed meanwhile is seen by the
+    /// next opendir, as with any file system).
+    static func openFolder(_ path: String, _ info: UnsafeMutablePointer<fuse_file_info>) -> Int32 {
         let fs = FileSystemContext.current
         do {
             let entries = try fs.view.list(path)
-            var st = stat()
-            _ = filler(buffer, ".", nil, 0, fuse_fill_dir_flags(rawValue: 0))
-            _ = filler(buffer, "..", nil, 0, fuse_fill_dir_flags(rawValue: 0))
-            for entry in entries {
-                fs.fill(&st, entry.attributes)
-                if filler(buffer, entry.name, &st, 0, binder_fill_dir_plus()) != 0 { break }
-            }
+            info.pointee.fh = fs.openFolders.open(entries)
+            // Folders change through this mount (the kernel then drops its copy itself) or by
+            // sync (which invalidates them): the kernel may keep what readdir returned.
+            if !BinderView.isControlPath(path) { binder_fi_set_cache_dir(info) }
             return 0
         } catch { return fs.errno(error) }
+    }
+
+    /// `.` and `..`, then every entry with its attributes (readdirplus: `ls -l` makes no
+    /// getattr calls), from entry `offset` on until the kernel's buffer is full. Each entry
+    /// carries the offset of the one after it.
+    static func readFolder(_ handle: UInt64, from offset: off_t, into buffer: UnsafeMutableRawPointer?,
+                           _ filler: fuse_fill_dir_t) -> Int32 {
+        let fs = FileSystemContext.current
+        guard let entries = fs.openFolders.entries(handle) else { return -EBADF }
+        guard offset >= 0 else { return -EINVAL }
+        var st = stat()
+        var position = Int(offset)
+        while position < entries.count + 2 {
+            let next = off_t(position + 1)
+            let full: Int32
+            switch position {
+            case 0: full = filler(buffer, ".", nil, next, fuse_fill_dir_flags(rawValue: 0))
+            case 1: full = filler(buffer, "..", nil, next, fuse_fill_dir_flags(rawValue: 0))
+            default:
+                let entry = entries[position - 2]
+                fs.fill(&st, entry.attributes)
+                full = filler(buffer, entry.name, &st, next, binder_fill_dir_plus())
+            }
+            if full != 0 { break }
+            position += 1
+        }
+        return 0
     }
 
     /// Opens for writing (any write access or O_TRUNC) or for reading, and says how the kernel
