@@ -262,6 +262,8 @@ struct MountCommand: ParsableCommand {
 
     private func makeMount(repository: GitRepository, key: NIP44.ConversationKey, name: String, mountpoint: String,
                            cacheBytes: Int, logger: Logger) throws -> (FUSEMount, BinderView) {
+        // Before the view loads its listing index: memory stays that of the folders shown.
+        if !Allocator.tuneForDaemon() { logger.warning("the allocator kept its defaults (mallopt refused)") }
         do {
             let view = try BinderView(repository: repository, key: key, logger: logger,
                                       options: BinderView.Options(cacheCapacity: cacheBytes, author: commitAuthor(),

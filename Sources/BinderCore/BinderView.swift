@@ -155,7 +155,7 @@ public final class BinderView: Sendable {
         }
         // The listing's names come sorted; only scratch files and pending folders need placing.
         guard entries.count > listed else { return entries }
-        return entries.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+        return entries.sorted { ViewPath.precedesBytewise($0.name, $1.name) }
     }
 
     /// Opens a file for reading: its plaintext is decrypted now (or taken from the cache) and

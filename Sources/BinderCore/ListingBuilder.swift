@@ -51,7 +51,7 @@ struct ListingBuilder {
         let findingsBefore = findings.count
         defer { logFindings(since: findingsBefore) }
         let entries = showableEntries(allEntries, gitDirectory: gitDirectory)
-            .sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+            .sorted { ViewPath.precedesBytewise($0.name, $1.name) }
         var listing = Listing()
         // Documents first: they decide which sidecars are theirs.
         let consumedSidecars = addDocuments(entries, viewPath: viewPath, gitDirectory: gitDirectory, into: &listing)
@@ -73,6 +73,9 @@ struct ListingBuilder {
                                        into listing: inout Listing) -> Set<String> {
         // Only files are documents' sidecars: a link is never read through.
         var files: [String: TreeEntry] = [:]
+        files.reserveCapacity(entries.count)
+        parts.reserveCapacity(parts.count + entries.count)
+        listing.nodes.reserveCapacity(listing.nodes.count + entries.count)
         for entry in entries where entry.kind == .blob {
             files[String(entry.name)] = entry
         }
@@ -151,10 +154,9 @@ struct ListingBuilder {
     /// The entries that can be shown: not a gitlink, not a second entry of one name, and not
     /// a name that is not a file name here, leads out of the folder or belongs to git or binder.
     private mutating func showableEntries(_ entries: [TreeEntry], gitDirectory: String) -> [TreeEntry] {
-        var seen = Set<String>()
+        var seen = Set<String>(minimumCapacity: entries.count)
         return entries.filter { entry in
             let name = String(entry.name)
-            let gitPath = join(gitDirectory, name)
             var reason: String?
             if !entry.nameIsExact {
                 reason = "not shown: its name is not valid UTF-8 or holds '/' (here U+FFFD stands in for them)"
@@ -165,7 +167,7 @@ struct ListingBuilder {
             } else if !seen.insert(name).inserted {
                 reason = "not shown: a second entry of this name in its folder"
             }
-            if let reason { findings.append(ListingFinding(gitPath: gitPath, reason: reason)) }
+            if let reason { findings.append(ListingFinding(gitPath: join(gitDirectory, name), reason: reason)) }
             return reason == nil
         }
     }
@@ -175,7 +177,7 @@ struct ListingBuilder {
     static func unsafeNameReason(_ name: String, atRoot: Bool) -> String? {
         if name.isEmpty { return "empty" }
         if name == "." || name == ".." { return "'\(name)', which leads out of its folder" }
-        if name.contains("/") || name.utf8.contains(0) { return "not a single file name (it holds '/' or NUL)" }
+        if name.utf8.contains(UInt8(ascii: "/")) || name.utf8.contains(0) { return "not a single file name (it holds '/' or NUL)" }
         if name.utf8.count > 255 { return "\(name.utf8.count) bytes long; file names are limited to 255" }
         if name.utf8.count == 4, name.lowercased() == ".git" { return "'\(name)', git's own folder" }
         if atRoot && name == ".binder" { return "'.binder', binder's status folder" }
@@ -372,7 +374,11 @@ struct ListingFinding: Sendable {
 /// What one document contributes to its folder's listings: computed once per blob (decrypting
 /// it), reused while the blob, the sidecars it names and (if it has no date) the commit time
 /// stay the same. Holds names, sizes and times, and the facts the `.binder/` views are named by.
-struct DocumentPart: Sendable {
+///
+/// A class, immutable: a folder's parts sit in dictionaries (the loaded listing index's, each
+/// build's, the index writer's) that share them. Held inline, a part of a few hundred bytes
+/// made a 100,000-record folder's dictionaries 100+ MB each, at a quarter of their buckets.
+final class DocumentPart: Sendable {
     struct Children: Sendable {
         /// The `X.children` folder's node; its name follows the document's shown name.
         let node: Node
@@ -393,6 +399,19 @@ struct DocumentPart: Sendable {
     /// Date, title and tags of the record, for the timeline and tag views (`.binder/`); nil
     /// for what cannot be read. The one piece of content kept here, in memory only.
     let facts: RecordFacts?
+
+    init(blob: ObjectID, name: String, node: Node, children: Children?, consumedSidecars: Set<String>,
+         sidecarLookups: [String: ObjectID?], usesCommitTime: Bool, commitTime: Timestamp, facts: RecordFacts?) {
+        self.blob = blob
+        self.name = name
+        self.node = node
+        self.children = children
+        self.consumedSidecars = consumedSidecars
+        self.sidecarLookups = sidecarLookups
+        self.usesCommitTime = usesCommitTime
+        self.commitTime = commitTime
+        self.facts = facts
+    }
 
     func isValid(blob: ObjectID, files: [String: TreeEntry], commitTime: Timestamp) -> Bool {
         guard blob == self.blob, !usesCommitTime || commitTime == self.commitTime else { return false }

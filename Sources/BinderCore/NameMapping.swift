@@ -80,6 +80,6 @@ enum NameMapping {
 
     /// A single path component that is safe to show: not empty, no '/', no NUL, not . or ..
     static func isSafeName(_ name: String) -> Bool {
-        !name.isEmpty && name != "." && name != ".." && !name.contains("/") && !name.utf8.contains(0)
+        !name.isEmpty && name != "." && name != ".." && !name.utf8.contains(UInt8(ascii: "/")) && !name.utf8.contains(0)
     }
 }

@@ -81,7 +81,7 @@ struct Listing: Sendable {
     var nodes: [String: Node] = [:]
 
     var sortedNames: [String] {
-        nodes.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        nodes.keys.sorted(by: ViewPath.precedesBytewise)
     }
 
     /// Adds `node` under `name`, or under `name-2`, `name-3`… (before the extension) if the

@@ -92,7 +92,7 @@ public final class ReadAhead: Sendable {
         var low = 0, high = names.count
         while low < high {
             let mid = (low + high) / 2
-            if name.utf8.lexicographicallyPrecedes(names[mid].utf8) { high = mid } else { low = mid + 1 }
+            if ViewPath.precedesBytewise(name, names[mid]) { high = mid } else { low = mid + 1 }
         }
         return low
     }

@@ -5,6 +5,7 @@
 #include <sys/vfs.h>
 #include "clinux.h"
 #include <fcntl.h>
+#include <malloc.h>
 #include <linux/keyctl.h>
 #include <spawn.h>
 #include <sys/prctl.h>
@@ -22,6 +23,12 @@ int binder_set_nondumpable(void) {
     int a = prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     int b = setrlimit(RLIMIT_CORE, &none);
     return (a == 0 && b == 0) ? 0 : -1;
+}
+
+int binder_malloc_tune(int mmap_threshold, int arena_max) {
+    int a = mallopt(M_MMAP_THRESHOLD, mmap_threshold);
+    int b = mallopt(M_ARENA_MAX, arena_max);
+    return (a == 1 && b == 1) ? 0 : -1;
 }
 
 int binder_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }

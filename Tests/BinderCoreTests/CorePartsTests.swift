@@ -111,6 +111,31 @@ final class CorePartsTests: XCTestCase {
 
     // MARK: ScratchNames
 
+    /// readdir's order: bytes of the UTF-8, a prefix first. A row per case; the pairs are also
+    /// checked both ways and as Substrings (tree entry names are slices of their paths).
+    func testBytewiseOrderOfNames() {
+        let rows: [(a: String, b: String, line: UInt)] = [
+            ("", "a", #line),
+            ("a", "b", #line),
+            ("B", "a", #line),                                   // uppercase first, as bytes
+            ("visit", "visit-2", #line),                          // a prefix first
+            ("visit-2.md", "visit.md", #line),                    // '-' (0x2D) before '.' (0x2E)
+            ("z", "é", #line),                                    // 0x7A before 0xC3
+            ("e\u{301}", "é", #line),                              // decomposed 'e' before the composed one
+            ("short", String(repeating: "s", count: 40), #line),  // a small string against a heap one
+            (String(repeating: "x", count: 40) + "a", String(repeating: "x", count: 40) + "b", #line),
+            ("陈美玲", "🥜", #line),
+        ]
+        for row in rows {
+            XCTAssertTrue(ViewPath.precedesBytewise(row.a, row.b), "\(row.a) < \(row.b)", line: row.line)
+            XCTAssertFalse(ViewPath.precedesBytewise(row.b, row.a), "\(row.b) < \(row.a)", line: row.line)
+            XCTAssertFalse(ViewPath.precedesBytewise(row.a, row.a), line: row.line)
+            let pathA = "folder/" + row.a, pathB = "other/" + row.b
+            XCTAssertTrue(ViewPath.precedesBytewise(pathA.dropFirst(7), pathB.dropFirst(6)), line: row.line)
+            XCTAssertEqual(ViewPath.precedesBytewise(row.a, row.b), row.a.utf8.lexicographicallyPrecedes(row.b.utf8), line: row.line)
+        }
+    }
+
     func testScratchNames() {
         let rows: [(String, Bool)] = [
             (".x.md.swp", true), (".x.md.swx", true), ("4913", true), ("x.md~", true), ("#x.md#", true), (".#x.md", true),

@@ -7,6 +7,9 @@
 #include <stdint.h>
 
 int binder_set_nondumpable(void);
+/* mallopt(M_MMAP_THRESHOLD) and mallopt(M_ARENA_MAX) (mallopt's constants are macros); 0 when
+   both were taken, -1 otherwise. */
+int binder_malloc_tune(int mmap_threshold, int arena_max);
 /* The file system type (statfs f_type: TMPFS_MAGIC, RAMFS_MAGIC…) of the one holding path; -1 and errno on failure. */
 long binder_fs_type(const char *path);
 int binder_pipe_cloexec(int fds[2]);

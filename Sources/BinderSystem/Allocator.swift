@@ -1,0 +1,20 @@
+internal import CLinux
+
+/// How the C allocator serves a long-running mount daemon.
+public enum Allocator {
+    /// Allocations from this size up get pages of their own, given back to the kernel when
+    /// freed. glibc's default threshold rises to the largest block freed, so after libfuse freed
+    /// one large directory buffer (25 MB for a folder of 100,000 records) every later one came
+    /// from an arena and stayed resident there.
+    public static let mmapThreshold = 1 << 20
+    /// Malloc arenas at most. glibc makes up to eight per core, one per thread that finds the
+    /// others busy; each kept what its FUSE thread freed, so every `ls -l` of a large folder,
+    /// answered by whichever thread, left another copy of its buffers resident.
+    public static let arenaLimit = 2
+
+    /// Sets both for this process; false if glibc refused (nothing else changes then).
+    @discardableResult
+    public static func tuneForDaemon() -> Bool {
+        binder_malloc_tune(Int32(mmapThreshold), Int32(arenaLimit)) == 0
+    }
+}
