@@ -12,6 +12,10 @@ final class KeyCommandTests: XCTestCase {
         passphrase = try sandbox.file("pass", "correct horse battery staple\n")
     }
 
+    // XCTest keeps every test case object until the process ends: let go of the sandbox here
+    // so that its folder is removed now, not never.
+    override func tearDown() { sandbox = nil }
+
     /// `binder key generate` with a cheap scrypt cost so tests stay fast.
     func generate() throws -> (npub: String, nsec: String) {
         let run = try sandbox.run(["key", "generate", "--passphrase-file", passphrase, "--log-n", "8"])

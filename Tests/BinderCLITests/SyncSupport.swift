@@ -34,7 +34,7 @@ final class TestServer {
         let run = try BinderSandbox.run(executable: "/usr/bin/env", ["python3", "-c", spawn, logPath, BinderSandbox.binary, "serve",
                                                                      "--repos", repos, "--listen", "127.0.0.1:\(port)"] + self.options)
         pid = try XCTUnwrap(Int32(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), run.stderr)
-        for _ in 0..<200 {
+        for _ in 0..<1_200 {  // up to a minute: a debug binary's first start on a loaded machine
             let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
             let fresh = String(log.dropFirst(before))
             if let range = fresh.range(of: #"on http://127\.0\.0\.1:[0-9]+"#, options: .regularExpression) {
@@ -198,7 +198,7 @@ final class FaultProxy {
         let run = try BinderSandbox.run(executable: "/usr/bin/env", ["python3", "-c", spawn, "python3", script, "--upstream", upstream.url,
                                                                      "--port-file", portFile, "--log", logPath] + options)
         pid = try XCTUnwrap(Int32(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), run.stderr)
-        for _ in 0..<200 {
+        for _ in 0..<1_200 {  // up to a minute
             if let text = try? String(contentsOfFile: portFile, encoding: .utf8), let value = Int(text) {
                 port = value
                 return

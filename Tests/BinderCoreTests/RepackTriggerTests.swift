@@ -102,6 +102,12 @@ final class RepackTriggerTests: XCTestCase {
         _ = try out.withUnsafeMutableBytes { try fresh.read(handle: handle, offset: 0, into: $0) }
         XCTAssertTrue(String(decoding: out, as: UTF8.self).contains("After the repack."))
 
+        // The repack removes the loose objects after its pack is in place: fsck once it ended.
+        var settled = 0
+        while !view.committer.isPackingIdle && settled < 600 {
+            Thread.sleep(forTimeInterval: 0.1)
+            settled += 1
+        }
         try assertGitFsckClean(repository.gitDirectory)
     }
 }
