@@ -269,9 +269,8 @@ public enum DoctorNotes {
 
     /// `YYYY-MM-DD` of the note's `created`, else of `now` (UTC).
     static func day(of document: MedicalDocument, now: Date) -> String {
-        if let created = document.created, created.utf8.count >= 10,
-           created.prefix(10).range(of: #"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"#, options: .regularExpression) != nil {
-            return String(created.prefix(10))
+        if let created = document.created, TimelineNames.startsWithDay(created) {
+            return String(decoding: created.utf8.prefix(10), as: UTF8.self)
         }
         return String(ISO8601DateFormatter().string(from: now).prefix(10))
     }

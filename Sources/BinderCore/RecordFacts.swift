@@ -66,9 +66,8 @@ struct TimelineRecord: Sendable, Equatable {
 
     /// `YYYY-MM-DD` as `created` writes it (the patient's own day), else the time's UTC day.
     var day: String {
-        if let created = facts.created, created.utf8.count >= 10 {
-            let prefix = String(created.prefix(10))
-            if prefix.range(of: #"^\d{4}-\d{2}-\d{2}$"#, options: .regularExpression) != nil { return prefix }
+        if let created = facts.created, TimelineNames.startsWithDay(created) {
+            return String(decoding: created.utf8.prefix(10), as: UTF8.self)
         }
         return TimelineNames.utcDay(time.seconds)
     }
@@ -122,6 +121,18 @@ enum TimelineNames {
         }
         while out.hasPrefix(".") { out.removeFirst() }
         return out
+    }
+
+    /// Whether `text` starts with `NNNN-NN-NN` in ASCII digits (checked per record of the
+    /// timeline: bytes, not a regular expression).
+    static func startsWithDay(_ text: String) -> Bool {
+        let bytes = text.utf8.prefix(10)
+        guard bytes.count == 10 else { return false }
+        for (i, byte) in bytes.enumerated() {
+            if i == 4 || i == 7 { if byte != UInt8(ascii: "-") { return false } }
+            else if !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) { return false }
+        }
+        return true
     }
 
     static func utcDay(_ seconds: Int64) -> String {
