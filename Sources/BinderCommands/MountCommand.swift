@@ -174,20 +174,10 @@ struct MountCommand: ParsableCommand {
                                           cacheBytes: cacheBytes, logger: logger)
         try mountOrFail(mount, mountpoint: mountpoint)
         logger.info("mounted", metadata: ["binder": "\(path)", "mountpoint": "\(mountpoint)"])
-        let shares = MountShares(key: key, binderPath: path, view: view, state: state,
-                                 interval: max(1, syncInterval), logger: logger)
-        let sync = startSync(view: view, repository: repository, path: path, key: key, shares: shares, state: state, logger: logger)
-        let locker = MountLocker(activity: mount.activity, mountpoint: mountpoint, idleSeconds: idleSeconds, logger: logger)
-        let control = startControl(sync: sync, shares: shares, locker: locker, state: state, logger: logger)
-        writerLock?.record(WriterLock.Holder(pid: getpid(), command: "mount", mountpoint: mountpoint, control: control?.path))
-        if !Verbosity.isQuiet { printErr("Mounted \(name) at \(mountpoint). Press Ctrl-C to unmount.") }
-        locker.start()
-        let status = mount.run()
-        locker.stop()
-        control?.stop()
-        if let scheduler = sync.scheduler { Task { await scheduler.stop() } }
-        logger.info("unmounted", metadata: ["mountpoint": "\(mountpoint)"])
-        withExtendedLifetime(writerLock) {}
+        let status = serve(mount, view: view, repository: repository, path: path, mountpoint: mountpoint, key: key,
+                           state: state, writerLock: writerLock, logger: logger) {
+            if !Verbosity.isQuiet { printErr("Mounted \(name) at \(mountpoint). Press Ctrl-C to unmount.") }
+        }
         if status != 0 { throw CommandFailure("the mount loop ended with an error (\(status))") }
     }
 
@@ -307,26 +297,35 @@ struct MountCommand: ParsableCommand {
                                               mountpoint: mountpoint, cacheBytes: cacheBytes, logger: logger)
             try mountOrFail(mount, mountpoint: mountpoint)
             logger.info("mounted", metadata: ["mountpoint": "\(mountpoint)", "pid": "\(getpid())"])
-            let state = StateDirectory()
-            let shares = MountShares(key: key, binderPath: path, view: view, state: state,
-                                     interval: max(1, syncInterval), logger: logger)
-            let sync = startSync(view: view, repository: repository, path: path, key: key, shares: shares, state: state, logger: logger)
-            let locker = MountLocker(activity: mount.activity, mountpoint: mountpoint, idleSeconds: idleSeconds, logger: logger)
-            let control = startControl(sync: sync, shares: shares, locker: locker, state: state, logger: logger)
-            writerLock?.record(WriterLock.Holder(pid: getpid(), command: "mount", mountpoint: mountpoint, control: control?.path))
-            report("ready")
-            locker.start()
-            let status = mount.run()
-            locker.stop()
-            control?.stop()
-            if let scheduler = sync.scheduler { Task { await scheduler.stop() } }
-            logger.info("unmounted", metadata: ["mountpoint": "\(mountpoint)", "status": "\(status)"])
-            withExtendedLifetime(writerLock) {}
+            _ = serve(mount, view: view, repository: repository, path: path, mountpoint: mountpoint, key: key,
+                      state: StateDirectory(), writerLock: writerLock, logger: logger) { report("ready") }
         } catch let failure as CommandFailure {
             logger.error("mount failed: \(failure.message)")
             report("error: " + failure.message)
             throw failure
         }
+    }
+
+    /// Serves a mounted binder until it is unmounted: its shares' notes, background sync, the
+    /// idle locker and the control socket around the FUSE loop (the same for `--foreground` and
+    /// the daemon; `ready` says so to whoever waits). Returns the loop's status.
+    private func serve(_ mount: FUSEMount, view: BinderView, repository: GitRepository, path: String, mountpoint: String,
+                       key: SecretKey, state: StateDirectory, writerLock: WriterLock?, logger: Logger,
+                       ready: () -> Void) -> Int32 {
+        let shares = MountShares(key: key, binderPath: path, view: view, state: state,
+                                 interval: max(1, syncInterval), logger: logger)
+        let sync = startSync(view: view, repository: repository, path: path, key: key, shares: shares, state: state, logger: logger)
+        let locker = MountLocker(activity: mount.activity, mountpoint: mountpoint, idleSeconds: idleSeconds, logger: logger)
+        let control = startControl(sync: sync, shares: shares, locker: locker, state: state, logger: logger)
+        writerLock?.record(WriterLock.Holder(pid: getpid(), command: "mount", mountpoint: mountpoint, control: control?.path))
+        ready()
+        locker.start()
+        let status = mount.run()
+        locker.stop()
+        control?.stop()
+        if let scheduler = sync.scheduler { Task { await scheduler.stop() } }
+        logger.info("unmounted", metadata: ["mountpoint": "\(mountpoint)", "status": "\(status)"])
+        return status
     }
 
     /// A mount's background sync: the scheduler when on, else why it is off.
