@@ -45,15 +45,10 @@ extension GitRepository {
             try check(git_packbuilder_new(&builderPointer, repo.pointer), "start a pack")
             let builder = PackBuilderHandle(builderPointer!)
             _ = git_packbuilder_set_threads(builder.pointer, 1)
-            var walkPointer: OpaquePointer?
-            try check(git_revwalk_new(&walkPointer, repo.pointer), "walk history to pack")
-            let walk = RevwalkHandle(walkPointer!)
-            var pushed = false
-            if git_revwalk_push_glob(walk.pointer, "refs") == 0 { pushed = true }
-            if git_revwalk_push_head(walk.pointer) == 0 { pushed = true }
-            guard pushed else { return RepackResult(objects: 0, looseRemoved: 0, packsRemoved: 0) }
-            GitError.clearLast()
-            try check(git_packbuilder_insert_walk(builder.pointer, walk.pointer), "collect objects to pack")
+            guard let order = try reachableInPackOrderLocked() else {
+                return RepackResult(objects: 0, looseRemoved: 0, packsRemoved: 0)
+            }
+            try order.insert(into: builder)
             let objects = git_packbuilder_object_count(builder.pointer)
             guard objects > 0 else { return RepackResult(objects: 0, looseRemoved: 0, packsRemoved: 0) }
             let newIndex = try Self.write(builder, into: packDirectory)
@@ -116,22 +111,23 @@ extension GitRepository {
             try check(git_packbuilder_new(&builderPointer, repo.pointer), "start a pack")
             let builder = PackBuilderHandle(builderPointer!)
             _ = git_packbuilder_set_threads(builder.pointer, 1)
-            var folded: [String] = []
-            for index in plan.packs {
-                // A pack that cannot be opened (removed meanwhile) is left alone.
-                guard let pack = try? Self.onePackDatabase(index), let ids = Self.objectIDs(in: pack) else { continue }
-                for id in ids {
-                    var oid = id.oid
-                    try check(git_packbuilder_insert(builder.pointer, &oid, nil), "add \(id) to the pack")
-                }
-                folded.append(index)
-            }
+            var order = PackOrder()
+            // Loose objects are the newest (merges, `binder new`); one removed meanwhile (packed
+            // by the other fold, or pruned) is left out.
             for id in plan.loose {
                 var oid = id.oid
-                // One removed meanwhile (packed by the other fold, or pruned) is left out.
                 guard git_odb_exists(odb.pointer, &oid) == 1 else { continue }
-                try check(git_packbuilder_insert(builder.pointer, &oid, nil), "add \(id) to the pack")
+                try addLocked(id, from: odb, to: &order)
             }
+            var folded: [String] = []
+            for index in Self.newestFirst(plan.packs) {
+                // A pack that cannot be opened (removed meanwhile) is left alone.
+                guard let pack = try? Self.onePackDatabase(index),
+                      let ids = PackOrder.idsInPackOrder(ofIndex: index) ?? Self.objectIDs(in: pack) else { continue }
+                for id in ids { try addLocked(id, from: pack, to: &order) }
+                folded.append(index)
+            }
+            try order.insert(into: builder)
             let objects = git_packbuilder_object_count(builder.pointer)
             guard objects > 0 else { return RepackResult(objects: 0, looseRemoved: 0, packsRemoved: 0) }
             let newIndex = try Self.write(builder, into: packDirectory)
@@ -145,6 +141,84 @@ extension GitRepository {
             _ = git_odb_refresh(odb.pointer)
             return RepackResult(objects: Int(objects), looseRemoved: looseRemoved, packsRemoved: packsRemoved)
         }
+    }
+
+    /// Every object reachable from the references and HEAD, in pack order: the commits as a
+    /// history walk meets them, then each commit's trees not seen before (folders before their
+    /// contents), then the blobs. Nil when there is nothing to walk from. Lock held.
+    private func reachableInPackOrderLocked() throws(GitError) -> PackOrder? {
+        var walkPointer: OpaquePointer?
+        try check(git_revwalk_new(&walkPointer, repo.pointer), "walk history to pack")
+        let walk = RevwalkHandle(walkPointer!)
+        try check(git_revwalk_sorting(walk.pointer, GIT_SORT_TOPOLOGICAL.rawValue | GIT_SORT_TIME.rawValue), "sort history walk")
+        var pushed = false
+        if git_revwalk_push_glob(walk.pointer, "refs") == 0 { pushed = true }
+        if git_revwalk_push_head(walk.pointer) == 0 { pushed = true }
+        guard pushed else { return nil }
+        GitError.clearLast()
+        var order = PackOrder()
+        var roots: [ObjectID] = []
+        var oid = git_oid()
+        while true {
+            let rc = git_revwalk_next(&oid, walk.pointer)
+            if rc == GIT_ITEROVER.rawValue { break }
+            try check(rc, "walk history to pack")
+            let id = ObjectID(&oid)
+            let commit = try lookupCommitLocked(id)
+            order.addCommit(id, time: git_commit_time(commit.pointer))
+            roots.append(ObjectID(git_commit_tree_id(commit.pointer)))
+        }
+        var seen = Set<ObjectID>()
+        var blobs: [(ObjectID, String)] = []
+        for root in roots where seen.insert(root).inserted {
+            order.addTree(root)
+            var pending: [(tree: ObjectID, path: String)] = [(root, "")]
+            while let (treeID, path) = pending.popLast() {
+                let tree = try lookupTreeLocked(treeID)
+                for index in 0..<git_tree_entrycount(tree.pointer) {
+                    guard let entry = git_tree_entry_byindex(tree.pointer, index), let name = git_tree_entry_name(entry) else { continue }
+                    let id = ObjectID(git_tree_entry_id(entry))
+                    let entryPath = path + String(cString: name)
+                    switch git_tree_entry_type(entry) {
+                    case GIT_OBJECT_TREE where seen.insert(id).inserted:
+                        order.addTree(id, name: entryPath)
+                        pending.append((id, entryPath + "/"))
+                    case GIT_OBJECT_BLOB where seen.insert(id).inserted:
+                        blobs.append((id, entryPath))
+                    default:
+                        continue  // seen already, or a submodule's commit (not in this repository)
+                    }
+                }
+            }
+        }
+        for (id, path) in blobs { order.addOther(id, name: path) }
+        return order
+    }
+
+    /// `id` of `database` added to `order` by its type (a commit with its time). Lock held.
+    private func addLocked(_ id: ObjectID, from database: OdbHandle, to order: inout PackOrder) throws(GitError) {
+        var oid = id.oid
+        var size = 0
+        var type = GIT_OBJECT_INVALID
+        // A delta whose base the pack does not hold is read through the whole repository.
+        if git_odb_read_header(&size, &type, database.pointer, &oid) != 0 {
+            try check(git_odb_read_header(&size, &type, odb.pointer, &oid), "read \(id)")
+        }
+        switch type {
+        case GIT_OBJECT_COMMIT: order.addCommit(id, time: git_commit_time(try lookupCommitLocked(id).pointer))
+        case GIT_OBJECT_TREE: order.addTree(id)
+        default: order.addOther(id)
+        }
+    }
+
+    /// Pack index paths, the most recently written pack first.
+    static func newestFirst(_ indexes: [String]) -> [String] {
+        func modified(_ index: String) -> Int64 {
+            var info = stat()
+            guard stat(String(index.dropLast(4)) + ".pack", &info) == 0 else { return 0 }
+            return Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+        }
+        return indexes.map { ($0, modified($0)) }.sorted { $0.1 > $1.1 }.map(\.0)
     }
 
     /// How many of the packs (object counts, smallest first) a geometric fold rolls into one,

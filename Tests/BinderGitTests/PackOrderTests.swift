@@ -1,0 +1,104 @@
+import Foundation
+import XCTest
+@testable import BinderGit
+
+/// Repacks and folds lay a pack out as `git repack` does: commits first, newest first, then
+/// trees, then blobs, so that a cold history walk reads the front of the pack in order. What
+/// is in a pack, and where, is read by stock git (`git verify-pack -v`), not by our parser.
+final class PackOrderTests: XCTestCase {
+    /// A save into one of several folders, as the committer makes it (its own small pack).
+    @discardableResult
+    private func save(_ repo: GitRepository, _ i: Int, onto parent: ObjectID?) throws -> ObjectID {
+        let record = Array("{\"content\":\"record \(i) \(String(repeating: "y", count: i % 89))\"}\n".utf8)
+        return try repo.commitChanges(onto: parent,
+                                      changes: [.write(path: "\(["visits", "labs", "conditions"][i % 3])/r\(i).json",
+                                                       blob: try GitRepository.blobID(of: record))],
+                                      message: "Save \(i)", author: testAuthor, blobs: [record])
+    }
+
+    /// The objects of the pack indexed by `index`, by offset, with their types, as git sees them.
+    private func layout(_ index: String) throws -> [(id: String, type: String)] {
+        let rows = lines(try git("verify-pack", "-v", index)).compactMap { line -> (Int, String, String)? in
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 5, fields[0].count == 40, let offset = Int(fields[4]) else { return nil }
+            return (offset, String(fields[0]), String(fields[1]))
+        }
+        return rows.sorted { $0.0 < $1.0 }.map { ($0.1, $0.2) }
+    }
+
+    /// Commits, then trees, then blobs; the commits in `commits` order.
+    private func assertLaidOut(_ index: String, commits: [ObjectID], objects: Int,
+                               file: StaticString = #filePath, line: UInt = #line) throws {
+        let objectsInPack = try layout(index)
+        XCTAssertEqual(objectsInPack.count, objects, "objects in the pack", file: file, line: line)
+        let rank = ["commit": 0, "tree": 1, "blob": 2]
+        let ranks = objectsInPack.map { rank[$0.type] ?? 3 }
+        XCTAssertEqual(ranks, ranks.sorted(), "commits, then trees, then blobs", file: file, line: line)
+        XCTAssertEqual(objectsInPack.prefix(commits.count).map(\.id), commits.map(\.hex), "commits newest first",
+                       file: file, line: line)
+    }
+
+    func testARepackWritesCommitsNewestFirstThenTreesThenBlobs() throws {
+        let tmp = try TemporaryDirectory()
+        let path = tmp.sub("r.git")
+        let repo = try GitRepository.create(path: path, bare: true)
+        var made: [ObjectID] = []
+        for i in 0..<30 { made.append(try save(repo, i, onto: made.last)) }
+        let result = try repo.repack()
+        let packs = GitRepository.packIndexes(in: path + "/objects/pack")
+        XCTAssertEqual(packs.count, 1)
+        // 30 commits, 30 root trees, 30 changed folder trees, 30 records.
+        XCTAssertEqual(result.objects, 120)
+        try assertLaidOut(packs[0], commits: made.reversed(), objects: 120)
+        try assertRepositoryComplete(path, tip: made.last!, commits: 30)
+        // Our own reading of the index agrees with git's offsets.
+        XCTAssertEqual(PackOrder.idsInPackOrder(ofIndex: packs[0])?.map(\.hex), try layout(packs[0]).map(\.id))
+    }
+
+    func testAFoldKeepsTheOrderAcrossFolds() throws {
+        let tmp = try TemporaryDirectory()
+        let path = tmp.sub("r.git")
+        let repo = try GitRepository.create(path: path, bare: true)
+        var made: [ObjectID] = []
+        for i in 0..<20 { made.append(try save(repo, i, onto: made.last)) }
+        XCTAssertEqual(try GitRepository.open(path: path).foldPacks().packsRemoved, 20)
+        var packs = GitRepository.packIndexes(in: path + "/objects/pack")
+        XCTAssertEqual(packs.count, 1)
+        try assertLaidOut(packs[0], commits: made.reversed(), objects: 80)
+        // Newer small packs folded with the first fold's pack: still one order over all.
+        for i in 20..<45 { made.append(try save(repo, i, onto: made.last)) }
+        XCTAssertEqual(try GitRepository.open(path: path).foldPacks().packsRemoved, 26)
+        packs = GitRepository.packIndexes(in: path + "/objects/pack")
+        XCTAssertEqual(packs.count, 1)
+        try assertLaidOut(packs[0], commits: made.reversed(), objects: 180)
+        try assertRepositoryComplete(path, tip: made.last!, commits: 45)
+    }
+
+    /// A pack index that is short, of another version or cut anywhere gives no order (the
+    /// fold then takes the ids as the pack lists them), never a crash.
+    func testAMalformedIndexGivesNoOrder() throws {
+        let tmp = try TemporaryDirectory()
+        let path = tmp.sub("r.git")
+        let repo = try GitRepository.create(path: path, bare: true)
+        var made: [ObjectID] = []
+        for i in 0..<3 { made.append(try save(repo, i, onto: made.last)) }
+        _ = try repo.repack()
+        let index = try XCTUnwrap(GitRepository.packIndexes(in: path + "/objects/pack").first)
+        let bytes = try XCTUnwrap(FileManager.default.contents(atPath: index))
+        XCTAssertEqual(PackOrder.idsInPackOrder(ofIndex: index)?.count, 12)
+        let broken = tmp.sub("broken.idx")
+        for length in [0, 7, 8, 1031, 1032, bytes.count / 2, bytes.count - 41] {
+            try Data(bytes.prefix(length)).write(to: URL(fileURLWithPath: broken))
+            XCTAssertNil(PackOrder.idsInPackOrder(ofIndex: broken), "cut at \(length)")
+        }
+        var otherVersion = bytes
+        otherVersion[7] = 3
+        try otherVersion.write(to: URL(fileURLWithPath: broken))
+        XCTAssertNil(PackOrder.idsInPackOrder(ofIndex: broken))
+        // A count in the fan-out far beyond the file.
+        var huge = bytes
+        huge.replaceSubrange(8 + 255 * 4..<8 + 256 * 4, with: [0xFF, 0xFF, 0xFF, 0xFF])
+        try huge.write(to: URL(fileURLWithPath: broken))
+        XCTAssertNil(PackOrder.idsInPackOrder(ofIndex: broken))
+    }
+}
