@@ -1,6 +1,7 @@
 import ArgumentParser
 import BinderCore
 import BinderCrypto
+import BinderGit
 import BinderSystem
 import Foundation
 
@@ -19,6 +20,8 @@ struct VerifyCommand: ParsableCommand {
     @OptionGroup var passphrase: PassphraseOptions
 
     func run() throws {
+        // Every object read is hashed again: a changed object is reported, not read as it is.
+        GitRepository.hashObjectsOnRead()
         let state = StateDirectory()
         let (repository, path) = try BinderLocator(state: state).open(binder)
         // Repairs take the binder's writer lock: nothing else may write meanwhile.

@@ -137,6 +137,10 @@ public final class GitRepository: @unchecked Sendable {
         }
     }
 
+    /// From now on, this process hashes every object it reads and refuses one whose content
+    /// does not match its id (a serving process does not: see `LibGit2.ready`).
+    public static func hashObjectsOnRead() { LibGit2.hashObjectsOnRead() }
+
     /// The content of blob `id`.
     public func readBlob(_ id: ObjectID) throws(GitError) -> [UInt8] {
         try locked { () throws(GitError) in

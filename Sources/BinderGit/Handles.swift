@@ -15,10 +15,24 @@ enum LibGit2 {
         // before they are renamed into place: a returned commit is on disk.
         precondition(binder_git_enable_fsync(1) == 0, "GIT_OPT_ENABLE_FSYNC_GITDIR failed")
         precondition(binder_git_enable_strict_object_creation(1) == 0, "GIT_OPT_ENABLE_STRICT_OBJECT_CREATION failed")
+        // Objects are not hashed again on every read, as git reads them: an object's id was
+        // computed from its content when it entered the repository (our writes; a fetched
+        // pack's index is built from the pack's content), zlib checks each object's stream,
+        // a document's content is authenticated by NIP-44's MAC, and `binder verify` and
+        // `git fsck` hash everything. Hashing on read was two thirds of a cold history walk
+        // (a folder's 170 KB tree hashed anew for each commit; docs/BENCHMARKS.md).
+        precondition(binder_git_enable_strict_hash_verification(0) == 0, "GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION failed")
         // Packs are read through mapped windows; with the defaults every page read once
         // stays mapped, so a mount that read a 126 MB pack held it all as resident memory.
         precondition(binder_git_set_pack_windows(packWindowSize, packMappedLimit) == 0, "GIT_OPT_SET_MWINDOW_* failed")
     }()
+
+    /// Hash each object again when it is read (process-wide), for a process that checks a
+    /// repository (`binder verify`) rather than serving it.
+    static func hashObjectsOnRead() {
+        _ = ready
+        precondition(binder_git_enable_strict_hash_verification(1) == 0, "GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION failed")
+    }
 
     /// One mapped window of a pack (libgit2's unit of mapping).
     static let packWindowSize = 2 << 20

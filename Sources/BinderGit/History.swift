@@ -18,6 +18,32 @@ public struct DeletedFile: Sendable, Hashable {
     public let seconds: Int64
 }
 
+/// The trees a walk over history read for the last two commits, by id: a commit's trees are
+/// compared with its parent's, and in a line of commits that parent's are compared with its
+/// own parent's next, so each tree is read once, not twice. (libgit2 keeps no tree over 4 KB
+/// in its object cache, and a folder of 2,400 records is a 170 KB tree, read and hashed anew
+/// each time.) Two commits' worth at most, so memory stays what one comparison needs.
+struct RecentTrees {
+    private var current: [ObjectID: TreeHandle] = [:]
+    private var previous: [ObjectID: TreeHandle] = [:]
+
+    mutating func tree(_ id: ObjectID, in repository: GitRepository) throws(GitError) -> TreeHandle {
+        if let tree = current[id] ?? previous[id] {
+            current[id] = tree
+            return tree
+        }
+        let tree = try repository.lookupTreeLocked(id)
+        current[id] = tree
+        return tree
+    }
+
+    /// The walk moves on: what the commit before last read is let go.
+    mutating func nextCommit() {
+        previous = current
+        current = [:]
+    }
+}
+
 /// The history of a branch and of single files in it: every commit reachable from a tip (merges'
 /// other parents too, newest first), the versions of one path, the files removed since.
 extension GitRepository {
@@ -69,17 +95,20 @@ extension GitRepository {
             let tipTree = try commitTreeLocked(tip)
             var found: [String: DeletedFile] = [:]
             var order: [String] = []
+            var trees = RecentTrees()
             for id in try walkLocked(from: tip) {
                 let commit = try lookupCommitLocked(id)
-                let tree = try commitTreeLocked(id)
+                let tree = try trees.tree(ObjectID(git_commit_tree_id(commit.pointer)), in: self)
                 for index in 0..<git_commit_parentcount(commit.pointer) {
-                    let parentTree = try commitTreeLocked(ObjectID(git_commit_parent_id(commit.pointer, index)))
-                    for (path, blob) in try removedLocked(from: parentTree, to: tree) where found[path] == nil {
+                    let parent = try lookupCommitLocked(ObjectID(git_commit_parent_id(commit.pointer, index)))
+                    let parentTree = try trees.tree(ObjectID(git_commit_tree_id(parent.pointer)), in: self)
+                    for (path, blob) in try removedLocked(from: parentTree, to: tree, trees: &trees) where found[path] == nil {
                         guard try entryIDLocked(in: tipTree, path: path) == nil else { continue }
                         found[path] = DeletedFile(path: path, lastBlob: blob, deletedIn: id, seconds: git_commit_time(commit.pointer))
                         order.append(path)
                     }
                 }
+                trees.nextCommit()
             }
             return order.compactMap { found[$0] }
         }
@@ -121,24 +150,53 @@ extension GitRepository {
 
     /// Files in `old` that `new` lacks, with their blob in `old`. Folders with the same id on
     /// both sides are not entered: a commit costs what it changed, not the size of the tree.
-    /// Lock held.
-    private func removedLocked(from old: TreeHandle, to new: TreeHandle?, prefix: String = "") throws(GitError) -> [(String, ObjectID)] {
+    /// Both trees' entries are in git's order, so they are walked side by side (one name
+    /// comparison an entry, no lookup by name), and a name becomes a Swift string only when
+    /// its entry was removed or is a folder to enter: a walk over 12,000 commits of a folder
+    /// of 2,400 records took 2.8 s when each entry made a string and a lookup. Lock held.
+    private func removedLocked(from old: TreeHandle, to new: TreeHandle?, prefix: String = "",
+                               trees: inout RecentTrees) throws(GitError) -> [(String, ObjectID)] {
         var removed: [(String, ObjectID)] = []
+        let newCount = new.map { git_tree_entrycount($0.pointer) } ?? 0
+        var j = 0
         for index in 0..<git_tree_entrycount(old.pointer) {
             guard let entry = git_tree_entry_byindex(old.pointer, index), let rawName = git_tree_entry_name(entry) else { continue }
-            let name = String(cString: rawName)
-            let id = ObjectID(git_tree_entry_id(entry))
             let isTree = git_tree_entry_type(entry) == GIT_OBJECT_TREE
-            let counterpart = new.flatMap { git_tree_entry_byname($0.pointer, rawName) }
-            if let counterpart, ObjectID(git_tree_entry_id(counterpart)) == id { continue }
-            let newIsTree = counterpart.map { git_tree_entry_type($0) == GIT_OBJECT_TREE } ?? false
+            // The entry of `new` with this name and kind (file or folder), if any.
+            var counterpart: OpaquePointer?
+            while let new, j < newCount, let candidate = git_tree_entry_byindex(new.pointer, j),
+                  let candidateName = git_tree_entry_name(candidate) {
+                let order = Self.gitOrder(candidateName, git_tree_entry_type(candidate) == GIT_OBJECT_TREE, rawName, isTree)
+                if order < 0 { j += 1; continue }
+                if order == 0 { counterpart = candidate; j += 1 }
+                break
+            }
+            if let counterpart, git_oid_equal(git_tree_entry_id(counterpart), git_tree_entry_id(entry)) == 1 { continue }
+            let id = ObjectID(git_tree_entry_id(entry))
+            let name = String(cString: rawName)
             if isTree {
-                let newTree = newIsTree ? try counterpart.map { (c) throws(GitError) in try lookupTreeLocked(ObjectID(git_tree_entry_id(c))) } : nil
-                removed += try removedLocked(from: try lookupTreeLocked(id), to: newTree, prefix: prefix + name + "/")
-            } else if counterpart == nil || newIsTree {
+                let newTree = try counterpart.map { (c) throws(GitError) in try trees.tree(ObjectID(git_tree_entry_id(c)), in: self) }
+                removed += try removedLocked(from: try trees.tree(id, in: self), to: newTree, prefix: prefix + name + "/", trees: &trees)
+            } else if counterpart == nil {
                 removed.append((prefix + name, id))
             }
         }
         return removed
+    }
+
+    /// Git's order of tree entries (`base_name_compare`): bytewise, a folder's name compared
+    /// as if it ended in '/'. Negative when `a` comes first, 0 for the same name and kind.
+    static func gitOrder(_ a: UnsafePointer<CChar>, _ aIsTree: Bool, _ b: UnsafePointer<CChar>, _ bIsTree: Bool) -> Int {
+        var index = 0
+        while true {
+            let x = UInt8(bitPattern: a[index]), y = UInt8(bitPattern: b[index])
+            if x == 0 || y == 0 || x != y {
+                let left = x != 0 ? x : (aIsTree ? UInt8(ascii: "/") : 0)
+                let right = y != 0 ? y : (bIsTree ? UInt8(ascii: "/") : 0)
+                if x != 0 && y != 0 { return Int(x) - Int(y) }
+                return Int(left) - Int(right)
+            }
+            index += 1
+        }
     }
 }

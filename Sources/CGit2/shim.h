@@ -26,6 +26,12 @@ static inline int binder_git_enable_strict_object_creation(int enabled) {
     return git_libgit2_opts(GIT_OPT_ENABLE_STRICT_OBJECT_CREATION, enabled);
 }
 
+/* GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION: hash every object again each time it
+ * is read (on by default; git itself does not). */
+static inline int binder_git_enable_strict_hash_verification(int enabled) {
+    return git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, enabled);
+}
+
 /* GIT_OPT_SET_MWINDOW_SIZE / GIT_OPT_SET_MWINDOW_MAPPED_LIMIT: how much of a
  * pack libgit2 maps per window, and in all (least recently used windows are
  * unmapped past the limit). The 64-bit defaults (1 GiB, 8 GiB) keep every page

@@ -205,6 +205,36 @@ final class EverydayCommandTests: XCTestCase {
         XCTAssertEqual(((brokenReport["problems"] as? [[String: Any]])?.first?["path"] as? String), "refs/heads/main.lock")
     }
 
+    /// `binder verify` hashes every object it reads (a mount does not, as git does not): a
+    /// root tree whose bytes were swapped for another valid tree's (the same record, another
+    /// file mode: a plain read takes it as it is) is reported, and the command fails.
+    func testVerifyFindsAnObjectWhoseContentIsNotItsId() throws {
+        let binder = try MountedBinder()
+        let s = binder.sandbox, pass = binder.passphraseFile
+        XCTAssertEqual(try s.run(["create", "health", "--passphrase-file", pass]).status, 0)
+        let repository = s.root.appendingPathComponent("tampered").path
+        let pack = s.root.appendingPathComponent("objects.pack").path
+        // A bare copy with every object loose, then the root tree's file given another tree's bytes.
+        let tamper = try shell("""
+            set -e
+            git clone -q --bare --no-local '\(s.home.path)/binders/health' '\(repository)'
+            cat '\(repository)'/objects/pack/*.pack > '\(pack)'
+            rm -f '\(repository)'/objects/pack/*
+            git -C '\(repository)' unpack-objects -q < '\(pack)'
+            root=$(git -C '\(repository)' rev-parse 'main^{tree}')
+            # The same record under the same name, as an executable file: another valid tree.
+            other=$(git -C '\(repository)' ls-tree main | sed 's/^100644/100755/' | git -C '\(repository)' mktree)
+            test "$other" != "$root"
+            target='\(repository)'/objects/${root:0:2}/${root:2}
+            chmod u+w "$target"
+            cp '\(repository)'/objects/${other:0:2}/${other:2} "$target"
+            """)
+        XCTAssertEqual(tamper.status, 0, tamper.stderr)
+        let verify = try s.run(["verify", repository, "--passphrase-file", pass])
+        XCTAssertEqual(verify.status, 1, verify.stdout + verify.stderr)
+        XCTAssertTrue((verify.stdout + verify.stderr).contains("hash"), verify.stdout + verify.stderr)
+    }
+
     /// `binder list` offline: the local binders, the reason the server's are missing, exit 0.
     func testListWorksOffline() throws {
         let binder = try MountedBinder()
