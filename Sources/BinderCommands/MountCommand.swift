@@ -146,6 +146,12 @@ struct MountCommand: ParsableCommand {
                 logger.warning("removed a stale git lock", metadata: ["file": "\(lock.name)"])
                 printOut("Removed a stale git lock left by a process that stopped: \(lock)")
             }
+            // Likewise a pack nobody is writing that never reached its name (a fold cut off by
+            // an unmount or a kill): nothing else would ever remove it.
+            let temporary = GitTemporaryPacks.removeStale(gitDirectory: repository.gitDirectory)
+            if !temporary.names.isEmpty {
+                logger.info("removed unfinished pack files", metadata: ["files": "\(temporary.names.count)", "bytes": "\(temporary.bytes)"])
+            }
         }
         return writerLock
     }

@@ -43,6 +43,11 @@ struct VerifyCommand: ParsableCommand {
                 add(Entry(path: lock.name, reason: "\(lock.what) left by a process that stopped", shown: "removed \(lock.name), \(lock.what) left by a process that stopped"),
                     to: &repaired, prefix: "repaired: ")
             }
+            for name in GitTemporaryPacks.removeStale(gitDirectory: repository.gitDirectory).names {
+                add(Entry(path: "objects/pack/" + name, reason: "an unfinished pack file left by a process that stopped",
+                          shown: "removed objects/pack/\(name), an unfinished pack file left by a process that stopped"),
+                    to: &repaired, prefix: "repaired: ")
+            }
         }
         defer { withExtendedLifetime(writerLock) {} }
         let key = try KeyStore(state: state).secretKey(passphrase: passphrase.source)

@@ -97,3 +97,32 @@ public enum GitLockFiles {
         return owners
     }
 }
+
+/// The temporary files a pack is written under before it is renamed into place
+/// (`objects/pack/tmp_pack_*` and `tmp_idx_*` from binder's own pack writer, `pack_git2_*` from
+/// libgit2's). A save, fold or repack killed mid-write (an unmount while a fold of the large
+/// packs runs, kill -9) leaves them behind: nothing refers to them and nothing removes them,
+/// and a fold's can be as large as the repository.
+public enum GitTemporaryPacks {
+    static let prefixes = ["tmp_pack_", "tmp_idx_", "tmp_rev_", "pack_git2_"]
+
+    /// Removes those no live process has open (the caller holds the binder's writer lock, so
+    /// no binder process is writing one); returns the names removed and their bytes.
+    public static func removeStale(gitDirectory: String) -> (names: [String], bytes: Int64) {
+        let folder = gitDirectory + "/objects/pack"
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [])
+            .filter { name in prefixes.contains { name.hasPrefix($0) } }.sorted()
+        guard !names.isEmpty else { return ([], 0) }
+        let openFiles = GitLockFiles.openFileOwners()
+        var removed: [String] = [], bytes: Int64 = 0
+        for name in names {
+            var info = stat()
+            let path = folder + "/" + name
+            guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
+                  openFiles[GitLockFiles.FileIdentity(info)] == nil, unlink(path) == 0 else { continue }
+            removed.append(name)
+            bytes += Int64(info.st_size)
+        }
+        return (removed, bytes)
+    }
+}

@@ -138,10 +138,15 @@ final class MountSafetyTests: XCTestCase {
         let s = binder.sandbox
         let gitDirectory = binder.repository + "/.git"
         let tip = try shell("git -C '\(binder.repository)' rev-parse main").stdout
+        let unfinishedPacks = ["pack_git2_5f0c1d2e3a4b", "tmp_pack_Q1w2E3"]
+        func unfinishedLeft() -> [String] { unfinishedPacks.filter { FileManager.default.fileExists(atPath: gitDirectory + "/objects/pack/" + $0) } }
         func plant() throws {
             // What git leaves when killed in the middle of updating the branch (and the index).
             try Data(tip.utf8).write(to: URL(fileURLWithPath: gitDirectory + "/refs/heads/main.lock"))
             try Data().write(to: URL(fileURLWithPath: gitDirectory + "/index.lock"))
+            // What a fold or a save killed before its pack reached its name leaves.
+            try FileManager.default.createDirectory(atPath: gitDirectory + "/objects/pack", withIntermediateDirectories: true)
+            for name in unfinishedPacks { try Data(repeating: 7, count: 4096).write(to: URL(fileURLWithPath: gitDirectory + "/objects/pack/" + name)) }
         }
         try plant()
         let verify = try s.run(["verify", binder.repository, "--passphrase-file", binder.passphraseFile])
@@ -156,6 +161,8 @@ final class MountSafetyTests: XCTestCase {
         XCTAssertTrue(repair.stdout.contains("repaired: removed index.lock"), repair.stdout)
         XCTAssertTrue(repair.stdout.contains("all good"), repair.stdout)
         XCTAssertFalse(FileManager.default.fileExists(atPath: gitDirectory + "/refs/heads/main.lock"))
+        XCTAssertTrue(repair.stdout.contains("repaired: removed objects/pack/pack_git2_5f0c1d2e3a4b, an unfinished pack file"), repair.stdout)
+        XCTAssertEqual(unfinishedLeft(), [])
 
         // A lock some process still has open is left alone, and is no problem.
         let held = gitDirectory + "/packed-refs.lock"
@@ -187,5 +194,7 @@ final class MountSafetyTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: gitDirectory + "/refs/heads/main.lock"))
         let log = try String(contentsOfFile: s.home.appendingPathComponent("logs/sample-binder.log").path, encoding: .utf8)
         XCTAssertTrue(log.contains("removed a stale git lock file=refs/heads/main.lock"), log)
+        XCTAssertEqual(unfinishedLeft(), [], "the mount removes unfinished pack files")
+        XCTAssertTrue(log.contains("removed unfinished pack files bytes=8192 files=2"), log)
     }
 }
