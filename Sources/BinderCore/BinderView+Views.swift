@@ -57,8 +57,26 @@ extension BinderView {
         if path == Self.controlDirectory { return .folder(.root, modified: listings.snapshot.commitTime) }
         let (parent, name) = ViewPath.split(path)
         guard case .folder(let folder, _) = try controlNode(parent) else { throw .notDirectory(parent) }
+        // A name a history folder holds now is found without its listing, which walks all of
+        // history for the records deleted below it (the listing puts current names first, so
+        // it would give the same node).
+        if case .history(let viewFolder) = folder, let node = currentHistoryNode(viewFolder, name) { return node }
         guard let node = try controlListing(folder).nodes[name] else { throw .notFound(path) }
         return node
+    }
+
+    /// The history folder's entry for `name` of the view's folder `viewFolder` as it is now: a
+    /// folder's history, or a record's versions; nil for anything else or nothing.
+    private func currentHistoryNode(_ viewFolder: String, _ name: String) -> ControlNode? {
+        (try? listings.listing(viewFolder))?.nodes[name].flatMap { historyNode(viewFolder, name, $0) }
+    }
+
+    private func historyNode(_ viewFolder: String, _ name: String, _ node: Node) -> ControlNode? {
+        if node.isDirectory && node.owner == nil {
+            return .folder(.history(folder: join(viewFolder, name)), modified: node.modified)
+        }
+        if let gitPath = Self.recordGitPath(node) { return .folder(.versions(gitPath: gitPath), modified: node.modified) }
+        return nil
     }
 
     // MARK: - Listings
@@ -141,12 +159,7 @@ extension BinderView {
         var listing = ControlListing()
         let current = try? listings.listing(viewFolder)
         for name in current?.sortedNames ?? [] {
-            guard let node = current?.nodes[name] else { continue }
-            if node.isDirectory && node.owner == nil {
-                listing.append(name, .folder(.history(folder: join(viewFolder, name)), modified: node.modified))
-            } else if let gitPath = Self.recordGitPath(node) {
-                listing.append(name, .folder(.versions(gitPath: gitPath), modified: node.modified))
-            }
+            if let node = current?.nodes[name], let entry = historyNode(viewFolder, name, node) { listing.append(name, entry) }
         }
         var found = current != nil || viewFolder.isEmpty
         for record in try deletedRecords(snapshot) {

@@ -124,6 +124,10 @@ final class RecordViewsTests: XCTestCase {
         try binder.write("visits/y.md", Array(Self.record(created: "2024-01-01T00:00:00Z", "# Y\n").utf8))
         try binder.view.renameFile("visits/y.md", to: "visits/z.md", noReplace: false)
         XCTAssertEqual(try binder.view.list(".binder/deleted/visits").map(\.name), ["x.md"])
+        // A record held now is looked up without the deleted records' walk; the folder lists both.
+        XCTAssertEqual(try binder.view.list(".binder/history/visits/z.md").count, 1)
+        XCTAssertEqual(try binder.view.list(".binder/history/visits").map(\.name), ["z.md", "x.md"])
+        XCTAssertEqual(try binder.view.list(".binder/history/visits/x.md").count, 3)
     }
 
     func testEverythingInBinderIsReadOnly() throws {
