@@ -116,18 +116,27 @@ extension GitRepository {
 
     /// Commit ids from `tip`, newest first. Lock held.
     private func walkLocked(from tip: ObjectID) throws(GitError) -> [ObjectID] {
+        try walkLocked("walk history from \(tip)") { (walk) throws(GitError) in
+            var start = tip.oid
+            try check(git_revwalk_push(walk, &start), "walk history from \(tip)")
+            return true
+        } ?? []
+    }
+
+    /// Commit ids, newest first (parents after children, then by time), from where `push`
+    /// starts the walk (a `git_revwalk *`); nil when it started none. Lock held.
+    func walkLocked(_ operation: String, push: (OpaquePointer) throws(GitError) -> Bool) throws(GitError) -> [ObjectID]? {
         var pointer: OpaquePointer?
-        try check(git_revwalk_new(&pointer, repo.pointer), "start history walk")
+        try check(git_revwalk_new(&pointer, repo.pointer), operation)
         let walk = RevwalkHandle(pointer!)
-        try check(git_revwalk_sorting(walk.pointer, GIT_SORT_TOPOLOGICAL.rawValue | GIT_SORT_TIME.rawValue), "sort history walk")
-        var start = tip.oid
-        try check(git_revwalk_push(walk.pointer, &start), "walk history from \(tip)")
+        try check(git_revwalk_sorting(walk.pointer, GIT_SORT_TOPOLOGICAL.rawValue | GIT_SORT_TIME.rawValue), operation)
+        guard try push(walk.pointer) else { return nil }
         var ids: [ObjectID] = []
         var oid = git_oid()
         while true {
             let rc = git_revwalk_next(&oid, walk.pointer)
             if rc == GIT_ITEROVER.rawValue { break }
-            try check(rc, "walk history from \(tip)")
+            try check(rc, operation)
             ids.append(ObjectID(&oid))
         }
         return ids

@@ -147,23 +147,17 @@ extension GitRepository {
     /// history walk meets them, then each commit's trees not seen before (folders before their
     /// contents), then the blobs. Nil when there is nothing to walk from. Lock held.
     private func reachableInPackOrderLocked() throws(GitError) -> PackOrder? {
-        var walkPointer: OpaquePointer?
-        try check(git_revwalk_new(&walkPointer, repo.pointer), "walk history to pack")
-        let walk = RevwalkHandle(walkPointer!)
-        try check(git_revwalk_sorting(walk.pointer, GIT_SORT_TOPOLOGICAL.rawValue | GIT_SORT_TIME.rawValue), "sort history walk")
-        var pushed = false
-        if git_revwalk_push_glob(walk.pointer, "refs") == 0 { pushed = true }
-        if git_revwalk_push_head(walk.pointer) == 0 { pushed = true }
-        guard pushed else { return nil }
-        GitError.clearLast()
+        let commits = try walkLocked("walk history to pack") { walk in
+            var pushed = false
+            if git_revwalk_push_glob(walk, "refs") == 0 { pushed = true }
+            if git_revwalk_push_head(walk) == 0 { pushed = true }
+            GitError.clearLast()
+            return pushed
+        }
+        guard let commits else { return nil }
         var order = PackOrder()
         var roots: [ObjectID] = []
-        var oid = git_oid()
-        while true {
-            let rc = git_revwalk_next(&oid, walk.pointer)
-            if rc == GIT_ITEROVER.rawValue { break }
-            try check(rc, "walk history to pack")
-            let id = ObjectID(&oid)
+        for id in commits {
             let commit = try lookupCommitLocked(id)
             order.addCommit(id, time: git_commit_time(commit.pointer))
             roots.append(ObjectID(git_commit_tree_id(commit.pointer)))
