@@ -200,9 +200,9 @@ extension GitRepository {
         while true {
             let x = UInt8(bitPattern: a[index]), y = UInt8(bitPattern: b[index])
             if x == 0 || y == 0 || x != y {
+                // A name that ended compares as its kind's terminator ('/' for a folder).
                 let left = x != 0 ? x : (aIsTree ? UInt8(ascii: "/") : 0)
                 let right = y != 0 ? y : (bIsTree ? UInt8(ascii: "/") : 0)
-                if x != 0 && y != 0 { return Int(x) - Int(y) }
                 return Int(left) - Int(right)
             }
             index += 1

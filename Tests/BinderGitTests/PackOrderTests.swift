@@ -16,6 +16,17 @@ final class PackOrderTests: XCTestCase {
                                       message: "Save \(i)", author: testAuthor, blobs: [record])
     }
 
+    /// Saves `range` in order, each onto the last commit of `made`.
+    private func save(_ repo: GitRepository, _ range: Range<Int>, after made: inout [ObjectID]) throws {
+        for i in range { made.append(try save(repo, i, onto: made.last)) }
+    }
+
+    private func newRepository() throws -> (TemporaryDirectory, String, GitRepository) {
+        let tmp = try TemporaryDirectory()
+        let path = tmp.sub("r.git")
+        return (tmp, path, try GitRepository.create(path: path, bare: true))
+    }
+
     /// The objects of the pack indexed by `index`, by offset, with their types, as git sees them.
     private func layout(_ index: String) throws -> [(id: String, type: String)] {
         let rows = lines(try git("verify-pack", "-v", index)).compactMap { line -> (Int, String, String)? in
@@ -39,11 +50,10 @@ final class PackOrderTests: XCTestCase {
     }
 
     func testARepackWritesCommitsNewestFirstThenTreesThenBlobs() throws {
-        let tmp = try TemporaryDirectory()
-        let path = tmp.sub("r.git")
-        let repo = try GitRepository.create(path: path, bare: true)
+        let (tmp, path, repo) = try newRepository()
+        defer { withExtendedLifetime(tmp) {} }  // the folder lives as long as the test
         var made: [ObjectID] = []
-        for i in 0..<30 { made.append(try save(repo, i, onto: made.last)) }
+        try save(repo, 0..<30, after: &made)
         let result = try repo.repack()
         let packs = GitRepository.packIndexes(in: path + "/objects/pack")
         XCTAssertEqual(packs.count, 1)
@@ -56,17 +66,16 @@ final class PackOrderTests: XCTestCase {
     }
 
     func testAFoldKeepsTheOrderAcrossFolds() throws {
-        let tmp = try TemporaryDirectory()
-        let path = tmp.sub("r.git")
-        let repo = try GitRepository.create(path: path, bare: true)
+        let (tmp, path, repo) = try newRepository()
+        defer { withExtendedLifetime(tmp) {} }  // the folder lives as long as the test
         var made: [ObjectID] = []
-        for i in 0..<20 { made.append(try save(repo, i, onto: made.last)) }
+        try save(repo, 0..<20, after: &made)
         XCTAssertEqual(try GitRepository.open(path: path).foldPacks().packsRemoved, 20)
         var packs = GitRepository.packIndexes(in: path + "/objects/pack")
         XCTAssertEqual(packs.count, 1)
         try assertLaidOut(packs[0], commits: made.reversed(), objects: 80)
         // Newer small packs folded with the first fold's pack: still one order over all.
-        for i in 20..<45 { made.append(try save(repo, i, onto: made.last)) }
+        try save(repo, 20..<45, after: &made)
         XCTAssertEqual(try GitRepository.open(path: path).foldPacks().packsRemoved, 26)
         packs = GitRepository.packIndexes(in: path + "/objects/pack")
         XCTAssertEqual(packs.count, 1)
@@ -77,11 +86,9 @@ final class PackOrderTests: XCTestCase {
     /// A pack index that is short, of another version or cut anywhere gives no order (the
     /// fold then takes the ids as the pack lists them), never a crash.
     func testAMalformedIndexGivesNoOrder() throws {
-        let tmp = try TemporaryDirectory()
-        let path = tmp.sub("r.git")
-        let repo = try GitRepository.create(path: path, bare: true)
+        let (tmp, path, repo) = try newRepository()
         var made: [ObjectID] = []
-        for i in 0..<3 { made.append(try save(repo, i, onto: made.last)) }
+        try save(repo, 0..<3, after: &made)
         _ = try repo.repack()
         let index = try XCTUnwrap(GitRepository.packIndexes(in: path + "/objects/pack").first)
         let bytes = try XCTUnwrap(FileManager.default.contents(atPath: index))
