@@ -44,7 +44,7 @@ enum FrontMatterYAML {
 
     static func render(_ metadata: JSONObject) -> String {
         do {
-            let text = try Yams.serialize(node: node(for: .object(metadata)), indent: 2, width: -1,
+            let text = try Yams.serialize(node: NodeBuilder().node(for: .object(metadata)), indent: 2, width: -1,
                                           allowUnicode: true, lineBreak: .ln)
             return unescapingAstralCharacters(text)
         } catch {
@@ -56,31 +56,55 @@ enum FrontMatterYAML {
         }
     }
 
+    /// The node `render` writes for `value` (see `NodeBuilder`).
+    static func node(for value: JSONValue) -> Node { NodeBuilder().node(for: value) }
+
+    /// Builds the node tree of one rendering.
+    ///
     /// Scalars carry the tag they resolve to (never `.implicit`): Yams' emitter asks every
     /// implicit scalar's tag of its resolver, a handful of ICU regular expressions each, only
     /// to pass it to libyaml with both implicit flags set, which drops it from the output.
     /// The text written is the same either way (FrontMatterTests); the rendering is faster.
-    static func node(for value: JSONValue) -> Node {
-        switch value {
-        case .null:
-            return Node("null", Tag(.null), .plain)
-        case let .bool(flag):
-            return Node(flag ? "true" : "false", Tag(.bool), .plain)
-        case let .number(text):
-            return Node(text, Tag(text.utf8.contains { $0 == UInt8(ascii: ".") || $0 | 0x20 == UInt8(ascii: "e") } ? .float : .int), .plain)
-        case let .string(text):
-            return Node(text, Tag(.str), scalarStyle(for: text, isKey: false))
-        case let .array(elements):
-            return Node(elements.map(node(for:)), .implicit, sequenceStyle(for: elements))
-        case let .object(object):
-            let pairs = object.map { entry in
-                (Node(entry.key, Tag(.str), scalarStyle(for: entry.key, isKey: true)), node(for: entry.value))
+    ///
+    /// The tags are made once per rendering, not once per node: each `Tag` made with Yams'
+    /// defaults builds a `Constructor`, three dictionaries of closures, which took a fifth of
+    /// a cold `grep -r`'s rendering. A scalar's tag is never changed once explicit, so one
+    /// instance serves every scalar of its kind; an `.implicit` tag is resolved in place by
+    /// Yams (its name changes), so each list and mapping gets its own, sharing the constructor.
+    struct NodeBuilder {
+        private let constructor = Constructor.default
+        private let null: Tag, bool: Tag, int: Tag, float: Tag, str: Tag
+
+        init() {
+            null = Tag(.null, .default, constructor)
+            bool = Tag(.bool, .default, constructor)
+            int = Tag(.int, .default, constructor)
+            float = Tag(.float, .default, constructor)
+            str = Tag(.str, .default, constructor)
+        }
+
+        func node(for value: JSONValue) -> Node {
+            switch value {
+            case .null:
+                return Node("null", null, .plain)
+            case let .bool(flag):
+                return Node(flag ? "true" : "false", bool, .plain)
+            case let .number(text):
+                return Node(text, text.utf8.contains { $0 == UInt8(ascii: ".") || $0 | 0x20 == UInt8(ascii: "e") } ? float : int, .plain)
+            case let .string(text):
+                return Node(text, str, scalarStyle(for: text, isKey: false))
+            case let .array(elements):
+                return Node(elements.map(node(for:)), Tag(.implicit, .default, constructor), sequenceStyle(for: elements))
+            case let .object(object):
+                let pairs = object.map { entry in
+                    (Node(entry.key, str, scalarStyle(for: entry.key, isKey: true)), node(for: entry.value))
+                }
+                return Node(pairs, Tag(.implicit, .default, constructor), .block)
             }
-            return Node(pairs, .implicit, .block)
         }
     }
 
-    private static func scalarStyle(for text: String, isKey: Bool) -> Node.Scalar.Style {
+    fileprivate static func scalarStyle(for text: String, isKey: Bool) -> Node.Scalar.Style {
         // A backslash forces double quotes so that, in the emitted text, every backslash
         // starts an escape inside a double-quoted scalar (see unescapingAstralCharacters).
         if text.utf8.contains(UInt8(ascii: "\\")) || plainTag(text) != .str {
@@ -108,8 +132,29 @@ enum FrontMatterYAML {
         // The apps' own timestamps (`2026-02-09T14:30:00.000Z`), in every document twice,
         // match YAML's timestamp rule; say so without running the resolver's expressions.
         if isAppTimestamp(text) { return .timestamp }
+        if let tag = wordTag(text) { return tag }
         return resolverTag(text)
     }
+
+    /// The tag of text that starts with an ASCII letter and ends with a printable ASCII
+    /// byte (keys such as `type` and `tags`, most words), without the regular expressions:
+    /// of the default rules only bool's and null's match text starting with a letter, each a
+    /// fixed list of words; the last byte rules out a final line break, before which `$`
+    /// would also match. Nil for other text.
+    static func wordTag(_ text: String) -> Tag.Name? {
+        let bytes = text.utf8
+        guard let first = bytes.first, let last = bytes.last,
+              (first | 0x20) >= UInt8(ascii: "a"), (first | 0x20) <= UInt8(ascii: "z"),
+              last > 0x20, last < 0x7F else { return nil }
+        guard bytes.count <= 5 else { return .str }
+        if boolWords.contains(text) { return .bool }
+        if nullWords.contains(text) { return .null }
+        return .str
+    }
+
+    private static let boolWords: Set<String> = ["yes", "Yes", "YES", "no", "No", "NO", "true", "True", "TRUE", "false", "False",
+                                                 "FALSE", "on", "On", "ON", "off", "Off", "OFF"]
+    private static let nullWords: Set<String> = ["null", "Null", "NULL"]
 
     /// `YYYY-MM-DDTHH:MM:SS[.fraction]Z`, ASCII digits only.
     static func isAppTimestamp(_ text: String) -> Bool {
@@ -150,7 +195,7 @@ enum FrontMatterYAML {
 
     /// Short lists of scalars read best inline (`tags: [annual, bp]`); anything else is
     /// written one item per line.
-    private static func sequenceStyle(for elements: [JSONValue]) -> Node.Sequence.Style {
+    fileprivate static func sequenceStyle(for elements: [JSONValue]) -> Node.Sequence.Style {
         var length = 0
         for element in elements {
             switch element {

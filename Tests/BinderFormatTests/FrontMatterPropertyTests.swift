@@ -87,6 +87,11 @@ import Yams
         samples += ["2026-02-09T14:30:00.000Z", "2026-02-09T14:30:00Z", "2026-02-09T14:30:00.123456Z", "1999-12-31T23:59:59.9Z",
                     "2026-02-09T14:30:00.000", "2026-02-09 14:30:00.000Z", "2026-2-09T14:30:00.000Z", "2026-02-09T14:30:00.Z",
                     "2026-02-09T14:30:00.000ZZ", "2026-02-09T14:30:00.0a0Z", "2026-02-09t14:30:00.000Z", "20260-02-09T14:30:00.000Z"]
+        // Words (`wordTag`, a shortcut of its own): the bool and null words, their near misses,
+        // and endings `$` may match before.
+        samples += ["type", "tags", "npi", "Note", "types", "nothing", "o", "n", "y", "Y", "on", "ON", "oN", "nULL", "NuLL",
+                    "off ", "on\t", "yes\n", "true\u{0B}", "null\u{85}", "NO\r\n", "Yes!", "noé", "nö", "Off.", "FALSE",
+                    "False", "fALSE", "truE", "tru", "nul", "nulls", "yess", "a", "Z", "z~", "x-ray", "Dr. Sato"]
         for _ in 0..<300 {
             let stamp = Timestamps.string(seconds: Int64.random(in: 0...4_000_000_000), nanoseconds: Int32.random(in: 0..<1_000_000_000))
             samples.append(stamp)
