@@ -131,6 +131,8 @@ final class Committer: Sendable {
             } catch {
                 logger.warning("packing failed (the objects stay where they are): \(error)")
             }
+            // The packs rolled up are removed: the view's instance closes them now.
+            self.repository.releaseRemovedPacks()
             let next = packing.withLock { state -> PackJob? in
                 if let plan {
                     state.folds -= 1

@@ -1,5 +1,6 @@
 internal import CGit2
 import Foundation
+import Synchronization
 
 /// A git repository (bare or with a work tree), read straight from its object
 /// database and written commit by commit.
@@ -19,8 +20,19 @@ public final class GitRepository: @unchecked Sendable {
     private let lock = NSLock()
     /// The libgit2 repository. Use only inside `locked { }`.
     let repo: RepositoryHandle
-    /// The repository's object database. Use only inside `locked { }`.
-    let odb: OdbHandle
+    /// The repository's object database. Use only inside `locked { }`; replaced there when
+    /// packs were removed (`forgetRemovedPacksLocked`).
+    private(set) var odb: OdbHandle
+    /// The value of `packRemovals` this instance's object database has seen. Guarded by `lock`.
+    private var packRemovalsSeen = GitRepository.packRemovals.load(ordering: .acquiring)
+
+    /// How many times this process removed packs (a fold or repack rolled them into a new
+    /// one). libgit2 adds the packs it finds to an object database but never drops one whose
+    /// files were removed: each instance would keep every pack ever folded open and mapped,
+    /// and search them all on every lookup (after importing 10,000 records: 11,500 open files
+    /// of removed packs, 11,800 mappings, and saves 4x slower). An instance that has not seen
+    /// the latest removal opens its object database afresh before its next use.
+    static let packRemovals = Atomic<Int>(0)
     /// Where commits stage their objects before packing them; made at the first commit.
     /// Use only inside `locked { }`.
     var commitStaging: CommitStaging?
@@ -87,8 +99,42 @@ public final class GitRepository: @unchecked Sendable {
     func locked<T>(_ body: () throws(GitError) -> T) throws(GitError) -> T {
         lock.lock()
         defer { lock.unlock() }
+        forgetRemovedPacksLocked()
         GitError.clearLast()
         return try body()
+    }
+
+    /// Lets go of the packs removed since this instance's last use now, rather than at its
+    /// next: their files stop holding disk space while the instance is idle.
+    public func releaseRemovedPacks() {
+        lock.lock()
+        defer { lock.unlock() }
+        forgetRemovedPacksLocked()
+    }
+
+    /// When packs were removed since this instance's object database was opened, replaces it
+    /// with a fresh one (the repository's own, as `open` makes it), which knows only the packs
+    /// there are now; the old one, and with it the removed packs' files and mappings, is
+    /// released. The commit staging database reads through to disk the same way and is made
+    /// again when next needed. Should opening fail (out of file descriptors), the old database
+    /// stays in use (it still reads every object: removed packs stay open) and the next call
+    /// tries again.
+    private func forgetRemovedPacksLocked() {
+        let removals = Self.packRemovals.load(ordering: .acquiring)
+        guard removals != packRemovalsSeen else { return }
+        var fresh: OpaquePointer?
+        guard git_repository_open_ext(&fresh, gitDirectory, GIT_REPOSITORY_OPEN_NO_SEARCH.rawValue, nil) == 0, let fresh else { return }
+        var odbPointer: OpaquePointer?
+        let opened = git_repository_odb(&odbPointer, fresh) == 0
+        // Freed first: freeing a repository disowns its database, which `set_odb` below then
+        // gives to this one.
+        git_repository_free(fresh)
+        guard opened, let odbPointer else { return }
+        let replacement = OdbHandle(odbPointer)
+        guard git_repository_set_odb(repo.pointer, replacement.pointer) == 0 else { return }
+        odb = replacement
+        commitStaging = nil
+        packRemovalsSeen = removals
     }
 
     // MARK: - References

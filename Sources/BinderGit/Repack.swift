@@ -348,5 +348,7 @@ extension GitRepository {
     static func removePack(_ index: String) {
         let stem = String(index.dropLast(4))
         for suffix in [".idx", ".rev", ".bitmap", ".pack"] { unlink(stem + suffix) }
+        // Every instance in this process drops the pack before its next use.
+        packRemovals.add(1, ordering: .releasing)
     }
 }

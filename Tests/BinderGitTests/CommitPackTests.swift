@@ -128,6 +128,35 @@ final class CommitPackTests: XCTestCase {
         try assertRepositoryComplete(path, tip: tip!, commits: 640)
     }
 
+    /// Packs a fold removed are let go by every instance of the process before its next use:
+    /// libgit2 itself never drops a pack from a database, so an instance that commits while
+    /// another folds kept each removed pack open and mapped (11,500 of them after importing
+    /// 10,000 records), and searched them all on every lookup.
+    func testInstancesLetGoOfPacksFoldsRemoved() throws {
+        let tmp = try TemporaryDirectory()
+        let path = tmp.sub("r.git")
+        let repo = try GitRepository.create(path: path, bare: true)
+        let reader = try GitRepository.open(path: path)
+        var tip: ObjectID?
+        for i in 0..<96 {
+            tip = try save(repo, i, onto: tip)
+            XCTAssertEqual(try reader.readBlob(try GitRepository.blobID(of: Array("entries \(i)\n".utf8))), Array("entries \(i)\n".utf8))
+            if i % 32 == 31 { XCTAssertGreaterThan(try GitRepository.open(path: path).foldPacks().packsRemoved, 0) }
+        }
+        func removedPacksHeld() throws -> Int {
+            try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").filter { fd in
+                guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + fd) else { return false }
+                return target.hasPrefix(path) && target.hasSuffix("(deleted)")
+            }.count + String(decoding: try Data(contentsOf: URL(fileURLWithPath: "/proc/self/maps")), as: UTF8.self)
+                .split(separator: "\n").filter { $0.contains(path) && $0.hasSuffix("(deleted)") }.count
+        }
+        // Both instances read and write on after the folds, and hold no removed pack.
+        tip = try save(repo, 96, onto: tip)
+        XCTAssertEqual(try reader.readBlob(try GitRepository.blobID(of: Array("entries 96\n".utf8))), Array("entries 96\n".utf8))
+        XCTAssertEqual(try removedPacksHeld(), 0)
+        try assertRepositoryComplete(path, tip: tip!, commits: 97)
+    }
+
     /// kill -9 of a process committing in a loop, at many points: every commit it had
     /// acknowledged (written to a file after `commitChanges` returned) is on `main`, and git
     /// finds the repository sound. Folds run in between, so some kills land in them.
