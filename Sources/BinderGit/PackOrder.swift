@@ -46,18 +46,25 @@ struct PackOrder {
     /// offset), so that a fold keeps the order an earlier one wrote. Nil when the file is not a
     /// well-formed version 2 index.
     static func idsInPackOrder(ofIndex index: String) -> [ObjectID]? {
+        entriesInPackOrder(ofIndex: index)?.map(\.id)
+    }
+
+    /// What a pack index (version 2) says of each object: its id, its entry's offset in the
+    /// pack and the CRC-32 of the entry's bytes, in pack order (by offset). Nil when the file
+    /// is not a well-formed version 2 index.
+    static func entriesInPackOrder(ofIndex index: String) -> [IndexEntry]? {
         guard let data = FileManager.default.contents(atPath: index) else { return nil }
-        return data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> [ObjectID]? in
+        return data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> [IndexEntry]? in
             let header = 8, fanout = 256 * 4
             guard bytes.count >= header + fanout,
                   bytes.prefix(8).elementsEqual([0xFF, 0x74, 0x4F, 0x63, 0, 0, 0, 2]) else { return nil }
             func word(_ at: Int) -> UInt32 { bytes[at..<at + 4].reduce(0) { $0 << 8 | UInt32($1) } }
             let count = Int(word(header + fanout - 4))
-            let names = header + fanout, offsets = names + count * 24  // names, then CRC-32s
+            let names = header + fanout, crcs = names + count * 20, offsets = crcs + count * 4
             let large = offsets + count * 4
             guard bytes.count >= large + 40 else { return nil }  // and the two trailing checksums
-            var placed: [(offset: UInt64, index: Int)] = []
-            placed.reserveCapacity(count)
+            var entries: [IndexEntry] = []
+            entries.reserveCapacity(count)
             for i in 0..<count {
                 let small = word(offsets + i * 4)
                 var offset = UInt64(small)
@@ -66,14 +73,19 @@ struct PackOrder {
                     guard at + 8 <= bytes.count - 40 else { return nil }
                     offset = bytes[at..<at + 8].reduce(0) { $0 << 8 | UInt64($1) }
                 }
-                placed.append((offset, i))
+                let start = names + i * 20
+                guard let id = ObjectID(bytes: UnsafeRawBufferPointer(rebasing: bytes[start..<start + 20])) else { return nil }
+                entries.append(IndexEntry(id: id, offset: offset, crc: word(crcs + i * 4)))
             }
-            placed.sort { $0.offset < $1.offset }
-            let ids = placed.compactMap { entry in
-                let start = names + entry.index * 20
-                return ObjectID(bytes: UnsafeRawBufferPointer(rebasing: bytes[start..<start + 20]))
-            }
-            return ids.count == count ? ids : nil
+            entries.sort { $0.offset < $1.offset }
+            return entries
         }
+    }
+
+    /// One object as a pack index lists it.
+    struct IndexEntry {
+        let id: ObjectID
+        let offset: UInt64
+        let crc: UInt32
     }
 }

@@ -20,9 +20,10 @@ struct PackObject {
 /// deflated, searched for deltas, and then inflated and hashed again by the indexer
 /// (docs/BENCHMARKS.md, "Issue 13: a save's fixed cost").
 ///
-/// Objects are stored, not compressed (zlib streams of stored deflate blocks): they are
-/// ciphertext, which barely compresses, and trees, which `foldPacks` and `repack`
-/// compress off the save path. The pack holds no deltas, so it is complete in itself and
+/// Trees are stored, not compressed (zlib streams of stored deflate blocks): `foldPacks` and
+/// `repack` compress them, and find their deltas, off the save path. Blobs are deflated at
+/// zlib's fastest level when that saves a tenth (`deflatedIfSmaller`), since folds copy them
+/// as they are. The pack holds no deltas, so it is complete in itself and
 /// stock git reads it (`git verify-pack`, `index-pack`, `fsck`: `PackWriterTests`).
 enum PackWriter {
     /// The pack's bytes, its index's bytes and the pack's checksum (which names both files).
@@ -54,8 +55,15 @@ enum PackWriter {
     /// nothing refers to yet. Returns the index's path.
     static func write(_ objects: [PackObject], into directory: String) throws(GitError) -> String {
         let (pack, index, checksum) = encode(objects)
-        let name = directory + "/pack-" + checksum.map { String(format: "%02x", $0) }.joined()
         let packTemporary = try writeTemporary(pack, in: directory, prefix: "tmp_pack_")
+        return try install(packTemporary: packTemporary, index: index, checksum: checksum, in: directory)
+    }
+
+    /// Writes the index of the pack written (and fsynced) at `packTemporary`, then renames
+    /// both into place and fsyncs the folder (see `write`). Returns the index's path. On
+    /// failure neither temporary file is left.
+    static func install(packTemporary: String, index: [UInt8], checksum: [UInt8], in directory: String) throws(GitError) -> String {
+        let name = directory + "/pack-" + checksum.map { String(format: "%02x", $0) }.joined()
         let indexTemporary: String
         do {
             indexTemporary = try writeTemporary(index, in: directory, prefix: "tmp_idx_")
@@ -93,6 +101,10 @@ enum PackWriter {
             size >>= 7
         }
         pack.append(byte)
+        if object.kind == .blob, let deflated = deflatedIfSmaller(object.content) {
+            pack += deflated
+            return
+        }
         // zlib header: deflate, 32 KiB window, no dictionary, fastest level (0x78 0x01: the
         // header's check bits make 0x7801 a multiple of 31).
         pack += [0x78, 0x01]
@@ -110,11 +122,35 @@ enum PackWriter {
         }
     }
 
+    /// `content` as a zlib stream at zlib's fastest level, when that saves a tenth or more:
+    /// a document's NIP-44 payload is base64 (about a quarter smaller deflated, for some
+    /// 20 µs per 4 KB), an attachment's ciphertext is not compressible and stays stored.
+    /// Blobs are compressed here, once, because folds copy them as they are (`BlobPackCopy`).
+    /// A large blob is judged by its first 16 KB first, so that an attachment's megabytes are
+    /// not deflated only to be stored after all.
+    static func deflatedIfSmaller(_ content: [UInt8]) -> [UInt8]? {
+        guard content.count >= 64 else { return nil }
+        let sample = 16 << 10
+        if content.count > 4 * sample, deflatedIfSmaller(content[..<sample]) == nil { return nil }
+        return deflatedIfSmaller(content[...])
+    }
+
+    private static func deflatedIfSmaller(_ content: ArraySlice<UInt8>) -> [UInt8]? {
+        var length = CZlib.compressBound(UInt(content.count))
+        var out = [UInt8](repeating: 0, count: Int(length))
+        let rc = out.withUnsafeMutableBufferPointer { out in
+            content.withUnsafeBufferPointer { CZlib.compress2(out.baseAddress!, &length, $0.baseAddress!, UInt(content.count), Z_BEST_SPEED) }
+        }
+        guard rc == Z_OK, Int(length) <= content.count - content.count / 10 else { return nil }
+        out.removeLast(out.count - Int(length))
+        return out
+    }
+
     // MARK: - Index
 
     /// A version-2 pack index: fan-out table, sorted ids, CRC-32s, offsets (with the 64-bit
     /// table for offsets of 2 GiB and more), the pack's checksum, and its own.
-    private static func index(of entries: [(id: ObjectID, offset: Int, crc: UInt32)], packChecksum: [UInt8]) -> [UInt8] {
+    static func index(of entries: [(id: ObjectID, offset: Int, crc: UInt32)], packChecksum: [UInt8]) -> [UInt8] {
         let sorted = entries.sorted { $0.id < $1.id }
         var index: [UInt8] = [0xFF, 0x74, 0x4F, 0x63]  // "\377tOc"
         appendBigEndian(2, to: &index)
@@ -154,23 +190,11 @@ enum PackWriter {
     // MARK: - Files
 
     /// Writes `bytes` to a new read-only file `<prefix>XXXXXX` in `directory`, fsynced; returns its path.
-    private static func writeTemporary(_ bytes: [UInt8], in directory: String, prefix: String) throws(GitError) -> String {
-        var template = Array((directory + "/" + prefix + "XXXXXX").utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else { throw failure("create a file in '\(directory)'") }
-        let path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        var written = 0
+    static func writeTemporary(_ bytes: [UInt8], in directory: String, prefix: String) throws(GitError) -> String {
+        let (fd, path) = try makeTemporary(in: directory, prefix: prefix)
         let ok = bytes.withUnsafeBytes { buffer -> Bool in
-            while written < buffer.count {
-                let n = Glibc.write(fd, buffer.baseAddress! + written, buffer.count - written)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return false
-                }
-                written += n
-            }
             // Packs and indexes are read-only, as git makes them.
-            return fchmod(fd, 0o444) == 0 && fsync(fd) == 0
+            writeAll(buffer, to: fd) && fchmod(fd, 0o444) == 0 && fsync(fd) == 0
         }
         let error = ok ? nil : failure("write '\(path)'")
         if close(fd) != 0, ok {
@@ -184,7 +208,29 @@ enum PackWriter {
         return path
     }
 
-    private static func syncDirectory(_ directory: String) throws(GitError) {
+    /// A new empty file `<prefix>XXXXXX` in `directory`, open for writing: its descriptor and path.
+    static func makeTemporary(in directory: String, prefix: String) throws(GitError) -> (fd: Int32, path: String) {
+        var template = Array((directory + "/" + prefix + "XXXXXX").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard fd >= 0 else { throw failure("create a file in '\(directory)'") }
+        return (fd, template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
+    }
+
+    /// Writes all of `bytes` to `fd` (again after a short write or EINTR); false on an error.
+    static func writeAll(_ bytes: UnsafeRawBufferPointer, to fd: Int32) -> Bool {
+        var position = 0
+        while position < bytes.count {
+            let n = Glibc.write(fd, bytes.baseAddress! + position, bytes.count - position)
+            if n < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            position += n
+        }
+        return true
+    }
+
+    static func syncDirectory(_ directory: String) throws(GitError) {
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw failure("open '\(directory)'") }
         defer { close(fd) }
@@ -192,7 +238,7 @@ enum PackWriter {
     }
 
     /// The error of the failed system call, with its errno (a full disk is ENOSPC).
-    private static func failure(_ operation: String) -> GitError {
+    static func failure(_ operation: String) -> GitError {
         let code = errno
         return .failed(operation: "write pack", code: .other(-1), message: operation + ": " + String(cString: strerror(code)),
                        posixErrno: code)
@@ -205,6 +251,12 @@ enum Checksum {
     static func crc32(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return 0 }
         return UInt32(truncatingIfNeeded: CZlib.crc32_z(0, base.assumingMemoryBound(to: UInt8.self), bytes.count))
+    }
+
+    /// CRC-32 of `bytes` continuing one computed over the bytes before them.
+    static func crc32(_ bytes: UnsafeRawBufferPointer, continuing crc: UInt32) -> UInt32 {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return crc }
+        return UInt32(truncatingIfNeeded: CZlib.crc32_z(UInt(crc), base.assumingMemoryBound(to: UInt8.self), bytes.count))
     }
 
     /// Adler-32, the checksum that ends a zlib stream.

@@ -70,15 +70,15 @@ extension GitRepository {
     }
 
     /// Folds packs geometrically (as `git repack --geometric=2`): the smallest packs, and the
-    /// loose objects, are rolled into one new pack until every pack left holds at least twice
-    /// the objects of all smaller ones together. Each commit writes a small pack
+    /// loose objects, are rolled up (into two new packs: `fold`) until every pack left holds at
+    /// least twice the objects of all smaller ones together. Each commit writes a small pack
     /// (`commitChanges`) and calls for a fold now and then, so the repository keeps a number of
     /// packs logarithmic in its size, and each object is rewritten a logarithmic number of
     /// times, where folding only small packs and repacking everything every thousand commits
     /// fell behind a fast writer (1,599 packs after 10,000 saves; docs/BENCHMARKS.md).
     ///
-    /// Crash safety is `repack`'s: the new pack is durable before anything is removed, and a
-    /// pack or loose object is removed only when the new pack holds it (a pack a commit is
+    /// Crash safety is `repack`'s: the new packs are durable before anything is removed, and a
+    /// pack or loose object is removed only when the new packs hold it (a pack a commit is
     /// writing now is either not listed yet or whole: its index is renamed in last). Unlike
     /// `repack` it does not walk history, so unreachable objects stay (they are rare: a save
     /// that lost a race). Holds this instance's lock throughout.
@@ -102,7 +102,10 @@ extension GitRepository {
         return FoldPlan(packs: packs.prefix(rolled).map(\.index), loose: loose)
     }
 
-    /// Rolls the plan's packs and loose objects into one new pack (see `foldPacks`).
+    /// Rolls the plan's packs and loose objects into new packs (see `foldPacks`): the whole
+    /// blobs copied as they are into one (`BlobPackCopy`: no delta is searched for ciphertext,
+    /// nothing deflated again), the commits, trees and any deltified blob through libgit2's
+    /// pack builder into the other.
     public func fold(_ plan: FoldPlan) throws(GitError) -> RepackResult {
         guard !plan.isEmpty else { return RepackResult(objects: 0, looseRemoved: 0, packsRemoved: 0) }
         return try locked { () throws(GitError) in
@@ -119,27 +122,40 @@ extension GitRepository {
                 guard git_odb_exists(odb.pointer, &oid) == 1 else { continue }
                 try addLocked(id, from: odb, to: &order)
             }
+            // Whole blobs are copied as they are (`BlobPackCopy`); the rest goes to the builder.
+            var blobs = BlobPackCopy()
             var folded: [String] = []
             for index in Self.newestFirst(plan.packs) {
                 // A pack that cannot be opened (removed meanwhile) is left alone.
                 guard let pack = try? Self.onePackDatabase(index),
-                      let ids = PackOrder.idsInPackOrder(ofIndex: index) ?? Self.objectIDs(in: pack) else { continue }
+                      let ids = BlobPackCopy.split(index: index, into: &blobs) ?? Self.objectIDs(in: pack) else { continue }
                 for id in ids { try addLocked(id, from: pack, to: &order) }
                 folded.append(index)
             }
             try order.insert(into: builder)
-            let objects = git_packbuilder_object_count(builder.pointer)
-            guard objects > 0 else { return RepackResult(objects: 0, looseRemoved: 0, packsRemoved: 0) }
-            let newIndex = try Self.write(builder, into: packDirectory)
-            let packed = try Self.onePackDatabase(newIndex)
+            let built = git_packbuilder_object_count(builder.pointer)
+            // The blobs' pack first, under a temporary name (a damaged source stops the fold
+            // before the builder's work); in place right after the builder's, so that no other
+            // fold picks one of this fold's packs in between and removes it from under it.
+            let preparedBlobs = blobs.isEmpty ? nil : try blobs.prepare(in: packDirectory)
+            var newIndexes: [String] = []
+            do throws(GitError) {
+                if built > 0 { newIndexes.append(try Self.write(builder, into: packDirectory)) }
+                if let preparedBlobs { newIndexes.append(try preparedBlobs.install(in: packDirectory)) }
+            } catch {
+                preparedBlobs?.discard()
+                throw error
+            }
+            guard !newIndexes.isEmpty else { return RepackResult(objects: 0, looseRemoved: 0, packsRemoved: 0) }
+            let packed = try Self.packsDatabase(newIndexes)
             var packsRemoved = 0
-            for index in folded where index != newIndex && Self.allObjects(of: index, areIn: packed) {
+            for index in folded where !newIndexes.contains(index) && Self.allObjects(of: index, areIn: packed) {
                 Self.removePack(index)
                 packsRemoved += 1
             }
             let looseRemoved = plan.loose.isEmpty ? 0 : Self.removeLoose(in: gitDirectory + "/objects", heldBy: packed)
             _ = git_odb_refresh(odb.pointer)
-            return RepackResult(objects: Int(objects), looseRemoved: looseRemoved, packsRemoved: packsRemoved)
+            return RepackResult(objects: Int(built) + blobs.sources.count, looseRemoved: looseRemoved, packsRemoved: packsRemoved)
         }
     }
 
@@ -297,14 +313,21 @@ extension GitRepository {
 
     /// An object database reading only the pack whose index is `index`.
     static func onePackDatabase(_ index: String) throws(GitError) -> OdbHandle {
+        try packsDatabase([index])
+    }
+
+    /// An object database reading only the packs whose indexes are `indexes`.
+    static func packsDatabase(_ indexes: [String]) throws(GitError) -> OdbHandle {
         var odbPointer: OpaquePointer?
         try check(git_odb_new(&odbPointer), "open a pack")
         let odb = OdbHandle(odbPointer!)
-        var backend: OpaquePointer?
-        try check(git_odb_backend_one_pack(&backend, index), "open pack '\(index)'")
-        // On success the database owns the backend and frees it with itself. (It fails only
-        // when out of memory; the backend then leaks, as libgit2 gives no public way to free it.)
-        try check(git_odb_add_backend(odb.pointer, backend, 1), "open pack '\(index)'")
+        for index in indexes {
+            var backend: OpaquePointer?
+            try check(git_odb_backend_one_pack(&backend, index), "open pack '\(index)'")
+            // On success the database owns the backend and frees it with itself. (It fails only
+            // when out of memory; the backend then leaks, as libgit2 gives no public way to free it.)
+            try check(git_odb_add_backend(odb.pointer, backend, 1), "open pack '\(index)'")
+        }
         return odb
     }
 

@@ -63,7 +63,9 @@ final class CommitPackTests: XCTestCase {
         try assertRepositoryComplete(path, tip: tip!, commits: 6)
     }
 
-    func testFoldingSmallPacksLeavesOneAndLosesNothing() throws {
+    /// A fold writes two packs: the commits and trees (deltas found by libgit2's pack builder)
+    /// and the blobs, copied as they were (`BlobPackCopy`).
+    func testFoldingSmallPacksLeavesTwoAndLosesNothing() throws {
         let tmp = try TemporaryDirectory()
         let path = tmp.sub("r.git")
         let repo = try GitRepository.create(path: path, bare: true)
@@ -72,12 +74,19 @@ final class CommitPackTests: XCTestCase {
         XCTAssertEqual(try counts(path).packs, 40)
         let result = try GitRepository.open(path: path).foldPacks()
         XCTAssertEqual(result.packsRemoved, 40)
-        XCTAssertEqual(try counts(path).packs, 1)
+        XCTAssertEqual(try counts(path).packs, 2)
+        let types = try GitRepository.packIndexes(in: path + "/objects/pack").map { index in
+            Set(lines(try git("verify-pack", "-v", index, in: path)).compactMap { line -> String? in
+                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                return fields.count >= 5 && fields[0].count == 40 ? String(fields[1]) : nil
+            })
+        }
+        XCTAssertEqual(Set(types), [["commit", "tree"], ["blob"]])
         try assertRepositoryComplete(path, tip: tip!, commits: 40)
         // The instance that committed still reads everything and commits on top; a full
         // repack then folds the rest.
         for i in 40..<45 { tip = try save(repo, i, onto: tip) }
-        XCTAssertEqual(try repo.repack().packsRemoved, 6)
+        XCTAssertEqual(try repo.repack().packsRemoved, 7)
         XCTAssertEqual(try counts(path).packs, 1)
         try assertRepositoryComplete(path, tip: tip!, commits: 45)
     }

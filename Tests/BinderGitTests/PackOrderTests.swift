@@ -71,15 +71,20 @@ final class PackOrderTests: XCTestCase {
         var made: [ObjectID] = []
         try save(repo, 0..<20, after: &made)
         XCTAssertEqual(try GitRepository.open(path: path).foldPacks().packsRemoved, 20)
-        var packs = GitRepository.packIndexes(in: path + "/objects/pack")
-        XCTAssertEqual(packs.count, 1)
-        try assertLaidOut(packs[0], commits: made.reversed(), objects: 80)
-        // Newer small packs folded with the first fold's pack: still one order over all.
+        // The commits and trees in one pack, laid out; the blobs in another (`BlobPackCopy`).
+        func laidOutPacks(_ saves: Int) throws {
+            let packs = try GitRepository.packIndexes(in: path + "/objects/pack").map { ($0, try layout($0)) }
+            XCTAssertEqual(packs.count, 2)
+            let history = try XCTUnwrap(packs.first { $0.1.contains { $0.type == "commit" } })
+            try assertLaidOut(history.0, commits: made.reversed(), objects: saves * 3)
+            let blobs = try XCTUnwrap(packs.first { $0.0 != history.0 })
+            XCTAssertEqual(blobs.1.map(\.type), Array(repeating: "blob", count: saves))
+        }
+        try laidOutPacks(20)
+        // Newer small packs folded with the first fold's packs: still one order over all.
         try save(repo, 20..<45, after: &made)
-        XCTAssertEqual(try GitRepository.open(path: path).foldPacks().packsRemoved, 26)
-        packs = GitRepository.packIndexes(in: path + "/objects/pack")
-        XCTAssertEqual(packs.count, 1)
-        try assertLaidOut(packs[0], commits: made.reversed(), objects: 180)
+        XCTAssertEqual(try GitRepository.open(path: path).foldPacks().packsRemoved, 27)
+        try laidOutPacks(45)
         try assertRepositoryComplete(path, tip: made.last!, commits: 45)
     }
 
