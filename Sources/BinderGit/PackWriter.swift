@@ -249,8 +249,7 @@ enum PackWriter {
 enum Checksum {
     /// CRC-32 (IEEE 802.3), which a pack index keeps for each object's packed bytes.
     static func crc32(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
-        guard let base = bytes.baseAddress, bytes.count > 0 else { return 0 }
-        return UInt32(truncatingIfNeeded: CZlib.crc32_z(0, base.assumingMemoryBound(to: UInt8.self), bytes.count))
+        crc32(bytes, continuing: 0)
     }
 
     /// CRC-32 of `bytes` continuing one computed over the bytes before them.
