@@ -44,7 +44,7 @@ enum FrontMatterYAML {
 
     static func render(_ metadata: JSONObject) -> String {
         do {
-            let text = try Yams.serialize(node: NodeBuilder().node(for: .object(metadata)), indent: 2, width: -1,
+            let text = try Yams.serialize(node: node(for: .object(metadata)), indent: 2, width: -1,
                                           allowUnicode: true, lineBreak: .ln)
             return unescapingAstralCharacters(text)
         } catch {

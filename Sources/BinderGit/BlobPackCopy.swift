@@ -84,7 +84,7 @@ struct BlobPackCopy {
 
     func prepare(in directory: String) throws(GitError) -> Prepared {
         let (fd, path) = try PackWriter.makeTemporary(in: directory, prefix: "tmp_pack_")
-        let written: (entries: [(id: ObjectID, offset: Int, crc: UInt32)], checksum: [UInt8])
+        let written: (entries: [PackWriter.IndexedObject], checksum: [UInt8])
         do throws(GitError) {
             written = try writeBody(to: fd)
             guard fchmod(fd, 0o444) == 0, fsync(fd) == 0 else { throw PackWriter.failure("write '\(path)'") }
@@ -103,14 +103,10 @@ struct BlobPackCopy {
 
     /// The header, each source entry's bytes (checked against its CRC-32), then the SHA-1 of
     /// all that. Returns the new entries (id, offset, CRC) and the checksum.
-    private func writeBody(to fd: Int32) throws(GitError) -> ([(id: ObjectID, offset: Int, crc: UInt32)], [UInt8]) {
-        var header: [UInt8] = [0x50, 0x41, 0x43, 0x4B, 0, 0, 0, 2]  // "PACK", version 2
-        let count = UInt32(sources.count)
-        header += [UInt8(truncatingIfNeeded: count >> 24), UInt8(truncatingIfNeeded: count >> 16),
-                   UInt8(truncatingIfNeeded: count >> 8), UInt8(truncatingIfNeeded: count)]
+    private func writeBody(to fd: Int32) throws(GitError) -> ([PackWriter.IndexedObject], [UInt8]) {
         var writer = PackFileWriter(fd: fd)
-        try writer.append(header)
-        var entries: [(id: ObjectID, offset: Int, crc: UInt32)] = []
+        try writer.append(PackWriter.header(objects: sources.count))
+        var entries: [PackWriter.IndexedObject] = []
         entries.reserveCapacity(sources.count)
         var openPacks: [String: Int32] = [:]
         defer { for fd in openPacks.values { close(fd) } }

@@ -26,14 +26,24 @@ struct PackObject {
 /// as they are. The pack holds no deltas, so it is complete in itself and
 /// stock git reads it (`git verify-pack`, `index-pack`, `fsck`: `PackWriterTests`).
 enum PackWriter {
+    /// An object as a pack index lists it: its id, its entry's offset in the pack and the
+    /// CRC-32 of the entry's bytes.
+    typealias IndexedObject = (id: ObjectID, offset: Int, crc: UInt32)
+
+    /// A version-2 pack's header: "PACK", the version, the number of objects.
+    static func header(objects: Int) -> [UInt8] {
+        var header: [UInt8] = [0x50, 0x41, 0x43, 0x4B]  // "PACK"
+        appendBigEndian(2, to: &header)
+        appendBigEndian(UInt32(objects), to: &header)
+        return header
+    }
+
     /// The pack's bytes, its index's bytes and the pack's checksum (which names both files).
     static func encode(_ objects: [PackObject]) -> (pack: [UInt8], index: [UInt8], checksum: [UInt8]) {
         var pack: [UInt8] = []
         pack.reserveCapacity(12 + objects.reduce(0) { $0 + $1.content.count + 16 + ($1.content.count / 65_535 + 1) * 5 } + 20)
-        pack += [0x50, 0x41, 0x43, 0x4B]  // "PACK"
-        appendBigEndian(2, to: &pack)
-        appendBigEndian(UInt32(objects.count), to: &pack)
-        var entries: [(id: ObjectID, offset: Int, crc: UInt32)] = []
+        pack += header(objects: objects.count)
+        var entries: [IndexedObject] = []
         entries.reserveCapacity(objects.count)
         for object in objects {
             let start = pack.count
@@ -150,7 +160,7 @@ enum PackWriter {
 
     /// A version-2 pack index: fan-out table, sorted ids, CRC-32s, offsets (with the 64-bit
     /// table for offsets of 2 GiB and more), the pack's checksum, and its own.
-    static func index(of entries: [(id: ObjectID, offset: Int, crc: UInt32)], packChecksum: [UInt8]) -> [UInt8] {
+    static func index(of entries: [IndexedObject], packChecksum: [UInt8]) -> [UInt8] {
         let sorted = entries.sorted { $0.id < $1.id }
         var index: [UInt8] = [0xFF, 0x74, 0x4F, 0x63]  // "\377tOc"
         appendBigEndian(2, to: &index)
