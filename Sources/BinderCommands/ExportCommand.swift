@@ -49,8 +49,12 @@ struct ExportCommand: ParsableCommand {
         do { try BinderCreator.checkIsBinder(repository, key: key) } catch {
             throw CommandFailure("cannot export \(path): \(error)")
         }
+        // What the view would log (a file that cannot be read) comes back as the export's error:
+        // one line on stderr, not the same failure twice.
+        var logger = quietLogger("binder.export")
+        logger.logLevel = .critical
         let view: BinderView
-        do { view = try BinderView(repository: repository, key: key, logger: quietLogger("binder.export")) } catch {
+        do { view = try BinderView(repository: repository, key: key, logger: logger) } catch {
             throw CommandFailure("cannot read \(path): \(error)")
         }
         defer { view.close() }

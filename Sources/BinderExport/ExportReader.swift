@@ -6,18 +6,32 @@ import Foundation
 /// date and category.
 public struct ExportSelection: Sendable {
     /// View paths (`visits`, `labs/2025-02-25-lipid-panel.md`); empty for everything.
-    public var paths: [String]
+    public let paths: [String]
     /// `YYYY-MM-DD`, inclusive, compared with a record's `created` (else `updated`) day in UTC.
-    public var since: String?
-    public var until: String?
+    public let since: String?
+    public let until: String?
     /// Top-level folders (`labs`), or their record type (`lab`), any case; empty for all.
-    public var categories: [String]
+    public let categories: [String]
+    /// `paths` as a set, and every folder above one of them: what lets the walk skip, without
+    /// reading them, the records and folders no path names (1,000 records picked from a folder
+    /// of 100,000 must not decrypt the other 99,000).
+    private let selectedPaths: Set<String>
+    private let foldersAboveSelected: Set<String>
 
     public init(paths: [String] = [], since: String? = nil, until: String? = nil, categories: [String] = []) {
         self.paths = paths.map(ExportSelection.normalize)
         self.since = since
         self.until = until
         self.categories = categories
+        // `.` (the whole binder) normalizes to "": no narrowing by path.
+        selectedPaths = self.paths.contains("") ? [] : Set(self.paths)
+        foldersAboveSelected = Set(self.paths.flatMap { ExportSelection.foldersAbove($0) })
+    }
+
+    /// `a/b/c.md` → `a`, `a/b`.
+    static func foldersAbove(_ path: String) -> [String] {
+        let parts = path.split(separator: "/")
+        return parts.indices.dropLast().map { parts[...$0].joined(separator: "/") }
     }
 
     /// `YYYY-MM-DD`, a real day.
@@ -27,6 +41,33 @@ public struct ExportSelection: Sendable {
 
     static func normalize(_ path: String) -> String {
         path.split(separator: "/", omittingEmptySubsequences: true).filter { $0 != "." }.joined(separator: "/")
+    }
+
+    /// Whether the file at `path` passes the selection's paths and categories (what can be
+    /// decided before reading it): it is named, or its name without `.md` is, or a folder above it.
+    func mayInclude(file path: String) -> Bool {
+        if !selectedPaths.isEmpty {
+            let named = selectedPaths.contains(path) || (path.hasSuffix(".md") && selectedPaths.contains(String(path.dropLast(3))))
+            guard named || Self.foldersAbove(path).contains(where: selectedPaths.contains) else { return false }
+        }
+        return categoryIncludes(topFolderOf: path)
+    }
+
+    /// Whether any file below the folder `path` can pass `mayInclude(file:)`.
+    func mayInclude(folder path: String) -> Bool {
+        if !selectedPaths.isEmpty {
+            let onTheWay = selectedPaths.contains(path) || foldersAboveSelected.contains(path)
+            guard onTheWay || Self.foldersAbove(path).contains(where: selectedPaths.contains) else { return false }
+        }
+        return categoryIncludes(topFolderOf: path + "/")
+    }
+
+    /// A record's category is its top-level folder (none for a file at the top).
+    private func categoryIncludes(topFolderOf path: String) -> Bool {
+        guard !categories.isEmpty else { return true }
+        let folder = path.firstIndex(of: "/").map { path[..<$0].lowercased() } ?? ""
+        let type = Categories.documentType(forFolder: folder)
+        return categories.contains { $0.lowercased() == folder || ($0.lowercased() == type && type != Categories.defaultType) }
     }
 
     /// For the cover: what was asked for, in words.
@@ -40,15 +81,7 @@ public struct ExportSelection: Sendable {
     }
 
     func includes(_ record: ExportRecord) -> Bool {
-        if !paths.isEmpty, !paths.contains(where: { record.path == $0 || record.path == $0 + ".md" || record.path.hasPrefix($0 + "/") }) {
-            return false
-        }
-        if !categories.isEmpty {
-            let folder = record.category.lowercased()
-            let type = Categories.documentType(forFolder: folder)
-            guard categories.contains(where: { $0.lowercased() == folder || ($0.lowercased() == type && type != Categories.defaultType) })
-            else { return false }
-        }
+        guard mayInclude(file: record.path) else { return false }
         if since != nil || until != nil {
             guard let day = record.day else { return false }
             if let since, day < since { return false }
@@ -98,7 +131,7 @@ public struct ExportReader {
         }
         var skipped = 0
         var byFolder: [String: [ExportRecord]] = [:]
-        try walk("", skipped: &skipped) { record in
+        try walk("", selection: selection, skipped: &skipped) { record in
             guard selection.includes(record) else { return }
             byFolder[record.category, default: []].append(record)
         }
@@ -114,7 +147,8 @@ public struct ExportReader {
     static func isDay(_ text: String) -> Bool { ExportSelection.isDay(text) }
 
     /// Every record below `folder`, bytewise by path (dates first in the apps' names).
-    private func walk(_ folder: String, skipped: inout Int, _ visit: (ExportRecord) throws -> Void) throws {
+    /// Files and folders the selection's paths and categories leave out are not read.
+    private func walk(_ folder: String, selection: ExportSelection, skipped: inout Int, _ visit: (ExportRecord) throws -> Void) throws {
         let entries = try list(folder)
         let names = Set(entries.map(\.name))
         for (name, attributes) in entries {
@@ -122,10 +156,10 @@ public struct ExportReader {
             if attributes.kind == .directory {
                 // A document's children are read with it.
                 if name.hasSuffix(".children"), names.contains(String(name.dropLast(".children".count)) + ".md") { continue }
-                try walk(path, skipped: &skipped, visit)
+                if selection.mayInclude(folder: path) { try walk(path, selection: selection, skipped: &skipped, visit) }
                 continue
             }
-            guard attributes.kind == .file else { continue }
+            guard attributes.kind == .file, selection.mayInclude(file: path) else { continue }
             if attributes.readOnly {
                 skipped += 1
                 continue
@@ -206,7 +240,7 @@ public struct ExportReader {
 
     private func document(_ path: String) throws -> (metadata: JSONObject?, markdown: String) {
         var bytes = try readAll(path)
-        defer { bytes.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
+        defer { bytes.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) } }
         do {
             let parsed = try FrontMatter.parse(bytes)
             return (parsed.metadata, parsed.value)

@@ -1,3 +1,5 @@
+import BinderCrypto
+import BinderFormat
 import Foundation
 import XCTest
 
@@ -118,6 +120,28 @@ final class ExportTests: XCTestCase {
         assertFails(try export(["--format", "html", "--output", file, "visits/nothing-here.md"]), mentioning: "no such record or folder")
         XCTAssertEqual(try export(["--format", "html", "--since", "2025-13-01"]).status, 64)
         XCTAssertEqual(try export(["--format", "docx"]).status, 64)
+    }
+
+    /// A selection reads only what it names: a file that cannot be read (a sidecar whose
+    /// authentication fails) stops an export of everything, naming it, but not one of a
+    /// category or of records beside it.
+    func testUnselectedRecordsAreNotRead() throws {
+        let own = try NIP44.ConversationKey(selfOf: try SecretKey(nsec: Fixtures.nsec))
+        var tampered = try Sidecar.encrypt(Array("photo ".utf8) + [UInt8](repeating: 7, count: 5000), key: own)
+        tampered[400] ^= 0x01
+        let url = URL(fileURLWithPath: binder.repository).appendingPathComponent("visits/2025-01-05-tampered.jpg.enc")
+        try Data(tampered).write(to: url)
+        let commit = try shell("git add -A && git -c user.name=t -c user.email=t@t commit -qm 'Add entry'", in: binder.repository)
+        XCTAssertEqual(commit.status, 0, commit.stderr)
+        let file = output("some.html")
+        assertFails(try export(["--format", "html", "--output", file]), mentioning: "visits/2025-01-05-tampered.jpg")
+        var run = try export(["--format", "html", "--output", file, "--category", "labs"])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        XCTAssertTrue(try String(contentsOfFile: file, encoding: .utf8).contains("Lipid Panel"))
+        run = try export(["--format", "html", "--output", file, "visits/2025-02-25-annual-physical.md", "labs"])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        let html = try String(contentsOfFile: file, encoding: .utf8)
+        XCTAssertTrue(html.contains("Annual Physical") && html.contains("Lipid Panel") && !html.contains("Knee pain consult"))
     }
 
     func testDefaultNameIsThePatientAndTheDayWhileMounted() throws {
