@@ -19,8 +19,7 @@ struct Snapshot: Sendable {
         let info = try repository.commit(commit)
         var folders: [String: [TreeEntry]] = ["": []]
         for entry in try repository.listTree(commit: commit) {
-            let parent = entry.path.lastIndex(of: "/").map { String(entry.path[..<$0]) } ?? ""
-            folders[parent, default: []].append(entry)
+            folders[String(entry.folder), default: []].append(entry)
             if entry.kind == .tree, folders[entry.path] == nil { folders[entry.path] = [] }
         }
         let irregular = Set(folders.filter { !isRegular($0.value) }.keys)
@@ -54,7 +53,7 @@ struct Snapshot: Sendable {
                 folders[path] = []
                 reread.insert(path)
                 for entry in entries {
-                    let parent = entry.path.lastIndex(of: "/").map { String(entry.path[..<$0]) } ?? ""
+                    let parent = String(entry.folder)
                     reread.insert(parent)
                     folders[parent, default: []].append(entry)
                     if entry.kind == .tree, folders[entry.path] == nil { folders[entry.path] = [] }
@@ -95,21 +94,39 @@ struct Snapshot: Sendable {
     /// Whether libgit2 writes `entries` back as they are: strictly in git's order, exact and
     /// valid names, canonical modes (see `irregularFolders`).
     static func isRegular(_ entries: [TreeEntry]) -> Bool {
-        var previous: [UInt8]? = nil
+        var previous: TreeEntry? = nil
         for entry in entries {
             guard entry.nameIsExact, isPlainName(entry.name),
                   [0o100644, 0o100755, 0o040000, 0o120000, 0o160000].contains(entry.mode) else { return false }
-            let key = gitOrderKey(entry)
-            if let previous, !previous.lexicographicallyPrecedes(key) { return false }
-            previous = key
+            if let previous, !gitOrderPrecedes(previous, entry) { return false }
+            previous = entry
         }
         return true
     }
 
+    /// `gitOrderKey(a) < gitOrderKey(b)`, without making the keys (this runs for every entry
+    /// of every folder a snapshot loads).
+    static func gitOrderPrecedes(_ a: TreeEntry, _ b: TreeEntry) -> Bool {
+        let slash = UInt8(ascii: "/")
+        var left = a.name.utf8.makeIterator(), right = b.name.utf8.makeIterator()
+        var leftSlash = a.kind == .tree, rightSlash = b.kind == .tree
+        while true {
+            var x = left.next(), y = right.next()
+            if x == nil, leftSlash { x = slash; leftSlash = false }
+            if y == nil, rightSlash { y = slash; rightSlash = false }
+            switch (x, y) {
+            case (nil, nil): return false
+            case (nil, _): return true
+            case (_, nil): return false
+            case let (x?, y?): if x != y { return x < y }
+            }
+        }
+    }
+
     /// A name any tree may hold: not empty, `.`, `..` or `.git`, without '/' or NUL.
     static func isPlainName(_ name: Substring) -> Bool {
-        !name.isEmpty && name != "." && name != ".." && name.lowercased() != ".git" && !name.utf8.contains(0)
-            && !name.utf8.contains(UInt8(ascii: "/"))
+        !name.isEmpty && name != "." && name != ".." && !(name.utf8.count == 4 && name.lowercased() == ".git")
+            && !name.utf8.contains(0) && !name.utf8.contains(UInt8(ascii: "/"))
     }
 
     /// The folders of `commit` made by patching this snapshot's entries in place, when

@@ -208,8 +208,28 @@ final class ListingPatchTests: XCTestCase {
             ([blob("a\u{FFFD}b", exact: false)], false, "a name that is not exact"),
             ([blob("a.json", mode: 0o100664)], false, "a mode git normalises"),
             ([], true, "empty"),
+            ([blob("a"), blob("ab")], true, "a prefix first"),
+            ([blob("ab"), blob("a", mode: 0o040000)], false, "the folder 'a/' after 'ab'"),
+            ([blob("a", mode: 0o040000), blob("a0")], true, "'a/' before 'a0'"),
+            ([blob("z"), blob("é")], true, "bytes, not characters"),
         ]
         for (entries, regular, why) in rows { XCTAssertEqual(Snapshot.isRegular(entries), regular, why) }
+    }
+
+    /// The order compared without keys is the order of the keys.
+    func testGitOrderWithoutKeys() {
+        let id = ObjectID(hex: String(repeating: "cd", count: 20))!
+        let names = ["a", "ab", "a.b", "a0", "a-", "b", "é", "e\u{301}", "名前", ""]
+        for a in names {
+            for b in names {
+                for (aTree, bTree) in [(false, false), (false, true), (true, false), (true, true)] {
+                    let left = TreeEntry(path: "v/" + a, id: id, kind: aTree ? .tree : .blob, mode: aTree ? 0o040000 : 0o100644)
+                    let right = TreeEntry(path: "v/" + b, id: id, kind: bTree ? .tree : .blob, mode: bTree ? 0o040000 : 0o100644)
+                    XCTAssertEqual(Snapshot.gitOrderPrecedes(left, right),
+                                   Snapshot.gitOrderKey(left).lexicographicallyPrecedes(Snapshot.gitOrderKey(right)), "\(a) \(aTree) \(b) \(bTree)")
+                }
+            }
+        }
     }
 
     /// The snapshot patched in place after a commit equals a full read, in git's order.

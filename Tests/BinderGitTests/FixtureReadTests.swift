@@ -15,6 +15,26 @@ final class FixtureReadTests: XCTestCase {
 
     override func tearDown() { tmp = nil }
 
+    /// An entry's name and folder, split at the last '/' by bytes (names in any script).
+    func testEntryNameAndFolder() {
+        let id = ObjectID(hex: String(repeating: "ab", count: 20))!
+        let rows: [(path: String, folder: String, name: String)] = [
+            ("a.json", "", "a.json"),
+            ("visits/a.json", "visits", "a.json"),
+            ("ü/名前/e\u{301}.json", "ü/名前", "e\u{301}.json"),
+            ("d1/d2/d3", "d1/d2", "d3"),
+        ]
+        for row in rows {
+            let entry = TreeEntry(path: row.path, id: id, kind: .blob, mode: 0o100644)
+            XCTAssertEqual(String(entry.folder), row.folder, row.path)
+            XCTAssertEqual(String(entry.name), row.name, row.path)
+            let listed = TreeEntry(prefix: row.folder.isEmpty ? "" : row.folder + "/", name: row.name, id: id, kind: .blob,
+                                   mode: 0o100644, nameIsExact: true)
+            XCTAssertEqual(listed, entry, row.path)
+            XCTAssertEqual(String(listed.folder), row.folder, row.path)
+        }
+    }
+
     func testListTreeMatchesLsTree() throws {
         let repo = try GitRepository.open(path: path)
         let tip = try XCTUnwrap(try repo.branchTip())
