@@ -42,10 +42,15 @@ enum ListingIndexCodec {
     static func decode(_ bytes: UnsafeRawBufferPointer) throws(ListingIndexError) -> Parts {
         var reader = IndexReader(bytes)
         var parts: Parts = [:]
-        for _ in 0..<(try reader.count()) {
+        // Counts are checked against the bytes left (each entry takes at least one), so
+        // reserving them cannot ask for more than the file's size.
+        let folders = try reader.count()
+        parts.reserveCapacity(folders)
+        for _ in 0..<folders {
             let folder = try reader.string()
-            var folderParts: [String: DocumentPart] = [:]
-            for _ in 0..<(try reader.count()) {
+            let count = try reader.count()
+            var folderParts = [String: DocumentPart](minimumCapacity: count)
+            for _ in 0..<count {
                 let name = try reader.string()
                 folderParts[name] = try reader.part()
             }
@@ -231,6 +236,9 @@ private struct IndexReader {
         let n = try count()
         let slice = UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + n)])
         offset += n
+        // Names and paths are nearly always ASCII, which is valid UTF-8 as it is: decoding it
+        // skips the validation (a fifth of a large index's load; docs/BENCHMARKS.md).
+        if slice.allSatisfy({ $0 < 0x80 }) { return String(decoding: slice, as: UTF8.self) }
         guard let text = String(validating: slice, as: UTF8.self) else { throw .malformed("text not UTF-8") }
         return text
     }

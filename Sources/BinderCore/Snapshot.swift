@@ -125,8 +125,11 @@ struct Snapshot: Sendable {
 
     /// A name any tree may hold: not empty, `.`, `..` or `.git`, without '/' or NUL.
     static func isPlainName(_ name: Substring) -> Bool {
-        !name.isEmpty && name != "." && name != ".." && !(name.utf8.count == 4 && name.lowercased() == ".git")
-            && !name.utf8.contains(0) && !name.utf8.contains(UInt8(ascii: "/"))
+        let slash = UInt8(ascii: "/")
+        // One pass over the bytes in place (the generic `contains` of a view is several times slower).
+        let plainBytes = name.utf8.withContiguousStorageIfAvailable { !$0.contains { $0 == 0 || $0 == slash } }
+            ?? !name.utf8.contains { $0 == 0 || $0 == slash }
+        return plainBytes && !name.isEmpty && name != "." && name != ".." && !(name.utf8.count == 4 && name.lowercased() == ".git")
     }
 
     /// The folders of `commit` made by patching this snapshot's entries in place, when
