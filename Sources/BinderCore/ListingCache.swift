@@ -92,13 +92,19 @@ final class ListingCache: Sendable {
     /// The listing of folder `path`, built on first use. A git folder is built from its tree
     /// entries; a `.children` folder is built along with the git folder that holds its document.
     func listing(_ path: String) throws(ViewError) -> Listing {
-        let (built, snapshot, parts, loading) = contents.withLock {
-            ($0.listings[path], $0.snapshot, $0.documentParts[path], $0.indexLoad != nil)
+        let (built, snapshot, knownParts, load) = contents.withLock {
+            ($0.listings[path], $0.snapshot, $0.documentParts[path], $0.indexLoad)
         }
         if let built { return built }
-        if loading {
-            takeLoadedIndex()
-            return try listing(path)
+        var parts = knownParts
+        if let load {
+            // The root's parts come first in the index: its listing (the first `ls` of a
+            // mount) waits for them, not for the rest. Any other folder waits for all.
+            guard path.isEmpty else {
+                takeLoadedIndex()
+                return try listing(path)
+            }
+            if parts == nil { parts = load.rootParts }  // waits outside the lock
         }
         // A git folder is listed only where its parent shows it as one: a `P.children` git
         // folder beside a record with children, or one under an unsafe name, is hidden.

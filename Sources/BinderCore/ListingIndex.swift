@@ -39,14 +39,15 @@ struct ListingIndex: Sendable {
         magic + [UInt8(formatVersion >> 8), UInt8(formatVersion & 0xFF), UInt8(renderVersion >> 8), UInt8(renderVersion & 0xFF)]
     }
 
-    /// The parts the file holds; throws why it cannot be used.
-    func load() throws(ListingIndexError) -> ListingIndexCodec.Parts {
+    /// The parts the file holds; throws why it cannot be used. `eachFolder`: see
+    /// `ListingIndexCodec.decode`.
+    func load(eachFolder: ((String, [String: DocumentPart]) -> Void)? = nil) throws(ListingIndexError) -> ListingIndexCodec.Parts {
         let bytes = try Self.readFile(path)
-        return try decode(bytes)
+        return try decode(bytes, eachFolder: eachFolder)
     }
 
     /// The parts in a sealed index file's bytes (the fuzz target's entry too).
-    func decode(_ bytes: [UInt8]) throws(ListingIndexError) -> ListingIndexCodec.Parts {
+    func decode(_ bytes: [UInt8], eachFolder: ((String, [String: DocumentPart]) -> Void)? = nil) throws(ListingIndexError) -> ListingIndexCodec.Parts {
         let header = Self.header
         guard bytes.count <= Self.sizeLimit else { throw .tooLarge(bytes.count) }
         guard bytes.count >= header.count, bytes.starts(with: Self.magic) else { throw .malformed("not a listing index") }
@@ -59,7 +60,7 @@ struct ListingIndex: Sendable {
         case .success(let bytes): plaintext = bytes
         case .failure(let error): throw .sealed(error.description)
         }
-        return try plaintext.withUnsafeBytes { (plain) throws(ListingIndexError) in try ListingIndexCodec.decode(plain) }
+        return try plaintext.withUnsafeBytes { (plain) throws(ListingIndexError) in try ListingIndexCodec.decode(plain, eachFolder: eachFolder) }
     }
 
     /// The sealed file for `parts` (without the folders that would take it over its limit).
@@ -125,31 +126,57 @@ struct ListingIndex: Sendable {
 }
 
 /// Loads the listing index on a thread of its own, from the moment the view is made: reading,
-/// opening and decoding it (about 5 µs a record) then overlaps the mount's own start instead of
-/// delaying it (mount until first `ls`, docs/BENCHMARKS.md). `parts` waits for the result:
+/// opening and decoding it (about 1.5 µs a record) then overlaps the mount's own start instead
+/// of delaying it (mount until first `ls`, docs/BENCHMARKS.md). `parts` waits for the result:
 /// `ListingCache` takes it before its first listing, so no listing is ever built without it.
+/// The root comes first in the file, and `rootParts` waits only for it: the first `ls` of a
+/// large binder does not wait for the decoding of its large folders.
 final class ListingIndexLoad: Sendable {
     /// The parts loaded ([:] when the file cannot be used); nil until the load is done.
     private let result = Mutex<ListingIndexCodec.Parts?>(nil)
     private let done = DispatchGroup()
+    /// The root folder's parts; nil until the first folder of the file is decoded (or the load
+    /// ended without one).
+    private let root = Mutex<[String: DocumentPart]?>(nil)
+    private let rootDone = DispatchGroup()
 
     init(index: ListingIndex, logger: Logger) {
         done.enter()
+        rootDone.enter()
         DispatchQueue.global(qos: .userInitiated).async { [self] in
             let parts: ListingIndexCodec.Parts
-            do throws(ListingIndexError) { parts = try index.load() } catch {
+            do throws(ListingIndexError) {
+                parts = try index.load { folder, folderParts in self.publishRoot(folder.isEmpty ? folderParts : [:]) }
+            } catch {
                 if error != .missing { logger.notice("listing index not used: \(error)") }
                 parts = [:]
             }
+            publishRoot([:])
             result.withLock { $0 = parts }
             done.leave()
         }
+    }
+
+    /// Hands out the root's parts once (the file's first folder, if it is the root).
+    private func publishRoot(_ parts: [String: DocumentPart]) {
+        let first = root.withLock { root in
+            guard root == nil else { return false }
+            root = parts
+            return true
+        }
+        if first { rootDone.leave() }
     }
 
     /// The parts the index holds, once loaded (waits until then).
     var parts: ListingIndexCodec.Parts {
         done.wait()
         return result.withLock { $0 ?? [:] }
+    }
+
+    /// The root folder's parts, once decoded (waits until then, not for the rest).
+    var rootParts: [String: DocumentPart] {
+        rootDone.wait()
+        return root.withLock { $0 ?? [:] }
     }
 }
 

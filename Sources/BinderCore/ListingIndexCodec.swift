@@ -39,7 +39,10 @@ enum ListingIndexCodec {
         try bytes.withUnsafeBytes { buffer in Result { () throws(ListingIndexError) in try decode(buffer) } }.get()
     }
 
-    static func decode(_ bytes: UnsafeRawBufferPointer) throws(ListingIndexError) -> Parts {
+    /// `eachFolder` is told of each folder as soon as it is decoded, in the file's order (path
+    /// order: the root, "", first), before the rest of the file is checked.
+    static func decode(_ bytes: UnsafeRawBufferPointer,
+                       eachFolder: ((String, [String: DocumentPart]) -> Void)? = nil) throws(ListingIndexError) -> Parts {
         var reader = IndexReader(bytes)
         var parts: Parts = [:]
         // Counts are checked against the bytes left (each entry takes at least one), so
@@ -55,6 +58,7 @@ enum ListingIndexCodec {
                 folderParts[name] = try reader.part()
             }
             parts[folder] = folderParts
+            eachFolder?(folder, folderParts)
         }
         guard reader.atEnd else { throw .malformed("bytes after the last folder") }
         return parts

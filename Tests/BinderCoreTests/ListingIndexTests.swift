@@ -138,6 +138,30 @@ final class ListingIndexTests: XCTestCase {
         XCTAssertEqual(try coldWalk().decrypted, 0, "written again")
     }
 
+    /// The root comes first in the index, and a load hands its parts out on their own
+    /// (`rootParts`), so that a mount's first `ls` does not wait for the decoding of large
+    /// folders; listing only the root then decrypts nothing and leaves the index as it was.
+    func testTheRootsPartsComeFirstAndOnTheirOwn() throws {
+        _ = try coldWalk()  // writes the index
+        let index = try ListingIndex(gitDirectory: directory.path, key: key)
+        var order: [String] = []
+        let parts = try index.load { folder, _ in order.append(folder) }
+        XCTAssertEqual(order.first, "", "the root first")
+        XCTAssertEqual(order, order.sorted(), "in path order")
+        XCTAssertEqual(Set(order), Set(parts.keys))
+        let root = try XCTUnwrap(parts[""])
+        XCTAssertTrue(root.keys.contains("patient-info.json"), "\(root.keys)")
+        let load = ListingIndexLoad(index: index, logger: logger)
+        XCTAssertEqual(Set(load.rootParts.keys), Set(root.keys))
+        XCTAssertEqual(Set(load.parts.keys), Set(parts.keys))
+        let before = try Data(contentsOf: URL(fileURLWithPath: indexPath))
+        let view = try makeView()
+        XCTAssertTrue(try view.list("").contains { $0.name == "patient-info.md" })
+        XCTAssertEqual(view.statistics.listingDecryptions, 0)
+        view.close()
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: indexPath)), before, "not written again")
+    }
+
     func testADamagedOrForeignIndexIsIgnoredAndRebuilt() throws {
         let expected = try coldWalk().listing
         let good = try Data(contentsOf: URL(fileURLWithPath: indexPath))
