@@ -98,13 +98,13 @@ final class ListingCache: Sendable {
         if let built { return built }
         var parts = knownParts
         if let load {
-            // The root's parts come first in the index: its listing (the first `ls` of a
-            // mount) waits for them, not for the rest. Any other folder waits for all.
-            guard path.isEmpty else {
+            if load.isFinished {
                 takeLoadedIndex()
                 return try listing(path)
             }
-            if parts == nil { parts = load.rootParts }  // waits outside the lock
+            // While the index loads, a listing waits for its own folder's parts only (outside
+            // the lock): the first `ls` does not wait for the decoding of a large folder.
+            if parts == nil { parts = load.parts(of: path) }
         }
         // A git folder is listed only where its parent shows it as one: a `P.children` git
         // folder beside a record with children, or one under an unsafe name, is hidden.

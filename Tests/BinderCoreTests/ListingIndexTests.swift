@@ -138,22 +138,26 @@ final class ListingIndexTests: XCTestCase {
         XCTAssertEqual(try coldWalk().decrypted, 0, "written again")
     }
 
-    /// The root comes first in the index, and a load hands its parts out on their own
-    /// (`rootParts`), so that a mount's first `ls` does not wait for the decoding of large
-    /// folders; listing only the root then decrypts nothing and leaves the index as it was.
-    func testTheRootsPartsComeFirstAndOnTheirOwn() throws {
+    /// Folders come in sorted order (the root first), and a load hands each out as soon as it
+    /// is decoded (`parts(of:)`), so that a listing does not wait for the decoding of large
+    /// folders; a folder the file does not hold is nil. Listing only the root then decrypts
+    /// nothing and leaves the index as it was.
+    func testFoldersAreHandedOutAsTheyAreDecoded() throws {
         _ = try coldWalk()  // writes the index
         let index = try ListingIndex(gitDirectory: directory.path, key: key)
         var order: [String] = []
         let parts = try index.load { folder, _ in order.append(folder) }
         XCTAssertEqual(order.first, "", "the root first")
-        XCTAssertEqual(order, order.sorted(), "in path order")
+        XCTAssertEqual(order, order.sorted(), "in sorted order")
         XCTAssertEqual(Set(order), Set(parts.keys))
         let root = try XCTUnwrap(parts[""])
         XCTAssertTrue(root.keys.contains("patient-info.json"), "\(root.keys)")
         let load = ListingIndexLoad(index: index, logger: logger)
-        XCTAssertEqual(Set(load.rootParts.keys), Set(root.keys))
+        for folder in order { XCTAssertEqual(load.parts(of: folder).map { Set($0.keys) }, Set(parts[folder]!.keys), folder) }
+        XCTAssertNil(load.parts(of: "nothing-here"))
         XCTAssertEqual(Set(load.parts.keys), Set(parts.keys))
+        XCTAssertTrue(load.isFinished)
+        XCTAssertNil(load.parts(of: "a-folder-before-all"))
         let before = try Data(contentsOf: URL(fileURLWithPath: indexPath))
         let view = try makeView()
         XCTAssertTrue(try view.list("").contains { $0.name == "patient-info.md" })
