@@ -18,7 +18,7 @@ final class ListingCache: Sendable {
         /// listings), what patching it after a commit needs (see `ListingPatch`).
         var bookkeeping: [String: PatchBookkeeping] = [:]
         /// The listing index being loaded, until its parts are taken into `documentParts`
-        /// (`takeLoadedIndex`, before the first listing).
+        /// (`takeLoadedIndex`).
         var indexLoad: ListingIndexLoad?
     }
 
@@ -54,7 +54,9 @@ final class ListingCache: Sendable {
 
     /// Takes the parts the listing index holds for folders of the snapshot shown (none if it
     /// cannot be used: it is written again as folders are listed), waiting for the load if it
-    /// is still under way; once, before the first listing. Parts are only ever a shortcut
+    /// is still under way; once: by the first listing after the load is over, by
+    /// `documentParts` (the timeline) or by the index's writer (while it loads, a listing takes
+    /// its own folder's parts from it, `ListingIndexLoad.parts(of:)`). Parts are only ever a shortcut
     /// (`DocumentPart.isValid`), so a commit shown meanwhile makes them cost nothing but checks.
     private func takeLoadedIndex() {
         guard let load = contents.withLock({ $0.indexLoad }) else { return }
