@@ -104,8 +104,9 @@ struct Snapshot: Sendable {
         return true
     }
 
-    /// `gitOrderKey(a) < gitOrderKey(b)`, without making the keys (this runs for every entry
-    /// of every folder a snapshot loads).
+    /// git's order of a folder's entries: by name, bytewise, a folder's name read with a '/'
+    /// after it. Compared in place, without making the keys (this runs for every entry of
+    /// every folder a snapshot loads).
     static func gitOrderPrecedes(_ a: TreeEntry, _ b: TreeEntry) -> Bool {
         let slash = UInt8(ascii: "/")
         var left = a.name.utf8.makeIterator(), right = b.name.utf8.makeIterator()
@@ -164,13 +165,12 @@ struct Snapshot: Sendable {
     /// and there is none. Keeps what git says of the name
     /// (`nameIsExact`) and a folder's mode.
     static func put(_ entry: TreeEntry, into entries: inout [TreeEntry], replacingOnly: Bool = false) -> Bool {
-        let key = gitOrderKey(entry)
         var low = 0, high = entries.count
         while low < high {
             let middle = (low + high) / 2
-            if gitOrderKey(entries[middle]).lexicographicallyPrecedes(key) { low = middle + 1 } else { high = middle }
+            if gitOrderPrecedes(entries[middle], entry) { low = middle + 1 } else { high = middle }
         }
-        if low < entries.count, gitOrderKey(entries[low]) == key {
+        if low < entries.count, !gitOrderPrecedes(entry, entries[low]) {  // neither precedes: the same key
             let old = entries[low]
             guard (old.kind == .tree) == (entry.kind == .tree) else { return false }
             entries[low] = TreeEntry(path: entry.path, id: entry.id, kind: entry.kind, mode: entry.kind == .tree ? old.mode : entry.mode,
@@ -182,12 +182,6 @@ struct Snapshot: Sendable {
         entries.insert(entry, at: low)
         return true
     }
-
-    /// git's order of a folder's entries: by name, bytewise, a folder's name read with a '/'
-    /// after it.
-    static func gitOrderKey(_ entry: TreeEntry) -> [UInt8] { gitOrderKey(name: entry.name, isTree: entry.kind == .tree) }
-
-    static func gitOrderKey(name: Substring, isTree: Bool) -> [UInt8] { Array(name.utf8) + (isTree ? [UInt8(ascii: "/")] : []) }
 
     /// The blob at git path `path`, if any.
     func entry(at path: String) -> TreeEntry? {

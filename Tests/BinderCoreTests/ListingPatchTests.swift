@@ -219,8 +219,10 @@ final class ListingPatchTests: XCTestCase {
         for (entries, regular, why) in rows { XCTAssertEqual(Snapshot.isRegular(entries), regular, why) }
     }
 
-    /// The order compared without keys is the order of the keys.
+    /// The order compared in place is the order of git's keys: the name's bytes, and a '/'
+    /// after a folder's.
     func testGitOrderWithoutKeys() {
+        func key(_ entry: TreeEntry) -> [UInt8] { Array(entry.name.utf8) + (entry.kind == .tree ? [UInt8(ascii: "/")] : []) }
         let id = ObjectID(hex: String(repeating: "cd", count: 20))!
         let names = ["a", "ab", "a.b", "a0", "a-", "b", "é", "e\u{301}", "名前", ""]
         for a in names {
@@ -229,7 +231,7 @@ final class ListingPatchTests: XCTestCase {
                     let left = TreeEntry(path: "v/" + a, id: id, kind: aTree ? .tree : .blob, mode: aTree ? 0o040000 : 0o100644)
                     let right = TreeEntry(path: "v/" + b, id: id, kind: bTree ? .tree : .blob, mode: bTree ? 0o040000 : 0o100644)
                     XCTAssertEqual(Snapshot.gitOrderPrecedes(left, right),
-                                   Snapshot.gitOrderKey(left).lexicographicallyPrecedes(Snapshot.gitOrderKey(right)), "\(a) \(aTree) \(b) \(bTree)")
+                                   key(left).lexicographicallyPrecedes(key(right)), "\(a) \(aTree) \(b) \(bTree)")
                 }
             }
         }
