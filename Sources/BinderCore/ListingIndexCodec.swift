@@ -13,6 +13,7 @@ enum ListingIndexCodec {
     static func encode(_ parts: Parts, limit: Int) -> [UInt8] {
         var body = IndexWriter()
         var folders = 0
+        // Sorted: a load hands folders out in this order (`ListingIndexLoad.parts(of:)`).
         for folder in parts.keys.sorted() {
             guard let folderParts = parts[folder] else { continue }
             var writer = IndexWriter()
@@ -39,8 +40,9 @@ enum ListingIndexCodec {
         try bytes.withUnsafeBytes { buffer in Result { () throws(ListingIndexError) in try decode(buffer) } }.get()
     }
 
-    /// `eachFolder` is told of each folder as soon as it is decoded, in the file's order (path
-    /// order: the root, "", first), before the rest of the file is checked.
+    /// `eachFolder` is told of each folder as soon as it is decoded, in the file's order (sorted
+    /// by path as `encode` writes them: the root, "", first), before the rest of the file is
+    /// checked.
     static func decode(_ bytes: UnsafeRawBufferPointer,
                        eachFolder: ((String, [String: DocumentPart]) -> Void)? = nil) throws(ListingIndexError) -> Parts {
         var reader = IndexReader(bytes)

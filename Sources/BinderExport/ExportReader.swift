@@ -48,7 +48,7 @@ public struct ExportSelection: Sendable {
     func mayInclude(file path: String) -> Bool {
         if !selectedPaths.isEmpty {
             let named = selectedPaths.contains(path) || (path.hasSuffix(".md") && selectedPaths.contains(String(path.dropLast(3))))
-            guard named || Self.foldersAbove(path).contains(where: selectedPaths.contains) else { return false }
+            guard named || isBelowSelected(path) else { return false }
         }
         return categoryIncludes(topFolderOf: path)
     }
@@ -57,9 +57,20 @@ public struct ExportSelection: Sendable {
     func mayInclude(folder path: String) -> Bool {
         if !selectedPaths.isEmpty {
             let onTheWay = selectedPaths.contains(path) || foldersAboveSelected.contains(path)
-            guard onTheWay || Self.foldersAbove(path).contains(where: selectedPaths.contains) else { return false }
+            guard onTheWay || isBelowSelected(path) else { return false }
         }
         return categoryIncludes(topFolderOf: path + "/")
+    }
+
+    /// Whether a folder above `path` is selected. Asked for every file the walk meets, so it
+    /// looks each prefix up in place rather than making the list of folders above.
+    private func isBelowSelected(_ path: String) -> Bool {
+        var slash = path.utf8.firstIndex(of: UInt8(ascii: "/"))
+        while let end = slash {
+            if selectedPaths.contains(String(path[..<end])) { return true }
+            slash = path.utf8[path.utf8.index(after: end)...].firstIndex(of: UInt8(ascii: "/"))
+        }
+        return false
     }
 
     /// A record's category is its top-level folder (none for a file at the top).
