@@ -114,7 +114,7 @@ let package = Package(
 // scripts/fuzz builds them with -sanitize=fuzzer in .build-fuzz; a plain build makes the same
 // code a replayer (`binder-fuzz TARGET FILE...`). Not part of the product.
 package.targets += [
-    .executableTarget(name: "binder-fuzz", dependencies: ["BinderCrypto", "BinderFormat", "BinderCore"], path: "Tests/Fuzz/binder-fuzz"),
+    .executableTarget(name: "binder-fuzz", dependencies: ["BinderCrypto", "BinderFormat", "BinderCore", "BinderGit"], path: "Tests/Fuzz/binder-fuzz"),
     .executableTarget(name: "binder-fuzz-server", dependencies: ["BinderServer", "BinderCrypto"],
                       path: "Tests/Fuzz/binder-fuzz-server"),
 ]

@@ -141,6 +141,28 @@ public func sha1(_ data: UnsafeRawBufferPointer) -> [UInt8] {
     return out
 }
 
+/// SHA-1 fed in pieces (OpenSSL's), for the checksum of a pack written front to back without
+/// being whole in memory. The same caveat as `sha1`: a damaged file's checksum, nothing more.
+public struct SHA1Stream {
+    private var context = SHA_CTX()
+
+    public init() {
+        SHA1_Init(&context)
+    }
+
+    public mutating func update(_ data: UnsafeRawBufferPointer) {
+        guard let base = data.baseAddress, data.count > 0 else { return }
+        SHA1_Update(&context, base, data.count)
+    }
+
+    /// The digest of everything fed so far. The stream is spent afterwards.
+    public mutating func finish() -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: Int(SHA_DIGEST_LENGTH))
+        out.withUnsafeMutableBufferPointer { _ = SHA1_Final($0.baseAddress!, &context) }
+        return out
+    }
+}
+
 /// ChaCha20 (IETF, 96-bit nonce) keystream XOR starting at block counter 0.
 func chacha20XOR(_ data: UnsafeRawBufferPointer, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
                  into out: UnsafeMutableRawBufferPointer) {

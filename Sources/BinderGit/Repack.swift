@@ -102,10 +102,10 @@ extension GitRepository {
         return FoldPlan(packs: packs.prefix(rolled).map(\.index), loose: loose)
     }
 
-    /// Rolls the plan's packs and loose objects into new packs (see `foldPacks`): the whole
-    /// blobs copied as they are into one (`BlobPackCopy`: no delta is searched for ciphertext,
-    /// nothing deflated again), the commits, trees and any deltified blob through libgit2's
-    /// pack builder into the other.
+    /// Rolls the plan's packs and loose objects into new packs (see `foldPacks`): the blobs,
+    /// trees and deltas written by `FoldCopy` into one (blobs and deltas copied as they are,
+    /// trees as deltas against a newer version of their folder, found without a search), the
+    /// commits and the loose objects through libgit2's pack builder into the other.
     public func fold(_ plan: FoldPlan) throws(GitError) -> RepackResult {
         guard !plan.isEmpty else { return RepackResult(objects: 0, looseRemoved: 0, packsRemoved: 0) }
         return try locked { () throws(GitError) in
@@ -122,28 +122,30 @@ extension GitRepository {
                 guard git_odb_exists(odb.pointer, &oid) == 1 else { continue }
                 try addLocked(id, from: odb, to: &order)
             }
-            // Whole blobs are copied as they are (`BlobPackCopy`); the rest goes to the builder.
-            var blobs = BlobPackCopy()
+            // Newest first: a folder's newest tree is the one kept whole (`TreeBases`).
+            var copy = FoldCopy()
             var folded: [String] = []
             for index in Self.newestFirst(plan.packs) {
                 // A pack that cannot be opened (removed meanwhile) is left alone.
                 guard let pack = try? Self.onePackDatabase(index),
-                      let ids = BlobPackCopy.split(index: index, into: &blobs) ?? Self.objectIDs(in: pack) else { continue }
+                      let ids = FoldCopy.split(index: index, into: &copy) ?? Self.objectIDs(in: pack) else { continue }
                 for id in ids { try addLocked(id, from: pack, to: &order) }
                 folded.append(index)
             }
             try order.insert(into: builder)
             let built = git_packbuilder_object_count(builder.pointer)
-            // The blobs' pack first, under a temporary name (a damaged source stops the fold
+            // The copy's pack first, under a temporary name (a damaged source stops the fold
             // before the builder's work); in place right after the builder's, so that no other
             // fold picks one of this fold's packs in between and removes it from under it.
-            let preparedBlobs = blobs.isEmpty ? nil : try blobs.prepare(in: packDirectory)
+            let preparedCopy = copy.isEmpty ? nil : try copy.prepare(in: packDirectory) { id throws(GitError) in
+                try treeContentLocked(id)
+            }
             var newIndexes: [String] = []
             do throws(GitError) {
                 if built > 0 { newIndexes.append(try Self.write(builder, into: packDirectory)) }
-                if let preparedBlobs { newIndexes.append(try preparedBlobs.install(in: packDirectory)) }
+                if let preparedCopy { newIndexes.append(try preparedCopy.install(in: packDirectory)) }
             } catch {
-                preparedBlobs?.discard()
+                preparedCopy?.discard()
                 throw error
             }
             guard !newIndexes.isEmpty else { return RepackResult(objects: 0, looseRemoved: 0, packsRemoved: 0) }
@@ -155,8 +157,23 @@ extension GitRepository {
             }
             let looseRemoved = plan.loose.isEmpty ? 0 : Self.removeLoose(in: gitDirectory + "/objects", heldBy: packed)
             _ = git_odb_refresh(odb.pointer)
-            return RepackResult(objects: Int(built) + blobs.sources.count, looseRemoved: looseRemoved, packsRemoved: packsRemoved)
+            return RepackResult(objects: Int(built) + copy.count, looseRemoved: looseRemoved, packsRemoved: packsRemoved)
         }
+    }
+
+    /// Tree `id`'s content, read through libgit2 (zlib checks the stream; `TreeBases` then
+    /// checks each delta it makes rebuilds these bytes). Lock held.
+    private func treeContentLocked(_ id: ObjectID) throws(GitError) -> [UInt8] {
+        var oid = id.oid
+        var pointer: OpaquePointer?
+        try check(git_odb_read(&pointer, odb.pointer, &oid), "read tree \(id)")
+        let object = OdbObjectHandle(pointer!)
+        guard git_odb_object_type(object.pointer) == GIT_OBJECT_TREE else {
+            throw GitError.failed(operation: "fold packs", code: .other(-1), message: "\(id) is not a tree", posixErrno: EIO)
+        }
+        let size = git_odb_object_size(object.pointer)
+        guard size > 0, let data = git_odb_object_data(object.pointer) else { return [] }
+        return [UInt8](UnsafeRawBufferPointer(start: data, count: size))
     }
 
     /// Every object reachable from the references and HEAD, in pack order: the commits as a

@@ -8,7 +8,7 @@ import Foundation
 /// sorting and writing it, then deflating it into the pack and inflating it again to index
 /// it: all of which grew with the folder (docs/BENCHMARKS.md, "Issue 13: saves"). Here the
 /// new tree is the parent's tree bytes with the changed entries spliced in (one scan for the
-/// place, one copy), hashed once (`git_odb_hash`), and the commit's objects are written by
+/// place, one copy), hashed once (`objectID(of:type:)`), and the commit's objects are written by
 /// `PackWriter` (stored, not compressed; no indexer pass). The bytes are exactly what libgit2
 /// would write for the same changes (`SplicedCommitTests` compares ids with the general path).
 ///
@@ -253,7 +253,7 @@ enum RawTree {
 
     /// git's `base_name_compare`: bytes first; at the end of the shorter name a folder's name
     /// goes on with "/", a file's ends.
-    private static func compare(_ a: UnsafeBufferPointer<UInt8>, _ aIsTree: Bool, _ b: UnsafeBufferPointer<UInt8>, _ bIsTree: Bool) -> Int {
+    static func compare(_ a: UnsafeBufferPointer<UInt8>, _ aIsTree: Bool, _ b: UnsafeBufferPointer<UInt8>, _ bIsTree: Bool) -> Int {
         let length = min(a.count, b.count)
         if length > 0 {
             let order = memcmp(a.baseAddress!, b.baseAddress!, length)

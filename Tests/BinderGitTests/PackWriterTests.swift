@@ -18,6 +18,24 @@ final class PackWriterTests: XCTestCase {
         XCTAssertEqual(ones.withUnsafeBytes { Checksum.adler32($0) }, UInt32(b << 16 | a))
     }
 
+    /// Our Adler-32 (16 bytes at a time) agrees with zlib's at every length around its chunk
+    /// and block sizes, at every alignment, on random and on all-0xFF bytes (the largest sums).
+    func testAdler32AgreesWithZlib() {
+        var random = SystemRandomNumberGenerator()
+        let noise = (0..<40_000).map { _ in UInt8.random(in: 0...255, using: &random) }
+        let ones = [UInt8](repeating: 0xFF, count: 40_000)
+        for bytes in [noise, ones] {
+            bytes.withUnsafeBytes { all in
+                for length in Array(0..<70) + [5_551, 5_552, 5_553, 5_552 * 2 + 15, 11_111, 39_990] {
+                    for start in 0..<3 {
+                        let part = UnsafeRawBufferPointer(rebasing: all[start..<start + length])
+                        XCTAssertEqual(Checksum.adler32(part), Checksum.zlibAdler32(part), "length \(length) at \(start)")
+                    }
+                }
+            }
+        }
+    }
+
     /// A pack of a blob larger than one stored block, an empty blob, a tree and a commit:
     /// git verifies it, builds the same index from it byte for byte, and reads the objects.
     func testPackAndIndexAreWhatGitMakes() throws {

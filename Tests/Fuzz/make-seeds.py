@@ -194,3 +194,16 @@ write("server-request", "push-empty", b"\1")
 write("server-request", "push-no-pack", b"\1" + create)
 write("server-request", "gzip-zeros", b"\2\0" + gzip.compress(bytes(1 << 20)))
 write("server-request", "deflate-text", b"\2\1" + zlib.compress(b"0000" * 64))
+
+# tree-delta: two bytes (where the base ends), the base tree's bytes, the target tree's.
+def tree(entries):
+    return b"".join(mode + b" " + name + b"\0" + hashlib.sha1(name + salt).digest() for mode, name, salt in entries)
+
+
+records = [(b"100644", b"2024-%02d-visit.md" % i, b"") for i in range(40)]
+base = tree(records)
+changed = tree(records[:7] + [(b"100644", records[7][1], b"new")] + records[8:] + [(b"40000", b"z", b"")])
+write("tree-delta", "one-changed", struct.pack(">H", len(base)) + base + changed)
+folder = tree([(b"40000", b"a", b"")])
+write("tree-delta", "folder-and-file", struct.pack(">H", len(folder)) + folder + tree([(b"100644", b"a.b", b""), (b"40000", b"a", b"")]))
+write("tree-delta", "unrelated", struct.pack(">H", 23) + tree([(b"100644", b"x", b"")]) + tree([(b"100644", b"y", b"1"), (b"100644", b"w", b"")]))

@@ -73,6 +73,7 @@ struct FuzzTarget: Sendable {
         "timestamps": FuzzTarget(run: FormatTargets.timestamps),
         "scan-invitation": FuzzTarget(run: FormatTargets.scanInvitation),
         "listing-index": FuzzTarget(run: IndexTargets.listingIndex),
+        "tree-delta": FuzzTarget(run: IndexTargets.treeDelta),
     ]
 
     static var names: [String] { all.keys.sorted() }

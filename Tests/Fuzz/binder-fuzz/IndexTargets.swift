@@ -1,4 +1,5 @@
 @_spi(Fuzzing) import BinderCore
+@_spi(Fuzzing) import BinderGit
 
 /// The listing index (`<git dir>/binder/listing-index`): a file binder reads from the
 /// repository's git directory, so its decoder takes any bytes without trapping.
@@ -9,5 +10,11 @@ enum IndexTargets {
         guard bytes.count >= 2 else { return }
         let key = CryptoTargets.key(bytes[1])
         if let failure = ListingIndexFuzzing.run([bytes[0]] + bytes.dropFirst(2), key: key) { check(false, failure) }
+    }
+
+    /// Tree deltas (`TreeDelta`), which a fold makes of the trees in the repository: input
+    /// layout in `TreeDeltaFuzzing.run`.
+    static func treeDelta(_ bytes: [UInt8]) {
+        if let failure = TreeDeltaFuzzing.run(bytes) { check(false, failure) }
     }
 }

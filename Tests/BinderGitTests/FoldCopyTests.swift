@@ -2,10 +2,11 @@
 import Foundation
 import XCTest
 
-/// A fold copies whole blobs byte for byte into a pack of their own (`BlobPackCopy`): the copy
-/// is a pack stock git reads, a damaged source stops the fold before anything is removed, and
-/// blobs a pack holds as deltas (as stock git writes similar files) go through the builder.
-final class BlobPackCopyTests: XCTestCase {
+/// A fold copies whole blobs byte for byte into a pack of its own (`FoldCopy`): the copy is a
+/// pack stock git reads, a damaged source stops the fold before anything is removed, and
+/// deltas a pack holds (as stock git writes similar files) are copied with their bases.
+/// (Trees: `TreeDeltaTests`.)
+final class FoldCopyTests: XCTestCase {
     private func save(_ repo: GitRepository, _ i: Int, _ content: String, onto parent: ObjectID?) throws -> ObjectID {
         let bytes = Array(content.utf8)
         return try repo.commitChanges(onto: parent, changes: [.write(path: "visits/r\(i).json", blob: try GitRepository.blobID(of: bytes))],
@@ -90,9 +91,9 @@ final class BlobPackCopyTests: XCTestCase {
         XCTAssertEqual(try repo.branchTip(), tip)
     }
 
-    /// A pack stock git wrote with blob deltas (similar records): the deltified blobs are
-    /// rebuilt by libgit2's builder, the whole ones copied; nothing is lost.
-    func testBlobsStoredAsDeltasFoldThroughTheBuilder() throws {
+    /// A pack stock git wrote with blob deltas (similar records; git writes OFS_DELTA entries):
+    /// the deltas are copied, naming their bases by id, with the bases; nothing is lost.
+    func testDeltasAreCopiedWithTheirBases() throws {
         let tmp = try TemporaryDirectory()
         let path = tmp.sub("r.git")
         let repo = try GitRepository.create(path: path, bare: true)
@@ -107,6 +108,10 @@ final class BlobPackCopyTests: XCTestCase {
         for i in 10..<14 { tip = try save(repo, i, base + "edit \(i)\n", onto: tip) }
         let packs = GitRepository.packIndexes(in: path + "/objects/pack")
         XCTAssertEqual(try GitRepository.open(path: path).fold(FoldPlan(packs: packs, loose: [])).packsRemoved, packs.count)
+        // The deltas git found are still there, each naming its base by id now.
+        let folded: [String] = try GitRepository.packIndexes(in: path + "/objects/pack").flatMap { lines(try git("verify-pack", "-v", $0, in: path)) }
+        XCTAssertEqual(folded.filter { $0.contains(" blob ") && $0.split(separator: " ", omittingEmptySubsequences: true).count >= 7 }.count,
+                       deltas.count)
         // (`git` drops the final line break of what it prints.)
         for i in 0..<14 { XCTAssertEqual(try git("cat-file", "blob", "main:visits/r\(i).json", in: path), base + "edit \(i)") }
         try assertRepositoryComplete(path, tip: tip!, commits: 14)
