@@ -156,4 +156,59 @@ final class TreeDeltaTests: XCTestCase {
         }
 
     }
+
+    /// kill -9 of a process folding (trees made deltas, deltas copied, packs removed) at
+    /// points spread over the fold's length: every commit stays readable and git finds the
+    /// repository whole after each kill; a fold that is let finish then leaves two packs.
+    func testKillDuringFoldLosesNothing() throws {
+        let tmp = try TemporaryDirectory()
+        let path = tmp.sub("r.git")
+        let repo = try GitRepository.create(path: path, bare: true)
+        let blobs = (0..<3_000).map { Array("{\"v\":\"record \($0)\"}".utf8) }
+        var tip = try repo.commitChanges(onto: nil, changes: try blobs.enumerated().map { i, bytes in
+            .write(path: "visits/r\(1000 + i).json", blob: try GitRepository.blobID(of: bytes))
+        } + [.write(path: "labs/l.json", blob: try GitRepository.blobID(of: blobs[0]))], message: "Import", author: testAuthor, blobs: blobs)
+        var commits = 1
+        func save(_ i: Int) throws {
+            let bytes = Array("{\"v\":\"save \(i)\"}".utf8)
+            tip = try repo.commitChanges(onto: tip, changes: [.write(path: "visits/r\(1000 + (i * 37) % 3_000).json",
+                                                                      blob: try GitRepository.blobID(of: bytes))],
+                                         message: "Save \(i)", author: testAuthor, blobs: [bytes])
+            commits += 1
+        }
+        for i in 0..<60 { try save(i) }
+        func allPacks() -> FoldPlan { FoldPlan(packs: GitRepository.packIndexes(in: path + "/objects/pack"), loose: []) }
+
+        // How long one fold takes here (on a copy).
+        try FileManager.default.copyItem(atPath: path, toPath: tmp.sub("probe.git"))
+        let started = Date()
+        _ = try GitRepository.open(path: tmp.sub("probe.git")).fold(FoldPlan(packs: GitRepository.packIndexes(in: tmp.sub("probe.git") + "/objects/pack"), loose: []))
+        let length = max(Date().timeIntervalSince(started), 0.005)
+
+        var killedMidway = 0
+        for step in 0..<10 {
+            if step % 3 == 2 { for i in (100 + step * 10)..<(110 + step * 10) { try save(i) } }
+            let plan = allPacks()
+            let delay = length * Double(step % 5 + 1) / 5
+            let pid = fork()
+            if pid == 0 {
+                // The child: a fresh instance folds, and leaves without running anything else.
+                if let child = try? GitRepository.open(path: path) { _ = try? child.fold(plan) }
+                _exit(0)
+            }
+            XCTAssertGreaterThan(pid, 0)
+            usleep(UInt32(delay * 1_000_000))
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+            if (status & 0x7F) == SIGKILL { killedMidway += 1 }
+            try assertRepositoryComplete(path, tip: tip, commits: commits)
+        }
+        XCTAssertGreaterThan(killedMidway, 0, "no fold was killed before it finished")
+        // Temporary packs a kill left are not packs: a fold that finishes takes every real one.
+        _ = try GitRepository.open(path: path).fold(allPacks())
+        XCTAssertEqual(GitRepository.packIndexes(in: path + "/objects/pack").count, 2)
+        try assertRepositoryComplete(path, tip: tip, commits: commits)
+        XCTAssertEqual(try git("cat-file", "blob", "main:visits/r\(1000 + (59 * 37) % 3_000).json", in: path), "{\"v\":\"save 59\"}")
+    }
 }
