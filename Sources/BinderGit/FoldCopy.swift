@@ -244,9 +244,10 @@ struct FoldCopy {
 struct TreeBases {
     private var byFirstEntry: [[UInt8]: [(id: ObjectID, bytes: [UInt8])]] = [:]
     private var held = 0
-    /// Bases kept per first entry, and in all: beyond these, trees are written whole.
-    static let perFirstEntry = 3
-    static let maxHeld = 256 << 20
+    /// Bases kept per first entry, and in all (the daemon holds them while a fold runs, beside
+    /// its caches): beyond these, trees are written whole.
+    static let perFirstEntry = 2
+    static let maxHeld = 64 << 20
 
     /// Writes `content`'s pack entry: a delta against a base of the same folder when one is
     /// less than half the tree (and rebuilds it exactly), else the tree whole (which becomes a
