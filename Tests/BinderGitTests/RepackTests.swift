@@ -112,18 +112,10 @@ final class RepackTests: XCTestCase {
         for step in 0..<12 {
             if step % 4 == 3 { commits += try makeHistory(repo, commits: 10, from: 1_000 + step * 10) }
             let delay = length * Double(step % 6) / 5 * 1.2
-            let pid = fork()
-            if pid == 0 {
-                // The child: a fresh instance, repack, and leave without running anything else.
+            // The child: a fresh instance, repack, and leave without running anything else.
+            if killChild(after: delay, running: {
                 if let child = try? GitRepository.open(path: path) { _ = try? child.repack() }
-                _exit(0)
-            }
-            XCTAssertGreaterThan(pid, 0)
-            usleep(UInt32(delay * 1_000_000))
-            kill(pid, SIGKILL)
-            var status: Int32 = 0
-            waitpid(pid, &status, 0)
-            if (status & 0x7F) == SIGKILL { killedMidway += 1 }
+            }) { killedMidway += 1 }
             try assertComplete(path, commits: commits)
             let reader = try GitRepository.open(path: path)
             for commit in commits.suffix(5) {

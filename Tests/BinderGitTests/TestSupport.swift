@@ -113,6 +113,22 @@ func assertRepositoryComplete(_ path: String, tip: ObjectID, commits: Int, file:
     XCTAssertFalse(String(decoding: batch, as: UTF8.self).contains("missing"), file: file, line: line)
 }
 
+/// Runs `body` in a forked child that exits when it is done, sends it SIGKILL after `delay`
+/// seconds and waits for it; true when the kill stopped it before it finished.
+func killChild(after delay: Double, running body: () -> Void, file: StaticString = #filePath, line: UInt = #line) -> Bool {
+    let pid = fork()
+    if pid == 0 {
+        body()
+        _exit(0)
+    }
+    XCTAssertGreaterThan(pid, 0, file: file, line: line)
+    usleep(UInt32(delay * 1_000_000))
+    kill(pid, SIGKILL)
+    var status: Int32 = 0
+    waitpid(pid, &status, 0)
+    return (status & 0x7F) == SIGKILL
+}
+
 /// kill -9 of a child process committing in a loop (`commit(repository, round, i, parent)`
 /// returns the new commit), once per round, after `acknowledgements(round)` commits and a
 /// further `delay(round)` microseconds: every commit the child acknowledged (written to a file

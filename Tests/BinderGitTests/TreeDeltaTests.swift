@@ -85,28 +85,49 @@ final class TreeDeltaTests: XCTestCase {
         }
     }
 
+    /// A bare repository with one large folder (`visits/`, `records` files) and, beside it,
+    /// `others` (single files in folders of their own), then saves into the folder, each onto
+    /// the last (the committer's spliced path: a pack of its own).
+    private final class FolderHistory {
+        let path: String
+        let repo: GitRepository
+        let records: Int
+        private(set) var tip: ObjectID
+        private(set) var commits = 1
+
+        init(in tmp: TemporaryDirectory, records: Int, others: [String]) throws {
+            path = tmp.sub("r.git")
+            repo = try GitRepository.create(path: path, bare: true)
+            self.records = records
+            let blobs = (0..<records).map { Array("{\"v\":\"record \($0)\"}".utf8) }
+            tip = try repo.commitChanges(onto: nil, changes: try blobs.enumerated().map { i, bytes in
+                .write(path: "visits/r\(1000 + i).json", blob: try GitRepository.blobID(of: bytes))
+            } + others.map { .write(path: $0, blob: try GitRepository.blobID(of: blobs[0])) }, message: "Import", author: testAuthor, blobs: blobs)
+        }
+
+        /// The record save `i` writes.
+        func record(_ i: Int) -> String { "visits/r\(1000 + (i * 37) % records).json" }
+
+        func save(_ i: Int) throws {
+            let bytes = Array("{\"v\":\"save \(i)\"}".utf8)
+            tip = try repo.commitChanges(onto: tip, changes: [.write(path: record(i), blob: try GitRepository.blobID(of: bytes))],
+                                         message: "Save \(i)", author: testAuthor, blobs: [bytes])
+            commits += 1
+        }
+
+        /// A fold of every pack there is.
+        var allPacks: FoldPlan { FoldPlan(packs: GitRepository.packIndexes(in: path + "/objects/pack"), loose: []) }
+    }
+
     /// A folder of 2,000 records saved 40 times, folded, saved again and folded again: git finds
     /// the repository whole, the older trees are deltas (one whole tree per folder and fold
     /// pack), and the second fold kept the first one's deltas rather than searching again.
     func testFoldsStoreTreesAsDeltasGitReads() throws {
         let tmp = try TemporaryDirectory()
-        let path = tmp.sub("r.git")
-        let repo = try GitRepository.create(path: path, bare: true)
-        let blobs = (0..<2_000).map { Array("{\"v\":\"record \($0)\"}".utf8) }
         // Beside visits/, a few folders and a file, as in a binder (a root tree of one entry is
         // too small for a delta to pay).
-        let others = ["allergies/a.json", "conditions/c.json", "labs/l.json", "patient-info.json"]
-        var tip = try repo.commitChanges(onto: nil, changes: try blobs.enumerated().map { i, bytes in
-            .write(path: "visits/r\(1000 + i).json", blob: try GitRepository.blobID(of: bytes))
-        } + others.map { .write(path: $0, blob: try GitRepository.blobID(of: blobs[0])) }, message: "Import", author: testAuthor, blobs: blobs)
-        var commits = 1
-        func save(_ i: Int) throws {
-            let bytes = Array("{\"v\":\"save \(i)\"}".utf8)
-            tip = try repo.commitChanges(onto: tip, changes: [.write(path: "visits/r\(1000 + (i * 37) % 2_000).json",
-                                                                      blob: try GitRepository.blobID(of: bytes))],
-                                         message: "Save \(i)", author: testAuthor, blobs: [bytes])
-            commits += 1
-        }
+        let history = try FolderHistory(in: tmp, records: 2_000, others: ["allergies/a.json", "conditions/c.json", "labs/l.json", "patient-info.json"])
+        let path = history.path
         /// Per kind of tree entry in the pack: whole trees and deltas (verify-pack lists a
         /// delta's depth and base after its offset), over all packs.
         func treeEntries() throws -> (whole: Int, deltas: Int, deepest: Int) {
@@ -125,10 +146,10 @@ final class TreeDeltaTests: XCTestCase {
             }
             return (whole, deltas, deepest)
         }
-        for i in 0..<40 { try save(i) }
-        _ = try GitRepository.open(path: path).fold(FoldPlan(packs: GitRepository.packIndexes(in: path + "/objects/pack"), loose: []))
+        for i in 0..<40 { try history.save(i) }
+        _ = try GitRepository.open(path: path).fold(history.allPacks)
         XCTAssertEqual(GitRepository.packIndexes(in: path + "/objects/pack").count, 2)
-        try assertRepositoryComplete(path, tip: tip, commits: commits)
+        try assertRepositoryComplete(path, tip: history.tip, commits: history.commits)
         // 41 versions of the root and of visits/: the newest of each whole, the rest deltas
         // (and the three folders of one file, whole).
         var trees = try treeEntries()
@@ -141,9 +162,9 @@ final class TreeDeltaTests: XCTestCase {
         // The 41 versions of a 2,000-entry tree (about 90 KB each) take little more than one.
         XCTAssertLessThan(packBytes, 300_000)
 
-        for i in 40..<60 { try save(i) }
-        _ = try GitRepository.open(path: path).fold(FoldPlan(packs: GitRepository.packIndexes(in: path + "/objects/pack"), loose: []))
-        try assertRepositoryComplete(path, tip: tip, commits: commits)
+        for i in 40..<60 { try history.save(i) }
+        _ = try GitRepository.open(path: path).fold(history.allPacks)
+        try assertRepositoryComplete(path, tip: history.tip, commits: history.commits)
         trees = try treeEntries()
         // Still one whole tree per folder: the first fold's whole trees became deltas against
         // the newest, and its deltas were kept as they were (one level deeper).
@@ -152,7 +173,7 @@ final class TreeDeltaTests: XCTestCase {
         XCTAssertEqual(trees.deepest, 2)
         // Git reads every version back as it was written.
         for i in [0, 20, 39, 59] {
-            XCTAssertEqual(try git("cat-file", "blob", "main~\(59 - i):visits/r\(1000 + (i * 37) % 2_000).json", in: path), "{\"v\":\"save \(i)\"}")
+            XCTAssertEqual(try git("cat-file", "blob", "main~\(59 - i):\(history.record(i))", in: path), "{\"v\":\"save \(i)\"}")
         }
 
     }
@@ -162,22 +183,9 @@ final class TreeDeltaTests: XCTestCase {
     /// repository whole after each kill; a fold that is let finish then leaves two packs.
     func testKillDuringFoldLosesNothing() throws {
         let tmp = try TemporaryDirectory()
-        let path = tmp.sub("r.git")
-        let repo = try GitRepository.create(path: path, bare: true)
-        let blobs = (0..<3_000).map { Array("{\"v\":\"record \($0)\"}".utf8) }
-        var tip = try repo.commitChanges(onto: nil, changes: try blobs.enumerated().map { i, bytes in
-            .write(path: "visits/r\(1000 + i).json", blob: try GitRepository.blobID(of: bytes))
-        } + [.write(path: "labs/l.json", blob: try GitRepository.blobID(of: blobs[0]))], message: "Import", author: testAuthor, blobs: blobs)
-        var commits = 1
-        func save(_ i: Int) throws {
-            let bytes = Array("{\"v\":\"save \(i)\"}".utf8)
-            tip = try repo.commitChanges(onto: tip, changes: [.write(path: "visits/r\(1000 + (i * 37) % 3_000).json",
-                                                                      blob: try GitRepository.blobID(of: bytes))],
-                                         message: "Save \(i)", author: testAuthor, blobs: [bytes])
-            commits += 1
-        }
-        for i in 0..<60 { try save(i) }
-        func allPacks() -> FoldPlan { FoldPlan(packs: GitRepository.packIndexes(in: path + "/objects/pack"), loose: []) }
+        let history = try FolderHistory(in: tmp, records: 3_000, others: ["labs/l.json"])
+        let path = history.path
+        for i in 0..<60 { try history.save(i) }
 
         // How long one fold takes here (on a copy).
         try FileManager.default.copyItem(atPath: path, toPath: tmp.sub("probe.git"))
@@ -187,28 +195,19 @@ final class TreeDeltaTests: XCTestCase {
 
         var killedMidway = 0
         for step in 0..<10 {
-            if step % 3 == 2 { for i in (100 + step * 10)..<(110 + step * 10) { try save(i) } }
-            let plan = allPacks()
-            let delay = length * Double(step % 5 + 1) / 5
-            let pid = fork()
-            if pid == 0 {
-                // The child: a fresh instance folds, and leaves without running anything else.
+            if step % 3 == 2 { for i in (100 + step * 10)..<(110 + step * 10) { try history.save(i) } }
+            let plan = history.allPacks
+            // The child: a fresh instance folds, and leaves without running anything else.
+            if killChild(after: length * Double(step % 5 + 1) / 5, running: {
                 if let child = try? GitRepository.open(path: path) { _ = try? child.fold(plan) }
-                _exit(0)
-            }
-            XCTAssertGreaterThan(pid, 0)
-            usleep(UInt32(delay * 1_000_000))
-            kill(pid, SIGKILL)
-            var status: Int32 = 0
-            waitpid(pid, &status, 0)
-            if (status & 0x7F) == SIGKILL { killedMidway += 1 }
-            try assertRepositoryComplete(path, tip: tip, commits: commits)
+            }) { killedMidway += 1 }
+            try assertRepositoryComplete(path, tip: history.tip, commits: history.commits)
         }
         XCTAssertGreaterThan(killedMidway, 0, "no fold was killed before it finished")
         // Temporary packs a kill left are not packs: a fold that finishes takes every real one.
-        _ = try GitRepository.open(path: path).fold(allPacks())
+        _ = try GitRepository.open(path: path).fold(history.allPacks)
         XCTAssertEqual(GitRepository.packIndexes(in: path + "/objects/pack").count, 2)
-        try assertRepositoryComplete(path, tip: tip, commits: commits)
-        XCTAssertEqual(try git("cat-file", "blob", "main:visits/r\(1000 + (59 * 37) % 3_000).json", in: path), "{\"v\":\"save 59\"}")
+        try assertRepositoryComplete(path, tip: history.tip, commits: history.commits)
+        XCTAssertEqual(try git("cat-file", "blob", "main:\(history.record(59))", in: path), "{\"v\":\"save 59\"}")
     }
 }
