@@ -238,25 +238,37 @@ struct FoldCopy {
 }
 
 /// The newest whole trees a fold has written, by folder, as bases for the older versions'
-/// deltas. A folder is known by its tree's first entry (mode and name), which its versions
-/// share unless that very entry was renamed or removed; a tree of another folder with the same
-/// first entry gets no small delta and is written whole.
+/// deltas. A folder is known by the names (and modes) of its tree's first two entries, which
+/// its versions share unless one of those very entries was renamed or removed: one would not
+/// do, as a binder's folders may each begin with `.meta.json` (docs/FORMAT.md). A tree of
+/// another folder that begins alike gets no small delta and is written whole.
 struct TreeBases {
-    private var byFirstEntry: [[UInt8]: [(id: ObjectID, bytes: [UInt8])]] = [:]
+    private var byFirstEntries: [[UInt8]: [(id: ObjectID, bytes: [UInt8])]] = [:]
     private var held = 0
-    /// Bases kept per first entry, and in all (the daemon holds them while a fold runs, beside
-    /// its caches): beyond these, trees are written whole.
-    static let perFirstEntry = 2
+    /// Bases kept per key, and in all (the daemon holds them while a fold runs, beside its
+    /// caches): beyond these, trees are written whole.
+    static let perKey = 2
     static let maxHeld = 64 << 20
+
+    /// The names and modes of `tree`'s first two entries (one, if it has one), without their
+    /// ids; nil for an empty or malformed tree.
+    static func key(of tree: UnsafeRawBufferPointer) -> [UInt8]? {
+        guard let first = TreeDelta.entry(in: tree, at: 0) else { return nil }
+        var key = Array(tree[0..<first.name.upperBound])
+        if first.end < tree.count {
+            guard let second = TreeDelta.entry(in: tree, at: first.end) else { return nil }
+            key.append(0)
+            key += tree[first.end..<second.name.upperBound]
+        }
+        return key
+    }
 
     /// Writes `content`'s pack entry: a delta against a base of the same folder when one is
     /// less than half the tree (and rebuilds it exactly), else the tree whole (which becomes a
     /// base).
     mutating func write(_ id: ObjectID, content: [UInt8], to stream: inout PackStream) throws(GitError) {
-        let key = content.withUnsafeBytes { tree in
-            TreeDelta.entry(in: tree, at: 0).map { Array(tree[0..<$0.name.upperBound]) }
-        }
-        if let key, let candidates = byFirstEntry[key] {
+        let key = content.withUnsafeBytes { Self.key(of: $0) }
+        if let key, let candidates = byFirstEntries[key] {
             for base in candidates {
                 let found = base.bytes.withUnsafeBytes { base in
                     content.withUnsafeBytes { content -> [UInt8]? in
@@ -272,8 +284,8 @@ struct TreeBases {
                 return
             }
         }
-        if let key, held + content.count <= Self.maxHeld, byFirstEntry[key, default: []].count < Self.perFirstEntry {
-            byFirstEntry[key, default: []].append((id, content))
+        if let key, held + content.count <= Self.maxHeld, byFirstEntries[key, default: []].count < Self.perKey {
+            byFirstEntries[key, default: []].append((id, content))
             held += content.count
         }
         try stream.appendEntryHeader(type: FoldCopy.EntryType.tree, size: content.count)

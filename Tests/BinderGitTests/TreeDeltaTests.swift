@@ -119,6 +119,62 @@ final class TreeDeltaTests: XCTestCase {
         var allPacks: FoldPlan { FoldPlan(packs: GitRepository.packIndexes(in: path + "/objects/pack"), loose: []) }
     }
 
+    /// Per kind of tree entry in the packs of the repository at `path`: whole trees and
+    /// deltas (verify-pack lists a delta's depth and base after its offset), and the deepest.
+    private func treeEntries(_ path: String) throws -> (whole: Int, deltas: Int, deepest: Int) {
+        var whole = 0, deltas = 0, deepest = 0
+        for index in GitRepository.packIndexes(in: path + "/objects/pack") {
+            for line in lines(try git("verify-pack", "-v", index, in: path)) {
+                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                guard fields.count >= 5, fields[0].count == 40, fields[1] == "tree" else { continue }
+                if fields.count >= 7 {
+                    deltas += 1
+                    deepest = max(deepest, Int(fields[5]) ?? 0)
+                } else {
+                    whole += 1
+                }
+            }
+        }
+        return (whole, deltas, deepest)
+    }
+
+    /// Folders that all begin with `.meta.json`, as a binder's may: each folder's versions
+    /// still find their own base, and all but the newest are deltas.
+    func testFoldersThatBeginAlikeEachGetTheirDeltas() throws {
+        let tmp = try TemporaryDirectory()
+        let path = tmp.sub("r.git")
+        let repo = try GitRepository.create(path: path, bare: true)
+        let folders = ["conditions", "imaging", "labs", "visits"]
+        var changes: [TreeChange] = []
+        var blobs: [[UInt8]] = []
+        func add(_ path: String, _ text: String) throws {
+            blobs.append(Array(text.utf8))
+            changes.append(.write(path: path, blob: try GitRepository.blobID(of: blobs.last!)))
+        }
+        for folder in folders {
+            try add("\(folder)/.meta.json", "{\"folder\":\"\(folder)\"}")
+            for i in 0..<300 { try add("\(folder)/\(folder)-\(1000 + i).json", "{\"v\":\"\(folder) \(i)\"}") }
+        }
+        // Files beside the folders, as a binder's root has (in a root of four entries all
+        // four change within four saves, and no version is a delta of another).
+        for i in 0..<8 { try add("notes-\(i).json", "{\"v\":\"note \(i)\"}") }
+        var tip = try repo.commitChanges(onto: nil, changes: changes, message: "Import", author: testAuthor, blobs: blobs)
+        for i in 0..<40 {
+            let bytes = Array("{\"v\":\"save \(i)\"}".utf8)
+            let folder = folders[i % 4]
+            tip = try repo.commitChanges(onto: tip, changes: [.write(path: "\(folder)/\(folder)-\(1000 + (i * 7) % 300).json",
+                                                                      blob: try GitRepository.blobID(of: bytes))],
+                                         message: "Save \(i)", author: testAuthor, blobs: [bytes])
+        }
+        _ = try GitRepository.open(path: path).fold(FoldPlan(packs: GitRepository.packIndexes(in: path + "/objects/pack"), loose: []))
+        try assertRepositoryComplete(path, tip: tip, commits: 41)
+        // 41 versions of the root, 11 of each folder (the import's and ten saves'): the newest of
+        // each whole, the rest deltas.
+        let trees = try treeEntries(path)
+        XCTAssertEqual(trees.whole, 1 + 4)
+        XCTAssertEqual(trees.deltas, 40 + 4 * 10)
+    }
+
     /// A folder of 2,000 records saved 40 times, folded, saved again and folded again: git finds
     /// the repository whole, the older trees are deltas (one whole tree per folder and fold
     /// pack), and the second fold kept the first one's deltas rather than searching again.
@@ -128,31 +184,13 @@ final class TreeDeltaTests: XCTestCase {
         // too small for a delta to pay).
         let history = try FolderHistory(in: tmp, records: 2_000, others: ["allergies/a.json", "conditions/c.json", "labs/l.json", "patient-info.json"])
         let path = history.path
-        /// Per kind of tree entry in the pack: whole trees and deltas (verify-pack lists a
-        /// delta's depth and base after its offset), over all packs.
-        func treeEntries() throws -> (whole: Int, deltas: Int, deepest: Int) {
-            var whole = 0, deltas = 0, deepest = 0
-            for index in GitRepository.packIndexes(in: path + "/objects/pack") {
-                for line in lines(try git("verify-pack", "-v", index, in: path)) {
-                    let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-                    guard fields.count >= 5, fields[0].count == 40, fields[1] == "tree" else { continue }
-                    if fields.count >= 7 {
-                        deltas += 1
-                        deepest = max(deepest, Int(fields[5]) ?? 0)
-                    } else {
-                        whole += 1
-                    }
-                }
-            }
-            return (whole, deltas, deepest)
-        }
         for i in 0..<40 { try history.save(i) }
         _ = try GitRepository.open(path: path).fold(history.allPacks)
         XCTAssertEqual(GitRepository.packIndexes(in: path + "/objects/pack").count, 2)
         try assertRepositoryComplete(path, tip: history.tip, commits: history.commits)
         // 41 versions of the root and of visits/: the newest of each whole, the rest deltas
         // (and the three folders of one file, whole).
-        var trees = try treeEntries()
+        var trees = try treeEntries(path)
         XCTAssertEqual(trees.whole, 2 + 3)
         XCTAssertEqual(trees.deltas, 80)
         XCTAssertEqual(trees.deepest, 1)
@@ -165,7 +203,7 @@ final class TreeDeltaTests: XCTestCase {
         for i in 40..<60 { try history.save(i) }
         _ = try GitRepository.open(path: path).fold(history.allPacks)
         try assertRepositoryComplete(path, tip: history.tip, commits: history.commits)
-        trees = try treeEntries()
+        trees = try treeEntries(path)
         // Still one whole tree per folder: the first fold's whole trees became deltas against
         // the newest, and its deltas were kept as they were (one level deeper).
         XCTAssertEqual(trees.whole, 2 + 3)
