@@ -181,8 +181,8 @@ extension GitRepository {
     /// content, by OpenSSL (the CPU's SHA extensions). libgit2's own SHA-1 detects collision
     /// attacks and is several times slower: a third of a save in a folder of 100,000 records,
     /// whose tree is 7 MB (docs/BENCHMARKS.md). The bytes hashed here are objects binder is
-    /// writing (ciphertext it made, trees and commits it builds); what is read from a
-    /// repository is still checked by libgit2.
+    /// writing (ciphertext it made, trees and commits it builds); what comes from elsewhere is
+    /// hashed where it enters, by libgit2 (the indexer of a fetched pack).
     static func objectID(of bytes: [UInt8], type: git_object_t, _ operation: String) throws(GitError) -> ObjectID {
         let name: String
         switch type {

@@ -253,10 +253,10 @@ struct TreeBases {
     /// The names and modes of `tree`'s first two entries (one, if it has one), without their
     /// ids; nil for an empty or malformed tree.
     static func key(of tree: UnsafeRawBufferPointer) -> [UInt8]? {
-        guard let first = TreeDelta.entry(in: tree, at: 0) else { return nil }
+        guard let first = RawTree.entry(in: tree, at: 0) else { return nil }
         var key = Array(tree[0..<first.name.upperBound])
         if first.end < tree.count {
-            guard let second = TreeDelta.entry(in: tree, at: first.end) else { return nil }
+            guard let second = RawTree.entry(in: tree, at: first.end) else { return nil }
             key.append(0)
             key += tree[first.end..<second.name.upperBound]
         }

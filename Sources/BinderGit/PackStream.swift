@@ -94,8 +94,12 @@ struct PackStream {
     mutating func appendStream(_ content: [UInt8]) throws(GitError) {
         if let deflated = PackWriter.deflatedIfSmaller(content) {
             try append(deflated)
-            return
+        } else {
+            try appendStored(content)
         }
+    }
+
+    mutating func appendStored(_ content: [UInt8]) throws(GitError) {
         let failure: GitError? = content.withUnsafeBytes { content in
             do throws(GitError) { try appendStored(content) } catch { return error }
             return nil

@@ -122,15 +122,11 @@ enum PackWriter {
     /// blob's deflated, when that gains: `deflatedIfSmaller`).
     private static func appendEntry(_ object: PackObject, to stream: inout PackStream) throws(GitError) {
         try stream.appendEntryHeader(type: object.kind.rawValue, size: object.content.count)
-        if object.kind == .blob, let deflated = deflatedIfSmaller(object.content) {
-            try stream.append(deflated)
-            return
+        if object.kind == .blob {
+            try stream.appendStream(object.content)
+        } else {
+            try stream.appendStored(object.content)
         }
-        let failure: GitError? = object.content.withUnsafeBytes { content in
-            do throws(GitError) { try stream.appendStored(content) } catch { return error }
-            return nil
-        }
-        if let failure { throw failure }
     }
 
     /// `content` as a zlib stream at zlib's fastest level, when that saves a tenth or more:

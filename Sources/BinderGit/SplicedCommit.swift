@@ -194,19 +194,17 @@ enum RawTree {
     }
 
     static func find(_ name: [UInt8], isTree: Bool, in bytes: [UInt8]) -> Place? {
-        bytes.withUnsafeBufferPointer { tree -> Place? in
+        bytes.withUnsafeBytes { tree -> Place? in
             name.withUnsafeBufferPointer { name -> Place? in
                 var position = 0
                 while position < tree.count {
-                    guard let space = index(of: 0x20, in: tree, from: position),
-                          let nul = index(of: 0, in: tree, from: space + 1), nul + 21 <= tree.count else { return nil }
-                    let modeIsTree = space - position == 5 && tree[position] == UInt8(ascii: "4")
-                    let order = compare(UnsafeBufferPointer(rebasing: tree[(space + 1)..<nul]), modeIsTree, name, isTree)
+                    guard let entry = entry(in: tree, at: position) else { return nil }
+                    let order = compare(self.name(of: entry, in: tree), entry.isTree, name, isTree)
                     if order == 0 {
-                        return Place(range: position..<(nul + 21), id: ObjectID(bytes: tree[(nul + 1)..<(nul + 21)]))
+                        return Place(range: position..<entry.end, id: ObjectID(bytes: UnsafeRawBufferPointer(rebasing: tree[entry.id])))
                     }
                     if order > 0 { return Place(range: position..<position, id: nil) }
-                    position = nul + 21
+                    position = entry.end
                 }
                 return Place(range: tree.count..<tree.count, id: nil)
             }
@@ -219,19 +217,14 @@ enum RawTree {
     /// repeated name).
     static func isRegular(_ bytes: [UInt8]) -> Bool {
         let modes: Set<[UInt8]> = Set(["40000", "100644", "100755", "120000", "160000"].map { Array($0.utf8) })
-        return bytes.withUnsafeBufferPointer { tree -> Bool in
+        return bytes.withUnsafeBytes { tree -> Bool in
             var position = 0
-            var previous: (name: UnsafeBufferPointer<UInt8>, isTree: Bool)? = nil
+            var previous: Entry? = nil
             while position < tree.count {
-                guard let space = index(of: 0x20, in: tree, from: position),
-                      let nul = index(of: 0, in: tree, from: space + 1), nul + 21 <= tree.count, nul > space + 1 else { return false }
-                let mode = Array(tree[position..<space])
-                guard modes.contains(mode) else { return false }
-                let name = UnsafeBufferPointer(rebasing: tree[(space + 1)..<nul])
-                let isTree = mode.count == 5
-                if let previous, compare(previous.name, previous.isTree, name, isTree) >= 0 { return false }
-                previous = (name, isTree)
-                position = nul + 21
+                guard let entry = entry(in: tree, at: position), modes.contains(Array(tree[entry.mode])) else { return false }
+                if let previous, compare(tree, previous, tree, entry) >= 0 { return false }
+                previous = entry
+                position = entry.end
             }
             return true
         }
@@ -245,10 +238,37 @@ enum RawTree {
         return true
     }
 
-    private static func index(of byte: UInt8, in tree: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
-        guard start < tree.count, let base = tree.baseAddress,
-              let found = memchr(base + start, Int32(byte), tree.count - start) else { return nil }
-        return base.distance(to: UnsafePointer(found.assumingMemoryBound(to: UInt8.self)))
+    /// An entry "<mode> <name>\0<20-byte id>" of a tree's bytes: where its mode and name are,
+    /// where it ends, and whether it is a folder (mode "40000": git writes no leading zero).
+    struct Entry {
+        let mode: Range<Int>
+        let name: Range<Int>
+        let end: Int
+        let isTree: Bool
+        var id: Range<Int> { (end - 20)..<end }
+    }
+
+    /// The entry starting at `start`; nil when the bytes there are not one (no space, an empty
+    /// name, no NUL, or fewer than 20 bytes of id).
+    static func entry(in tree: UnsafeRawBufferPointer, at start: Int) -> Entry? {
+        guard let base = tree.baseAddress, start < tree.count,
+              let space = memchr(base + start, 0x20, tree.count - start) else { return nil }
+        let nameStart = base.distance(to: UnsafeRawPointer(space)) + 1
+        guard nameStart < tree.count, let nul = memchr(base + nameStart, 0, tree.count - nameStart) else { return nil }
+        let nameEnd = base.distance(to: UnsafeRawPointer(nul))
+        guard nameEnd + 21 <= tree.count, nameEnd > nameStart else { return nil }
+        let isTree = nameStart - start == 6 && tree[start] == UInt8(ascii: "4") && tree[start + 1] == UInt8(ascii: "0")
+        return Entry(mode: start..<(nameStart - 1), name: nameStart..<nameEnd, end: nameEnd + 21, isTree: isTree)
+    }
+
+    /// `entry`'s name, in `tree`.
+    static func name(of entry: Entry, in tree: UnsafeRawBufferPointer) -> UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(rebasing: tree.assumingMemoryBound(to: UInt8.self)[entry.name])
+    }
+
+    /// Git's order (`compare` below) of two entries' names.
+    static func compare(_ a: UnsafeRawBufferPointer, _ x: Entry, _ b: UnsafeRawBufferPointer, _ y: Entry) -> Int {
+        compare(name(of: x, in: a), x.isTree, name(of: y, in: b), y.isTree)
     }
 
     /// git's `base_name_compare`: bytes first; at the end of the shorter name a folder's name

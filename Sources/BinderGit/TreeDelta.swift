@@ -31,8 +31,8 @@ enum TreeDelta {
         var encoder = Encoder(base: base, target: target)
         var i = 0, j = 0
         while i < base.count, j < target.count {
-            guard let b = entry(in: base, at: i), let t = entry(in: target, at: j) else { return nil }
-            let order = compare(base, b, target, t)
+            guard let b = RawTree.entry(in: base, at: i), let t = RawTree.entry(in: target, at: j) else { return nil }
+            let order = RawTree.compare(base, b, target, t)
             if order == 0 {
                 if b.end - i == t.end - j, memcmp(base.baseAddress! + i, target.baseAddress! + j, b.end - i) == 0 {
                     encoder.copy(baseOffset: i, count: b.end - i)
@@ -50,12 +50,12 @@ enum TreeDelta {
         }
         // What the base lacks; the target checked as a tree to its end.
         while j < target.count {
-            guard let t = entry(in: target, at: j) else { return nil }
+            guard let t = RawTree.entry(in: target, at: j) else { return nil }
             encoder.insert(upTo: t.end)
             j = t.end
         }
         while i < base.count {
-            guard let b = entry(in: base, at: i) else { return nil }
+            guard let b = RawTree.entry(in: base, at: i) else { return nil }
             i = b.end
         }
         return encoder.finish()
@@ -131,36 +131,6 @@ enum TreeDelta {
             position += 1
         }
         return (offset, size == 0 ? 0x10000 : size)
-    }
-
-    // MARK: - Entries
-
-    /// A tree entry "<mode> <name>\0<20-byte id>": where its name is, where it ends, and
-    /// whether it is a folder (mode 40000).
-    struct Entry {
-        let name: Range<Int>
-        let end: Int
-        let isTree: Bool
-    }
-
-    /// The entry starting at `start`; nil when the bytes there are not one.
-    static func entry(in tree: UnsafeRawBufferPointer, at start: Int) -> Entry? {
-        guard let base = tree.baseAddress, start < tree.count,
-              let space = memchr(base + start, 0x20, tree.count - start) else { return nil }
-        let nameStart = base.distance(to: UnsafeRawPointer(space)) + 1
-        guard nameStart < tree.count, let nul = memchr(base + nameStart, 0, tree.count - nameStart) else { return nil }
-        let nameEnd = base.distance(to: UnsafeRawPointer(nul))
-        let end = nameEnd + 21
-        guard end <= tree.count, nameEnd > nameStart else { return nil }
-        // "40000" is a folder's mode (git writes no leading zero).
-        let isTree = nameStart - start == 6 && tree[start] == UInt8(ascii: "4") && tree[start + 1] == UInt8(ascii: "0")
-        return Entry(name: nameStart..<nameEnd, end: end, isTree: isTree)
-    }
-
-    /// Git's tree order (`RawTree.compare`) of two entries' names.
-    static func compare(_ a: UnsafeRawBufferPointer, _ x: Entry, _ b: UnsafeRawBufferPointer, _ y: Entry) -> Int {
-        RawTree.compare(UnsafeBufferPointer(rebasing: a.assumingMemoryBound(to: UInt8.self)[x.name]), x.isTree,
-                        UnsafeBufferPointer(rebasing: b.assumingMemoryBound(to: UInt8.self)[y.name]), y.isTree)
     }
 
     // MARK: - Instructions
@@ -256,7 +226,8 @@ enum TreeDelta {
         bytes.append(UInt8(value))
     }
 
-    private static func varint(_ bytes: [UInt8], _ position: inout Int) -> Int? {
+    /// A base-128 number at `position` (moved past it); nil when the bytes end first.
+    static func varint(_ bytes: [UInt8], _ position: inout Int) -> Int? {
         var value = 0, shift = 0
         while position < bytes.count, shift < 63 {
             let byte = bytes[position]
@@ -290,18 +261,7 @@ public enum TreeDeltaFuzzing {
         }
         if let rebuilt = base.withUnsafeBytes({ TreeDelta.apply(target, to: $0) }) {
             var position = 0
-            var sizes: [Int] = []
-            for _ in 0..<2 {
-                var value = 0, shift = 0
-                while position < target.count {
-                    let byte = target[position]
-                    position += 1
-                    value |= Int(byte & 0x7F) << shift
-                    shift += 7
-                    if byte & 0x80 == 0 { break }
-                }
-                sizes.append(value)
-            }
+            let sizes = [TreeDelta.varint(target, &position), TreeDelta.varint(target, &position)]
             guard rebuilt.count == sizes[1] else { return "a delta applied gives another size than it names" }
             guard base.withUnsafeBytes({ b in rebuilt.withUnsafeBytes { TreeDelta.rebuilds(target, from: b, exactly: $0) } }) else {
                 return "a delta applied is not what the same delta checks as rebuilt"
