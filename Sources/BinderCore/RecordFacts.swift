@@ -31,19 +31,56 @@ struct RecordFacts: Sendable, Equatable {
     }
 
     /// The text of the first ATX heading (`# Title`, up to six `#`, then a space).
+    ///
+    /// Every listed document passes through here (a folder's first listing, the listing's
+    /// update after each save), so the lines are found by scanning bytes, and only a line that
+    /// can be a heading (spaces, one to six `#`, a space or tab) is looked at as text, by the
+    /// same rules as `firstHeadingByLines`. Splitting the whole body into lines first was most
+    /// of a save's listing update. A body holding `\r` takes the line-by-line rules themselves:
+    /// there `\r\n` is one character, which is not a line break for them.
     static func firstHeading(_ markdown: String) -> String? {
+        var markdown = markdown
+        return markdown.withUTF8 { bytes -> String? in
+            guard let base = bytes.baseAddress, !bytes.isEmpty else { return nil }
+            if memchr(base, 0x0D, bytes.count) != nil { return firstHeadingByLines(String(decoding: bytes, as: UTF8.self)) }
+            var lineStart = 0
+            while lineStart < bytes.count {
+                let lineEnd = memchr(base + lineStart, 0x0A, bytes.count - lineStart)
+                    .map { UnsafePointer<UInt8>($0.assumingMemoryBound(to: UInt8.self)) - base } ?? bytes.count
+                var i = lineStart
+                while i < lineEnd, bytes[i] == 0x20 { i += 1 }
+                let hashesStart = i
+                while i < lineEnd, bytes[i] == 0x23 { i += 1 }
+                if (1...6).contains(i - hashesStart), i < lineEnd, bytes[i] == 0x20 || bytes[i] == 0x09,
+                   let title = heading(in: String(decoding: UnsafeBufferPointer(rebasing: bytes[lineStart..<lineEnd]), as: UTF8.self)) {
+                    return title
+                }
+                lineStart = lineEnd + 1
+            }
+            return nil
+        }
+    }
+
+    /// `firstHeading` by its rules as written: the body split into lines (`Character`s), each
+    /// line tried in turn. The byte scan must agree with it (`RecordFactsTests`).
+    static func firstHeadingByLines(_ markdown: String) -> String? {
         for line in markdown.split(separator: "\n", omittingEmptySubsequences: true) {
-            let trimmed = line.drop { $0 == " " }
-            let hashes = trimmed.prefix { $0 == "#" }
-            guard (1...6).contains(hashes.count) else { continue }
-            let rest = trimmed.dropFirst(hashes.count)
-            guard rest.first == " " || rest.first == "\t" else { continue }
-            var text = rest.trimmingCharacters(in: .whitespaces)
-            while text.hasSuffix("#") { text.removeLast() }  // closing hashes: `# Title #`
-            text = text.trimmingCharacters(in: .whitespaces)
-            if !text.isEmpty { return text }
+            if let title = heading(in: line) { return title }
         }
         return nil
+    }
+
+    /// The heading's text if `line` is an ATX heading with text, else nil.
+    private static func heading(in line: some StringProtocol) -> String? {
+        let trimmed = line.drop { $0 == " " }
+        let hashes = trimmed.prefix { $0 == "#" }
+        guard (1...6).contains(hashes.count) else { return nil }
+        let rest = trimmed.dropFirst(hashes.count)
+        guard rest.first == " " || rest.first == "\t" else { return nil }
+        var text = rest.trimmingCharacters(in: .whitespaces)
+        while text.hasSuffix("#") { text.removeLast() }  // closing hashes: `# Title #`
+        text = text.trimmingCharacters(in: .whitespaces)
+        return text.isEmpty ? nil : text
     }
 }
 

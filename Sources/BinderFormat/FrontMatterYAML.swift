@@ -247,7 +247,9 @@ enum FrontMatterYAML {
     static func parse(_ yaml: String, lineOffset: Int) throws(FrontMatterError) -> JSONObject {
         let root: Node?
         do {
-            root = try Yams.compose(yaml: yaml)
+            // UTF-8 named outright: Yams' default encoding reads the whole process environment
+            // (for `YAMS_DEFAULT_ENCODING`) on every parse, and prints to stdout when it is set.
+            root = try Yams.compose(yaml: yaml, .default, .default, .utf8)
         } catch {
             throw describe(error, in: yaml, lineOffset: lineOffset)
         }

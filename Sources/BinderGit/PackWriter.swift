@@ -91,7 +91,13 @@ enum PackWriter {
     /// both into place and fsyncs the folder (see `write`). Returns the index's path. On
     /// failure neither temporary file is left.
     static func install(packTemporary: String, index: [UInt8], checksum: [UInt8], in directory: String) throws(GitError) -> String {
-        let name = directory + "/pack-" + checksum.map { String(format: "%02x", $0) }.joined()
+        // A pack is named by its SHA-1 checksum, in hex as an object id is written.
+        // (`String(format:)` per byte went through Foundation's formatter on every save.)
+        guard let checksumID = ObjectID(bytes: checksum) else {
+            unlink(packTemporary)
+            throw GitError.failed(operation: "install pack", code: .invalid, message: "pack checksum of \(checksum.count) bytes")
+        }
+        let name = directory + "/pack-" + checksumID.hex
         let indexTemporary: String
         do {
             indexTemporary = try writeTemporary(index, in: directory, prefix: "tmp_idx_")

@@ -113,6 +113,41 @@ final class CorePartsTests: XCTestCase {
 
     /// readdir's order: bytes of the UTF-8, a prefix first. A row per case; the pairs are also
     /// checked both ways and as Substrings (tree entry names are slices of their paths).
+    // MARK: RecordFacts.firstHeading
+
+    /// Titles the timeline takes from a body: a row per rule. The byte scan must give what the
+    /// line-by-line rules give, on each row and on bodies built at random from the same pieces.
+    func testFirstHeadingTable() {
+        let rows: [(body: String, title: String?)] = [
+            ("# Title\nbody\n", "Title"),
+            ("intro\n\n## Second level ##\n", "Second level"),
+            ("   ### Indented\n", "Indented"),
+            ("#\tTabbed\n", "Tabbed"),
+            ("####### seven is not a heading\n# six or fewer is\n", "six or fewer is"),
+            ("#tag is not a heading\n", nil),
+            ("# \n#  #  \n# Empty ones are skipped\n", "Empty ones are skipped"),
+            ("no heading at all", nil),
+            ("", nil),
+            ("# \u{301}combining after the space\n# next\n", "next"),
+            ("#\u{301} combining after the hash\n", nil),
+            (" \u{301}# combining after the indent\n", nil),
+            ("# Title with trailing unicode space\u{3000}\n", "Title with trailing unicode space"),
+            ("# Crlf\r\nbody\r\n", RecordFacts.firstHeadingByLines("# Crlf\r\nbody\r\n")),
+            ("body\r\n# Not split at crlf\r\n", nil),
+            ("# Émile's visit ✓\n", "Émile's visit ✓"),
+        ]
+        for row in rows {
+            XCTAssertEqual(RecordFacts.firstHeading(row.body), row.title, "\(row.body.debugDescription)")
+            XCTAssertEqual(RecordFacts.firstHeadingByLines(row.body), row.title, "rules: \(row.body.debugDescription)")
+        }
+        let pieces = ["#", "# ", " ", "\t", "\n", "\r", "\r\n", "x", "é", "\u{301}", "\u{3000}", "###### ", "####### ", "Title"]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<5_000 {
+            let body = (0..<Int.random(in: 0...12, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
+            XCTAssertEqual(RecordFacts.firstHeading(body), RecordFacts.firstHeadingByLines(body), "\(body.debugDescription)")
+        }
+    }
+
     func testBytewiseOrderOfNames() {
         let rows: [(a: String, b: String, line: UInt)] = [
             ("", "a", #line),
