@@ -61,6 +61,9 @@ extension BinderView {
         // history for the records deleted below it (the listing puts current names first, so
         // it would give the same node).
         if case .history(let viewFolder) = folder, let node = currentHistoryNode(viewFolder, name) { return node }
+        // `.binder` itself is never cached (its status changes by itself): its few names are
+        // answered without building its listing, as every lookup below it passes through here.
+        if folder == .root { if let node = rootNode(name) { return node } else { throw .notFound(path) } }
         guard let node = try controlListing(folder).nodes[name] else { throw .notFound(path) }
         return node
     }
@@ -95,6 +98,13 @@ extension BinderView {
             case .deleted(let viewFolder): return try deletedListing(viewFolder, snapshot: snapshot)
             }
         }
+    }
+
+    /// The entry `name` of `.binder` (what `rootListing` holds under that name).
+    private func rootNode(_ name: String) -> ControlNode? {
+        if name == "status" { return .status }
+        guard let folder = ControlFolder.names.first(where: { $0.0 == name })?.1 else { return nil }
+        return .folder(folder, modified: listings.snapshot.commitTime)
     }
 
     private func rootListing() -> ControlListing {

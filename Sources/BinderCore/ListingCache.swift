@@ -276,18 +276,25 @@ final class ListingCache: Sendable {
 /// Paths of the view: relative, `/`-separated, "" for the root.
 enum ViewPath {
     /// "a/b/c" for "/a/b/c/" (any leading or trailing slashes).
+    ///
+    /// Paths are cut at the byte `/`, as the kernel cuts them: not at the `Character` "/",
+    /// which a name beginning with a combining mark would join to the slash before it (and
+    /// finding Characters from the end was a tenth of each `readlink` in `.binder/timeline`).
     static func normalize(_ path: String) -> String {
-        var p = Substring(path)
-        while p.hasPrefix("/") { p = p.dropFirst() }
-        while p.hasSuffix("/") { p = p.dropLast() }
-        return String(p)
+        let utf8 = path.utf8
+        guard utf8.first == slash || utf8.last == slash else { return path }
+        guard let first = utf8.firstIndex(where: { $0 != slash }), let last = utf8.lastIndex(where: { $0 != slash }) else { return "" }
+        return String(decoding: utf8[first...last], as: UTF8.self)
     }
 
     /// ("a/b", "c") for "a/b/c"; ("", "c") for "c".
     static func split(_ path: String) -> (parent: String, name: String) {
-        guard let slash = path.lastIndex(of: "/") else { return ("", path) }
-        return (String(path[..<slash]), String(path[path.index(after: slash)...]))
+        let utf8 = path.utf8
+        guard let cut = utf8.lastIndex(of: slash) else { return ("", path) }
+        return (String(decoding: utf8[..<cut], as: UTF8.self), String(decoding: utf8[utf8.index(after: cut)...], as: UTF8.self))
     }
+
+    private static let slash = UInt8(ascii: "/")
 
     /// Whether `a` comes before `b` in the bytewise order of their UTF-8 (readdir's order, and
     /// git's for files), compared on the strings' own bytes: the generic

@@ -113,6 +113,34 @@ final class CorePartsTests: XCTestCase {
 
     /// readdir's order: bytes of the UTF-8, a prefix first. A row per case; the pairs are also
     /// checked both ways and as Substrings (tree entry names are slices of their paths).
+    // MARK: ViewPath
+
+    /// Paths are cut at the byte `/`, as the kernel cuts them: a row per case.
+    func testViewPathSplitAndNormalize() {
+        let splits: [(path: String, parent: String, name: String)] = [
+            ("a/b/c", "a/b", "c"),
+            ("c", "", "c"),
+            ("", "", ""),
+            ("visits/2024 é.md", "visits", "2024 é.md"),
+            // A name beginning with a combining mark: the Character "/\u{301}" is not "/", the byte is.
+            ("a/\u{301}x", "a", "\u{301}x"),
+            ("a\u{301}/b", "a\u{301}", "b"),
+            (".binder/timeline/2024-01-01 Visit", ".binder/timeline", "2024-01-01 Visit"),
+        ]
+        for row in splits {
+            let (parent, name) = ViewPath.split(row.path)
+            XCTAssertEqual(parent.utf8.elementsEqual(row.parent.utf8), true, "parent of \(row.path.debugDescription): \(parent.debugDescription)")
+            XCTAssertEqual(name.utf8.elementsEqual(row.name.utf8), true, "name of \(row.path.debugDescription): \(name.debugDescription)")
+        }
+        let normalized: [(path: String, expected: String)] = [
+            ("/a/b/", "a/b"), ("a/b", "a/b"), ("///", ""), ("/", ""), ("", ""), ("//x//", "x"),
+            ("/\u{301}x/", "\u{301}x"), ("/é/", "é"),
+        ]
+        for row in normalized {
+            XCTAssertTrue(ViewPath.normalize(row.path).utf8.elementsEqual(row.expected.utf8), "normalize \(row.path.debugDescription)")
+        }
+    }
+
     // MARK: RecordFacts.firstHeading
 
     /// Titles the timeline takes from a body: a row per rule. The byte scan must give what the
