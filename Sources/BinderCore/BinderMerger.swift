@@ -130,10 +130,8 @@ public enum BinderMerger {
 
     private static func checkShape(_ files: [String: FileVersion]) throws {
         for path in files.keys {
-            var prefix = Substring(path)
-            while let slash = prefix.lastIndex(of: "/") {
-                prefix = prefix[..<slash]
-                if files[String(prefix)] != nil { throw MergeError.fileFolderClash(String(prefix)) }
+            for folder in PathBytes.ancestors(of: path) where !folder.isEmpty {
+                if files[folder] != nil { throw MergeError.fileFolderClash(folder) }
             }
         }
     }

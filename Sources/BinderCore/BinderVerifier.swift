@@ -67,7 +67,7 @@ public struct BinderVerifier {
         for entry in entries where !isBelowHiddenFolder(entry.path) {
             let path = entry.path
             let name = String(entry.name)
-            let folder = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
+            let folder = PathBytes.split(path).parent
             switch entry.kind {
             case .tree:
                 report.folders += 1
@@ -177,7 +177,7 @@ public struct BinderVerifier {
     private func listingFindings(_ entries: [TreeEntry], commit: ObjectID) throws -> [ListingFinding] {
         var folders: [String: [TreeEntry]] = ["": []]
         for entry in entries {
-            let parent = entry.path.lastIndex(of: "/").map { String(entry.path[..<$0]) } ?? ""
+            let parent = PathBytes.split(entry.path).parent
             folders[parent, default: []].append(entry)
         }
         let commitTime = Timestamp(seconds: try repository.commit(commit).committer.seconds)

@@ -279,12 +279,12 @@ extension BinderView {
     /// The first name below `folder` on the way to `path` (nil: `path` is not below it), and
     /// whether more follow (a folder).
     static func nameBelow(_ folder: String, _ path: String) -> (first: String, isFolder: Bool)? {
-        let rest: Substring
-        if folder.isEmpty { rest = Substring(path) } else {
-            guard path.hasPrefix(folder + "/") else { return nil }
-            rest = path.dropFirst(folder.count + 1)
+        let rest: String
+        if folder.isEmpty { rest = path } else {
+            guard let below = PathBytes.below(path, folder: folder) else { return nil }
+            rest = below
         }
-        guard let slash = rest.firstIndex(of: "/") else { return (String(rest), false) }
-        return (String(rest[..<slash]), true)
+        let (first, isLast) = PathBytes.first(rest)
+        return (first, !isLast)
     }
 }

@@ -59,7 +59,7 @@ public final class BinderView: Sendable {
     /// True for `.binder` and what is in it.
     public static func isControlPath(_ path: String) -> Bool {
         let normalized = ViewPath.normalize(path)
-        return normalized == controlDirectory || normalized.hasPrefix(controlDirectory + "/")
+        return normalized == controlDirectory || PathBytes.isInside(normalized, folder: controlDirectory)
     }
 
     let repository: GitRepository

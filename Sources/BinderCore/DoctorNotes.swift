@@ -216,7 +216,7 @@ public enum DoctorNotes {
                         } catch let failure as StagingCopy.Failure { throw failure } catch let error as GitError {
                             throw .git(error)
                         } catch { throw .unreadable(path: source, reason: "\(error)") }
-                        let name = String(destination.split(separator: "/").last ?? "")
+                        let name = PathBytes.split(destination).name
                         placing.copied[id.hex + "\u{0}" + to] = name
                         document.value = name
                     }
@@ -263,7 +263,7 @@ public enum DoctorNotes {
         return out
     }
 
-    static func folder(of path: String) -> String { path.split(separator: "/").dropLast().joined(separator: "/") }
+    static func folder(of path: String) -> String { PathBytes.components(path).filter { !$0.isEmpty }.dropLast().joined(separator: "/") }
 
     static func join(_ folder: String, _ name: String) -> String { folder.isEmpty ? name : folder + "/" + name }
 
@@ -277,8 +277,7 @@ public enum DoctorNotes {
 
     /// A path from the doctor's side that may name a file in the binder: plain names, none hidden.
     static func isSafe(_ path: String) -> Bool {
-        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
-        return parts.allSatisfy { !$0.isEmpty && !$0.hasPrefix(".") && $0.utf8.count <= 255 }
+        PathBytes.components(path).allSatisfy { !$0.isEmpty && $0.utf8.first != UInt8(ascii: ".") && $0.utf8.count <= 255 }
     }
 
     /// `path`, or `STEM-2.json`, `STEM-3.json`… whichever nothing in `taken` is.
@@ -293,7 +292,7 @@ public enum DoctorNotes {
     /// A sidecar path, or `STEM-2.EXT.enc`… (the suffix before the name's first dot).
     static func uniqueSidecar(_ path: String, _ taken: Set<String>) -> String {
         guard taken.contains(path) else { return path }
-        let parent = folder(of: path), name = String(path.split(separator: "/").last ?? "")
+        let parent = folder(of: path), name = PathBytes.components(path).filter { !$0.isEmpty }.last ?? ""
         let dot = name.firstIndex(of: ".") ?? name.endIndex
         let stem = name[..<dot], rest = name[dot...]
         var n = 2

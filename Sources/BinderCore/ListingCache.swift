@@ -209,7 +209,7 @@ final class ListingCache: Sendable {
             where patches[key] == nil && !Self.isChildrenListing(key, patchedIn: patches, listings: contents.listings) {
                 let folder = gitFolder(key)
                 if affected.contains(folder) || snapshot.gitFolders[folder] == nil
-                    || affected.contains(where: { !$0.isEmpty && folder.hasPrefix($0 + "/") }) {
+                    || affected.contains(where: { !$0.isEmpty && PathBytes.isInside(folder, folder: $0) }) {
                     contents.listings.removeValue(forKey: key)
                     contents.bookkeeping.removeValue(forKey: key)
                 }
@@ -223,7 +223,7 @@ final class ListingCache: Sendable {
         let (folder, name) = ViewPath.split(gitPath)
         contents.withLock { contents in
             contents.documentParts[folder]?.removeValue(forKey: name)
-            for key in Array(contents.listings.keys) where key == folder || key.hasPrefix(folder.isEmpty ? "" : folder + "/") {
+            for key in Array(contents.listings.keys) where key == folder || folder.isEmpty || PathBytes.isInside(key, folder: folder) {
                 contents.listings.removeValue(forKey: key)
             }
         }
@@ -277,9 +277,8 @@ final class ListingCache: Sendable {
 enum ViewPath {
     /// "a/b/c" for "/a/b/c/" (any leading or trailing slashes).
     ///
-    /// Paths are cut at the byte `/`, as the kernel cuts them: not at the `Character` "/",
-    /// which a name beginning with a combining mark would join to the slash before it (and
-    /// finding Characters from the end was a tenth of each `readlink` in `.binder/timeline`).
+    /// Slashes are found as bytes (`PathBytes`; finding Characters from the end was a tenth of
+    /// each `readlink` in `.binder/timeline`).
     static func normalize(_ path: String) -> String {
         let utf8 = path.utf8
         guard utf8.first == slash || utf8.last == slash else { return path }
@@ -287,12 +286,8 @@ enum ViewPath {
         return String(decoding: utf8[first...last], as: UTF8.self)
     }
 
-    /// ("a/b", "c") for "a/b/c"; ("", "c") for "c".
-    static func split(_ path: String) -> (parent: String, name: String) {
-        let utf8 = path.utf8
-        guard let cut = utf8.lastIndex(of: slash) else { return ("", path) }
-        return (String(decoding: utf8[..<cut], as: UTF8.self), String(decoding: utf8[utf8.index(after: cut)...], as: UTF8.self))
-    }
+    /// ("a/b", "c") for "a/b/c"; ("", "c") for "c" (cut at the byte `/`: `PathBytes`).
+    static func split(_ path: String) -> (parent: String, name: String) { PathBytes.split(path) }
 
     private static let slash = UInt8(ascii: "/")
 
@@ -320,15 +315,7 @@ enum ViewPath {
     }
 
     /// Every folder above `path`, "" included: ["a/b", "a", ""] for "a/b/c".
-    static func ancestors(of path: String) -> [String] {
-        var out: [String] = []
-        var current = path
-        while !current.isEmpty {
-            current = split(current).parent
-            out.append(current)
-        }
-        return out
-    }
+    static func ancestors(of path: String) -> [String] { PathBytes.ancestors(of: path) }
 }
 
 func join(_ directory: String, _ name: String) -> String {

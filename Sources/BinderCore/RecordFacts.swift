@@ -1,4 +1,5 @@
 import BinderFormat
+import BinderGit
 import Foundation
 
 /// What the `.binder/` views name and order a record by: its own date, its title, its tags.
@@ -94,7 +95,7 @@ struct TimelineRecord: Sendable, Equatable {
 
     /// The record's folder at the top of the binder (`visits`), else its type, else "binder".
     var category: String {
-        if let slash = viewPath.firstIndex(of: "/") { return String(viewPath[..<slash]) }
+        if case let (folder, false) = PathBytes.first(viewPath) { return folder }
         return facts.type.map(TimelineNames.clean).flatMap { $0.isEmpty ? nil : $0 } ?? "binder"
     }
 

@@ -41,8 +41,7 @@ struct Snapshot: Sendable {
         var reread = Set<String>()
         func removeFolder(_ path: String) {
             folders.removeValue(forKey: path)
-            let prefix = path + "/"
-            for key in folders.keys where key.hasPrefix(prefix) { folders.removeValue(forKey: key) }
+            for key in folders.keys where PathBytes.isInside(key, folder: path) { folders.removeValue(forKey: key) }
         }
         func loadFolder(_ path: String, recursive: Bool) throws {
             guard let entries = try repository.listFolder(commit: commit, path: path, recursive: recursive) else {
@@ -69,12 +68,7 @@ struct Snapshot: Sendable {
         }
         var ancestors = Set<String>()
         for change in changes {
-            var path = change.path
-            while let slash = path.lastIndex(of: "/") {
-                path = String(path[..<slash])
-                ancestors.insert(path)
-            }
-            ancestors.insert("")
+            ancestors.formUnion(PathBytes.ancestors(of: change.path))
         }
         // Shallow first, so that a folder that disappeared takes its descendants with it.
         for folder in ancestors.sorted(by: { $0.count < $1.count }) {
@@ -185,7 +179,6 @@ struct Snapshot: Sendable {
 
     /// The blob at git path `path`, if any.
     func entry(at path: String) -> TreeEntry? {
-        let parent = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ""
-        return gitFolders[parent]?.first { $0.path == path }
+        return gitFolders[PathBytes.split(path).parent]?.first { $0.path == path }
     }
 }

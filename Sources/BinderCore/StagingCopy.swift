@@ -81,24 +81,25 @@ public enum StagingCopy {
         var chosen = Set<String>()
         for asked in selection {
             var path = asked.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
-            guard !path.isEmpty, !path.split(separator: "/").contains(where: { $0 == ".." || $0 == "." || $0.hasPrefix(".") })
+            // ("." and ".." begin with a dot too.)
+            guard !path.isEmpty, !PathBytes.components(path).contains(where: { $0.utf8.first == UInt8(ascii: ".") })
             else { throw .unsafePath(asked) }
             if path.hasSuffix(".md"), files[path] == nil { path = String(path.dropLast(3)) + ".json" }
-            let matches = shareable.filter { $0 == path || $0.hasPrefix(path + "/") }
+            let matches = shareable.filter { $0 == path || PathBytes.isInside($0, folder: path) }
             guard !matches.isEmpty else { throw .noSuchPath(asked) }
             chosen.formUnion(matches)
         }
         // Attachments of the chosen documents, and the folder names on the way.
         for path in chosen where path.hasSuffix(".json") && !path.hasSuffix("/.meta.json") {
             guard let id = files[path] else { continue }
-            let folder = path.split(separator: "/").dropLast().joined(separator: "/")
+            let folder = PathBytes.split(path).parent
             for sidecar in BinderVerifier.sidecarReferences(try document(path, id: id, binder: binder, key: key)) {
                 let sidecarPath = folder.isEmpty ? sidecar : folder + "/" + sidecar
                 if files[sidecarPath] != nil { chosen.insert(sidecarPath) }
             }
         }
         for path in chosen {
-            var folders = path.split(separator: "/").dropLast().map(String.init)
+            var folders = Array(PathBytes.components(path).dropLast())
             while !folders.isEmpty {
                 let meta = folders.joined(separator: "/") + "/.meta.json"
                 if files[meta] != nil { chosen.insert(meta) }

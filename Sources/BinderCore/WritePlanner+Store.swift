@@ -75,7 +75,7 @@ extension WritePlanner {
         // MARK: New files
 
         func create(inFolder folder: String) throws(WriteError) -> WritePlan {
-            let category = folder.split(separator: "/").first.map(String.init) ?? "binder"
+            let category = folder.isEmpty ? "binder" : PathBytes.first(folder).name
             if isMarkdown {
                 let gitName = NameMapping.splitExtension(name).stem + NameMapping.documentExtension
                 try NameRules.checkStored(gitName, path: path)

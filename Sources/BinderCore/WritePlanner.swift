@@ -217,7 +217,7 @@ struct WritePlanner {
         if from == Self.patientInfo {
             throw .notPermitted(path: from, reason: "every binder keeps its patient-info record under this name")
         }
-        if to.hasPrefix(from + "/") { throw .invalid(path: to, reason: "a folder cannot move into itself") }
+        if PathBytes.isInside(to, folder: from) { throw .invalid(path: to, reason: "a folder cannot move into itself") }
         let target = try parent(of: toParentPath)
         var plan = WritePlan(message: "Rename entry")
         if let replaced = binder.node(to) {
@@ -306,14 +306,15 @@ struct WritePlanner {
     /// A real folder: every object moves as it is, to the git folder `destination`.
     private func moveFolder(_ from: String, to destination: String) throws(WriteError) -> [PlannedChange] {
         var changes: [PlannedChange] = []
-        for (path, entries) in binder.gitFolders where path == from || path.hasPrefix(from + "/") {
+        for (path, entries) in binder.gitFolders where path == from || PathBytes.isInside(path, folder: from) {
             for entry in entries {
                 if ListingBuilder.unsafeNameReason(String(entry.name), atRoot: false) != nil || entry.kind != .blob && entry.kind != .tree {
                     throw .notPermitted(path: from, reason: "the folder holds \(entry.path), which binder does not show (see binder verify): move it with git")
                 }
             }
             for entry in entries where entry.kind == .blob {
-                changes.append(.blob(gitPath: destination + entry.path.dropFirst(from.count), id: entry.id))
+                changes.append(.blob(gitPath: destination + String(decoding: entry.path.utf8.dropFirst(from.utf8.count), as: UTF8.self),
+                                     id: entry.id))
             }
         }
         return changes + [.delete(gitPath: from)]

@@ -57,8 +57,11 @@ final class FileSystemContext: Sendable {
         guard handle != 0, !root.isEmpty else { return }
         // FUSE paths are absolute ("/visits/new.md"): the folder ("/visits", or "" for the root)
         // and the name.
-        guard let slash = path.lastIndex(of: "/") else { return }
-        let folder = String(path[..<slash]), name = String(path[path.index(after: slash)...])
+        // (Cut at the byte `/`, as the kernel cuts: a name may begin with a combining mark.)
+        let utf8 = path.utf8
+        guard let slash = utf8.lastIndex(of: UInt8(ascii: "/")) else { return }
+        let folder = String(decoding: utf8[..<slash], as: UTF8.self)
+        let name = String(decoding: utf8[utf8.index(after: slash)...], as: UTF8.self)
         invalidations.async {
             guard let fuse = OpaquePointer(bitPattern: handle), !name.isEmpty else { return }
             var info = stat()

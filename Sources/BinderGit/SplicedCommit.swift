@@ -177,8 +177,8 @@ extension GitRepository {
 
     /// "a/b/c" -> ("a/b", "c"); "a" -> ("", "a").
     private static func split(_ folder: String) -> (above: String, name: String) {
-        guard let slash = folder.lastIndex(of: "/") else { return ("", folder) }
-        return (String(folder[..<slash]), String(folder[folder.index(after: slash)...]))
+        let (above, name) = PathBytes.split(folder)
+        return (above, name)
     }
 }
 

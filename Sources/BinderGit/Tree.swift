@@ -319,21 +319,16 @@ extension GitRepository {
 
     /// "a/b/c" -> ["a", "a/b"].
     public static func ancestors(of path: String) -> [String] {
-        var result: [String] = []
-        var index = path.startIndex
-        while let slash = path[index...].firstIndex(of: "/") {
-            result.append(String(path[..<slash]))
-            index = path.index(after: slash)
-        }
-        return result
+        let utf8 = path.utf8
+        return utf8.indices.filter { utf8[$0] == PathBytes.slash }.map { String(decoding: utf8[..<$0], as: UTF8.self) }
     }
 
     /// Validates a repository-relative path and returns its components.
     static func components(of path: String) throws(GitError) -> [Substring] {
         if path.isEmpty { throw GitError.invalidPath(path, reason: "empty path") }
         if path.utf8.contains(0) { throw GitError.invalidPath(path, reason: "contains NUL") }
-        if path.hasPrefix("/") { throw GitError.invalidPath(path, reason: "absolute path") }
-        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        if path.utf8.first == PathBytes.slash { throw GitError.invalidPath(path, reason: "absolute path") }
+        let parts = PathBytes.components(path).map { Substring($0) }
         for part in parts {
             if part.isEmpty { throw GitError.invalidPath(path, reason: "empty component") }
             if part == "." || part == ".." { throw GitError.invalidPath(path, reason: "'\(part)' component") }

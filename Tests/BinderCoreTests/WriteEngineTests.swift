@@ -135,6 +135,23 @@ final class WriteEngineTests: XCTestCase {
         XCTAssertEqual(try git("fsck --strict 2>&1 && echo clean"), "clean\n")
     }
 
+    /// A folder renamed takes every folder below it along, whatever their names begin with:
+    /// a subfolder named with a leading combining mark was left out of the move (its `/` and
+    /// the mark are one `Character`) and then deleted with the old folder.
+    func testAFolderMovesWithSubfoldersWhoseNamesBeginWithACombiningMark() throws {
+        try view.makeDirectory("labs")
+        try view.makeDirectory("labs/\u{301}old")
+        try view.store("labs/\u{301}old/result.md", content: Array("# Result\n\nkept\n".utf8))
+        try view.store("labs/top.md", content: Array("# Top\n".utf8))
+        try view.rename("labs", to: "archive")
+        XCTAssertEqual(try stored("archive/\u{301}old/result.json").value, "# Result\n\nkept\n")
+        XCTAssertEqual(try stored("archive/top.json").value, "# Top\n")
+        XCTAssertEqual(String(decoding: try read("archive/\u{301}old/result.md"), as: UTF8.self).hasSuffix("# Result\n\nkept\n"), true)
+        let tip = try XCTUnwrap(try repository.branchTip())
+        XCTAssertNil(try repository.entry(at: "labs", commit: tip))
+        XCTAssertThrowsError(try view.rename("archive", to: "archive/\u{301}old/inside"))
+    }
+
     func testBadInputChangesNothing() throws {
         try view.makeDirectory("visits")
         try view.store("visits/a.md", content: Array("# A\n".utf8))
