@@ -135,6 +135,12 @@ final class PromisesUnderStressTests: MountedFixtureTestCase {
         XCTAssertEqual(try binder.read(record + ".txt"), bytes)
         XCTAssertFalse(FileManager.default.fileExists(atPath: binder.path(record + ".md")))
         XCTAssertTrue(try git("ls-tree -r --name-only main").contains(record + ".txt.enc"))
+        // A folder moved with mv takes a subfolder whose name begins with a combining mark
+        // (U+0301, which joins the '/' before it into one Swift Character) along.
+        let odd = try shell("mkdir -p moving/$'\\u0301'odd && printf '# Kept\\n' > moving/$'\\u0301'odd/kept.md && mv moving moved && cat moved/$'\\u0301'odd/kept.md", in: mnt)
+        XCTAssertEqual(odd.status, 0, odd.stderr)
+        XCTAssertTrue(odd.stdout.hasSuffix("# Kept\n"), odd.stdout)
+        XCTAssertTrue(try git("-c core.quotePath=false ls-tree -r --name-only main").contains("moved/\u{301}odd/kept.json"))
     }
 
     func testBackupsRestoreToTheSameBinder() throws {
