@@ -27,8 +27,8 @@ extension GitRepository {
                              blobs: [[UInt8]]) throws(GitError) -> ObjectID? {
         guard splicedCommitsEnabled, let (writes, folders) = try Self.splicedWrites(changes),
               let stored = try storedBlobs(blobs, for: writes),
-              let original = try parentTreesLocked(parent, folders: folders),
-              let written = try Self.splicedTrees(original, writes: writes, folders: folders),
+              var original = try parentTreesLocked(parent, folders: folders),
+              let written = try Self.splicedTrees(&original, writes: writes, folders: folders),
               let root = written[""] else { return nil }
         let commitBytes = try commitObject(tree: root.id, parent: parent, message: message, author: author)
         let commitID = try Self.objectID(of: commitBytes, type: GIT_OBJECT_COMMIT, "hash commit")
@@ -83,11 +83,14 @@ extension GitRepository {
 
     /// The new trees, bottom up: each folder's files spliced into its bytes, then its changed
     /// subfolders; nil when a write would replace a folder (the general path refuses it).
-    private static func splicedTrees(_ original: [String: ObjectBytes], writes: [SplicedWrite],
+    /// Each folder's bytes are taken out of `original` and spliced in place: held nowhere
+    /// else (`treeBytesLocked` hands the kept trees over), a 7 MB tree is not copied into a
+    /// fresh allocation (its pages faulted in and zeroed) on every save.
+    private static func splicedTrees(_ original: inout [String: ObjectBytes], writes: [SplicedWrite],
                                      folders: Set<String>) throws(GitError) -> [String: ObjectBytes]? {
         var written: [String: ObjectBytes] = [:]
         for folder in folders.sorted(by: { depth($0) > depth($1) }) {
-            guard var bytes = original[folder]?.bytes else { return nil }
+            guard var bytes = original.removeValue(forKey: folder)?.bytes else { return nil }
             for write in writes where write.folder == folder {
                 let name = Array(write.name.utf8)
                 if let tree = RawTree.find(name, isTree: true, in: bytes), tree.exists { return nil }
@@ -144,12 +147,13 @@ extension GitRepository {
         return Array(text.utf8)
     }
 
-    /// The raw bytes of tree `id`: from the last spliced commit's trees, else read. nil when
+    /// The raw bytes of tree `id`: from the last spliced commit's trees (handed over: the next
+    /// save splices them in place, so nothing else may hold them), else read. nil when
     /// the object is not a tree, or not one libgit2 would write back byte for byte
     /// (`RawTree.isRegular`: a crafted tree, which the general path rewrites). The trees kept
     /// are spliced from regular ones with plain names, so regular too.
     private func treeBytesLocked(_ id: ObjectID) throws(GitError) -> [UInt8]? {
-        if let bytes = recentTrees[id] { return bytes }
+        if let bytes = recentTrees.removeValue(forKey: id) { return bytes }
         var oid = id.oid
         var pointer: OpaquePointer?
         try check(git_odb_read(&pointer, odb.pointer, &oid), "read tree \(id)")
