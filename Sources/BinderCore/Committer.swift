@@ -239,6 +239,7 @@ final class Committer: Sendable {
     /// Shows this view's own commit `id`, made of `changes` on top of the snapshot shown
     /// (`writeLock` held): only the folders it touched are read again.
     private func adopt(commitOnTop id: ObjectID, changes: [TreeChange]) throws {
+        if try adoptByPatching(commitOnTop: id, changes: changes) { return }
         let base = listings.snapshot
         guard base.commit != nil else { return listings.adopt(try Snapshot.load(repository, commit: id), changes: changes) }
         let next = try base.advanced(to: id, changes: changes, repository: repository)
@@ -252,6 +253,25 @@ final class Committer: Sendable {
         #if DEBUG
         listings.checkPatches(patches)
         #endif
+    }
+
+    /// `adopt` for a save: the snapshot shown is patched in place (`Snapshot.patch`), its
+    /// folders not copied. False when the changes are not a save's (nothing changed then).
+    private func adoptByPatching(commitOnTop id: ObjectID, changes: [TreeChange]) throws -> Bool {
+        // The copy read here is dropped before the patch is applied: the one shown is then
+        // the only holder of its folders' entries, which are patched where they are.
+        var base: Snapshot? = listings.snapshot
+        guard let patch = try base?.patch(to: id, changes: changes, repository: repository) else { return false }
+        let patches = listings.patches(for: changes, from: base!, to: base!.atCommit(of: patch))
+        base = nil
+        guard listings.adopt(applying: patch, changes: changes, patches: patches) else { return false }
+        #if DEBUG
+        // The patched snapshot must equal a full read (tests run debug builds).
+        let full = try Snapshot.load(repository, commit: id)
+        precondition(full.gitFolders == listings.snapshot.gitFolders, "patched snapshot differs from a full read after \(changes)")
+        listings.checkPatches(patches)
+        #endif
+        return true
     }
 
     /// Shows `commit`, which moved the branch from elsewhere (`writeLock` held), and returns

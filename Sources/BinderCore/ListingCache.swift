@@ -180,39 +180,60 @@ final class ListingCache: Sendable {
         contents.withLock { contents in
             let old = contents.snapshot
             contents.snapshot = snapshot
-            // Parts of folders that are gone can never be reused.
-            contents.documentParts = contents.documentParts.filter { snapshot.gitFolders[$0.key] != nil }
-            guard let changes else {
-                contents.bookkeeping.removeAll()
-                return contents.listings.removeAll()
+            Self.adoptLocked(&contents, oldFolders: old.gitFolders, changes: changes, patches: patches)
+        }
+    }
+
+    /// Moves the snapshot shown to `patch`'s commit in place (`Snapshot.apply`), then drops or
+    /// patches the listings as `adopt` does. False, and nothing changed, when the snapshot shown
+    /// is not the patch's base (the caller then adopts a snapshot made anew). The caller holds
+    /// no copy of the snapshot shown, so that its folders are patched, not copied.
+    func adopt(applying patch: SnapshotPatch, changes: [TreeChange], patches: [String: ListingPatch]) -> Bool {
+        contents.withLock { contents in
+            guard contents.snapshot.apply(patch) else { return false }
+            // A patch adds and removes no folder: the folders of before are those of now.
+            Self.adoptLocked(&contents, oldFolders: nil, changes: changes, patches: patches)
+            return true
+        }
+    }
+
+    /// `adopt`'s work once `contents.snapshot` is the new one; `oldFolders` are the folders of
+    /// the one before (nil: the same folders).
+    private static func adoptLocked(_ contents: inout Contents, oldFolders: [String: [TreeEntry]]?, changes: [TreeChange]?,
+                                    patches: [String: ListingPatch]) {
+        let snapshot = contents.snapshot
+        // Parts of folders that are gone can never be reused.
+        if oldFolders != nil { contents.documentParts = contents.documentParts.filter { snapshot.gitFolders[$0.key] != nil } }
+        guard let changes else {
+            contents.bookkeeping.removeAll()
+            return contents.listings.removeAll()
+        }
+        var affected = Set<String>()
+        for change in changes {
+            affected.insert(change.path)  // a folder deleted or written into as a whole
+            affected.formUnion(ViewPath.ancestors(of: change.path))
+        }
+        // A listing belongs to the git folder it is in (`.children` listings to the folder
+        // of their document).
+        func gitFolder(_ viewPath: String) -> String {
+            var path = viewPath
+            while !path.isEmpty && (oldFolders ?? snapshot.gitFolders)[path] == nil && snapshot.gitFolders[path] == nil {
+                path = ViewPath.split(path).parent
             }
-            var affected = Set<String>()
-            for change in changes {
-                affected.insert(change.path)  // a folder deleted or written into as a whole
-                affected.formUnion(ViewPath.ancestors(of: change.path))
-            }
-            // A listing belongs to the git folder it is in (`.children` listings to the folder
-            // of their document).
-            func gitFolder(_ viewPath: String) -> String {
-                var path = viewPath
-                while !path.isEmpty && old.gitFolders[path] == nil && snapshot.gitFolders[path] == nil {
-                    path = ViewPath.split(path).parent
-                }
-                return path
-            }
-            for (folder, patch) in patches where contents.listings[folder] != nil {
-                patch.apply(to: &contents.listings[folder, default: Listing()])
-                contents.bookkeeping[folder] = patch.bookkeeping
-                contents.documentParts[folder, default: [:]].merge(patch.parts) { _, new in new }
-            }
-            for key in Array(contents.listings.keys)
-            where patches[key] == nil && !Self.isChildrenListing(key, patchedIn: patches, listings: contents.listings) {
-                let folder = gitFolder(key)
-                if affected.contains(folder) || snapshot.gitFolders[folder] == nil
-                    || affected.contains(where: { !$0.isEmpty && PathBytes.isInside(folder, folder: $0) }) {
-                    contents.listings.removeValue(forKey: key)
-                    contents.bookkeeping.removeValue(forKey: key)
-                }
+            return path
+        }
+        for (folder, patch) in patches where contents.listings[folder] != nil {
+            patch.apply(to: &contents.listings[folder, default: Listing()])
+            contents.bookkeeping[folder] = patch.bookkeeping
+            contents.documentParts[folder, default: [:]].merge(patch.parts) { _, new in new }
+        }
+        for key in Array(contents.listings.keys)
+        where patches[key] == nil && !Self.isChildrenListing(key, patchedIn: patches, listings: contents.listings) {
+            let folder = gitFolder(key)
+            if affected.contains(folder) || snapshot.gitFolders[folder] == nil
+                || affected.contains(where: { !$0.isEmpty && PathBytes.isInside(folder, folder: $0) }) {
+                contents.listings.removeValue(forKey: key)
+                contents.bookkeeping.removeValue(forKey: key)
             }
         }
     }
