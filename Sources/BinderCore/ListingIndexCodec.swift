@@ -19,7 +19,10 @@ enum ListingIndexCodec {
             var writer = IndexWriter()
             writer.string(folder)
             writer.count(folderParts.count)
-            for name in folderParts.keys.sorted() {
+            // Any fixed order does for names (a load reads them into a dictionary); bytewise is
+            // several times faster than `String`'s Unicode order, and the index is written
+            // again a second after each change (100,000 names in a folder).
+            for name in folderParts.keys.sorted(by: ViewPath.precedesBytewise) {
                 writer.string(name)
                 if let part = folderParts[name] { writer.part(part) }
             }
