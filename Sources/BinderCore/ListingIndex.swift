@@ -208,6 +208,8 @@ final class ListingIndexWriter: Sendable {
         var scheduled = false
         /// After `finish`: the owner's parts are gone, and nothing more is written.
         var finished = false
+        /// How long the last write took, in nanoseconds.
+        var lastWriteNanoseconds: UInt64 = 0
     }
 
     let index: ListingIndex
@@ -219,6 +221,16 @@ final class ListingIndexWriter: Sendable {
     /// Guards whether a write is pending and whether one is scheduled.
     private let state = Mutex(State())
     static let delay = DispatchTimeInterval.seconds(1)
+    /// A write waits at least this many times as long as the last one took: the whole index
+    /// is written each time, and for a folder of 100,000 records (a third of a second to encode,
+    /// seal and write) once a second took a core from the saves it followed. The index is a
+    /// cache (rebuilt when stale), so a later write loses nothing.
+    static let delayPerWriteTime: UInt64 = 20
+
+    /// The wait before a write: `delay`, or longer after a long write.
+    static func wait(afterWriteOf nanoseconds: UInt64) -> DispatchTimeInterval {
+        .nanoseconds(Int(clamping: max(UInt64(1_000_000_000), nanoseconds.multipliedReportingOverflow(by: delayPerWriteTime).partialValue)))
+    }
 
     init(index: ListingIndex, logger: Logger) {
         self.index = index
@@ -229,13 +241,13 @@ final class ListingIndexWriter: Sendable {
 
     /// Notes that the parts changed; a write follows.
     func changed() {
-        let schedule = state.withLock { state in
+        let (schedule, last) = state.withLock { state in
             state.pending = true
             defer { state.scheduled = true }
-            return !state.scheduled
+            return (!state.scheduled, state.lastWriteNanoseconds)
         }
         guard schedule else { return }
-        queue.asyncAfter(deadline: .now() + Self.delay) { [self] in
+        queue.asyncAfter(deadline: .now() + Self.wait(afterWriteOf: last)) { [self] in
             state.withLock { $0.scheduled = false }
             writePending()
         }
@@ -253,9 +265,12 @@ final class ListingIndexWriter: Sendable {
     private func writePending() {
         guard state.withLock({ state in defer { state.pending = false }; return state.pending && !state.finished }),
               let provider = parts.withLock({ $0 }), let parts = provider() else { return }
+        let start = DispatchTime.now().uptimeNanoseconds
         do throws(ListingIndexError) { try index.save(parts) } catch {
             logger.warning("listing index not written: \(error)")
         }
+        let took = DispatchTime.now().uptimeNanoseconds &- start
+        state.withLock { $0.lastWriteNanoseconds = took }
     }
 }
 

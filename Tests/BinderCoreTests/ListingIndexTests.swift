@@ -77,6 +77,15 @@ final class ListingIndexTests: XCTestCase {
         return (listing, view.statistics.listingDecryptions)
     }
 
+    /// The index is written a second after a change, or twenty times as long as the last
+    /// write took when that is longer (a folder of 100,000 records).
+    func testWritesWaitLongerAfterLongWrites() {
+        XCTAssertEqual(ListingIndexWriter.wait(afterWriteOf: 0), .nanoseconds(1_000_000_000))
+        XCTAssertEqual(ListingIndexWriter.wait(afterWriteOf: 20_000_000), .nanoseconds(1_000_000_000))
+        XCTAssertEqual(ListingIndexWriter.wait(afterWriteOf: 300_000_000), .nanoseconds(6_000_000_000))
+        XCTAssertEqual(ListingIndexWriter.wait(afterWriteOf: UInt64.max), .nanoseconds(Int.max))
+    }
+
     func testColdListingWithTheIndexDecryptsNoDocument() throws {
         let first = try coldWalk()
         XCTAssertEqual(first.decrypted, 15, "without an index every document is decrypted (12 visits, panel, scan's, patient-info)")
