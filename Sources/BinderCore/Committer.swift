@@ -258,13 +258,15 @@ final class Committer: Sendable {
     /// `adopt` for a save: the snapshot shown is patched in place (`Snapshot.patch`), its
     /// folders not copied. False when the changes are not a save's (nothing changed then).
     private func adoptByPatching(commitOnTop id: ObjectID, changes: [TreeChange]) throws -> Bool {
-        // The copy read here is dropped before the patch is applied: the one shown is then
-        // the only holder of its folders' entries, which are patched where they are.
-        var base: Snapshot? = listings.snapshot
-        guard let patch = try base?.patch(to: id, changes: changes, repository: repository) else { return false }
-        let patches = listings.patches(for: changes, from: base!, to: base!.atCommit(of: patch))
-        base = nil
-        guard listings.adopt(applying: patch, changes: changes, patches: patches) else { return false }
+        // The copy of the snapshot read here lives only in this closure, gone before the patch
+        // is applied: the one shown is then the only holder of its folders' entries, which
+        // are patched where they are.
+        let prepared = try { () throws -> (SnapshotPatch, [String: ListingPatch])? in
+            let base = listings.snapshot
+            guard let patch = try base.patch(to: id, changes: changes, repository: repository) else { return nil }
+            return (patch, listings.patches(for: changes, from: base, to: base.atCommit(of: patch)))
+        }()
+        guard let (patch, patches) = prepared, listings.adopt(applying: patch, changes: changes, patches: patches) else { return false }
         #if DEBUG
         // The patched snapshot must equal a full read (tests run debug builds).
         let full = try Snapshot.load(repository, commit: id)

@@ -229,7 +229,8 @@ final class ListingIndexWriter: Sendable {
 
     /// The wait before a write: `delay`, or longer after a long write.
     static func wait(afterWriteOf nanoseconds: UInt64) -> DispatchTimeInterval {
-        .nanoseconds(Int(clamping: max(UInt64(1_000_000_000), nanoseconds.multipliedReportingOverflow(by: delayPerWriteTime).partialValue)))
+        let (scaled, overflow) = nanoseconds.multipliedReportingOverflow(by: delayPerWriteTime)
+        return .nanoseconds(Int(clamping: max(1_000_000_000, overflow ? UInt64.max : scaled)))
     }
 
     init(index: ListingIndex, logger: Logger) {

@@ -220,7 +220,7 @@ struct Snapshot: Sendable {
 
     /// The blob at git path `path`, if any.
     func entry(at path: String) -> TreeEntry? {
-        return gitFolders[PathBytes.split(path).parent]?.first { $0.path == path }
+        gitFolders[PathBytes.split(path).parent]?.first { $0.path == path }
     }
 }
 

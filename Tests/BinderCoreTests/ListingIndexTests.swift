@@ -84,6 +84,7 @@ final class ListingIndexTests: XCTestCase {
         XCTAssertEqual(ListingIndexWriter.wait(afterWriteOf: 20_000_000), .nanoseconds(1_000_000_000))
         XCTAssertEqual(ListingIndexWriter.wait(afterWriteOf: 300_000_000), .nanoseconds(6_000_000_000))
         XCTAssertEqual(ListingIndexWriter.wait(afterWriteOf: UInt64.max), .nanoseconds(Int.max))
+        XCTAssertEqual(ListingIndexWriter.wait(afterWriteOf: 1 << 63), .nanoseconds(Int.max))  // 20 x 2^63 wraps to 0
     }
 
     func testColdListingWithTheIndexDecryptsNoDocument() throws {
