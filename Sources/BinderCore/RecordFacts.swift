@@ -63,7 +63,7 @@ struct RecordFacts: Sendable, Equatable {
     }
 
     /// `firstHeading` by its rules as written: the body split into lines (`Character`s), each
-    /// line tried in turn. The byte scan must agree with it (`RecordFactsTests`).
+    /// line tried in turn. The byte scan must agree with it (`CorePartsTests.testFirstHeadingTable`).
     static func firstHeadingByLines(_ markdown: String) -> String? {
         for line in markdown.split(separator: "\n", omittingEmptySubsequences: true) {
             if let title = heading(in: line) { return title }

@@ -109,29 +109,11 @@ final class CorePartsTests: XCTestCase {
         XCTAssertEqual(cache.get(source(1))?.copyBytes(), [1, 2, 3])
     }
 
-    // MARK: ScratchNames
-
-    /// readdir's order: bytes of the UTF-8, a prefix first. A row per case; the pairs are also
-    /// checked both ways and as Substrings (tree entry names are slices of their paths).
     // MARK: ViewPath
 
-    /// Paths are cut at the byte `/`, as the kernel cuts them: a row per case.
-    func testViewPathSplitAndNormalize() {
-        let splits: [(path: String, parent: String, name: String)] = [
-            ("a/b/c", "a/b", "c"),
-            ("c", "", "c"),
-            ("", "", ""),
-            ("visits/2024 é.md", "visits", "2024 é.md"),
-            // A name beginning with a combining mark: the Character "/\u{301}" is not "/", the byte is.
-            ("a/\u{301}x", "a", "\u{301}x"),
-            ("a\u{301}/b", "a\u{301}", "b"),
-            (".binder/timeline/2024-01-01 Visit", ".binder/timeline", "2024-01-01 Visit"),
-        ]
-        for row in splits {
-            let (parent, name) = ViewPath.split(row.path)
-            XCTAssertEqual(parent.utf8.elementsEqual(row.parent.utf8), true, "parent of \(row.path.debugDescription): \(parent.debugDescription)")
-            XCTAssertEqual(name.utf8.elementsEqual(row.name.utf8), true, "name of \(row.path.debugDescription): \(name.debugDescription)")
-        }
+    /// A view path is normalized by its bytes: a row per case. (Its cutting is
+    /// `PathBytes.split`'s, whose rows are in `PathBytesTests`.)
+    func testViewPathNormalize() {
         let normalized: [(path: String, expected: String)] = [
             ("/a/b/", "a/b"), ("a/b", "a/b"), ("///", ""), ("/", ""), ("", ""), ("//x//", "x"),
             ("/\u{301}x/", "\u{301}x"), ("/é/", "é"),
@@ -176,6 +158,10 @@ final class CorePartsTests: XCTestCase {
         }
     }
 
+    // MARK: ScratchNames
+
+    /// readdir's order: bytes of the UTF-8, a prefix first. A row per case; the pairs are also
+    /// checked both ways and as Substrings (tree entry names are slices of their paths).
     func testBytewiseOrderOfNames() {
         let rows: [(a: String, b: String, line: UInt)] = [
             ("", "a", #line),
