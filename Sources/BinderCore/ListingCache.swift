@@ -295,7 +295,7 @@ final class ListingCache: Sendable {
 }
 
 /// Paths of the view: relative, `/`-separated, "" for the root.
-enum ViewPath {
+public enum ViewPath {
     /// "a/b/c" for "/a/b/c/" (any leading or trailing slashes).
     ///
     /// Slashes are found as bytes (`PathBytes`; finding Characters from the end was a tenth of
@@ -308,7 +308,7 @@ enum ViewPath {
     }
 
     /// ("a/b", "c") for "a/b/c"; ("", "c") for "c" (cut at the byte `/`: `PathBytes`).
-    static func split(_ path: String) -> (parent: String, name: String) { PathBytes.split(path) }
+    public static func split(_ path: String) -> (parent: String, name: String) { PathBytes.split(path) }
 
     private static let slash = UInt8(ascii: "/")
 

@@ -57,11 +57,8 @@ final class FileSystemContext: Sendable {
         guard handle != 0, !root.isEmpty else { return }
         // FUSE paths are absolute ("/visits/new.md"): the folder ("/visits", or "" for the root)
         // and the name.
-        // (Cut at the byte `/`, as the kernel cuts: a name may begin with a combining mark.)
-        let utf8 = path.utf8
-        guard let slash = utf8.lastIndex(of: UInt8(ascii: "/")) else { return }
-        let folder = String(decoding: utf8[..<slash], as: UTF8.self)
-        let name = String(decoding: utf8[utf8.index(after: slash)...], as: UTF8.self)
+        guard path.utf8.contains(UInt8(ascii: "/")) else { return }
+        let (folder, name) = ViewPath.split(path)
         invalidations.async {
             guard let fuse = OpaquePointer(bitPattern: handle), !name.isEmpty else { return }
             var info = stat()

@@ -72,7 +72,7 @@ extension GitRepository {
         guard let rootBytes = try treeBytesLocked(rootID) else { return nil }
         var original: [String: ObjectBytes] = ["": (rootID, rootBytes)]
         for folder in folders.sorted(by: { Self.depth($0) < Self.depth($1) }) where !folder.isEmpty {
-            let (above, name) = Self.split(folder)
+            let (above, name) = PathBytes.split(folder)
             guard let container = original[above],
                   let entry = RawTree.find(Array(name.utf8), isTree: true, in: container.bytes), entry.exists,
                   let id = entry.id, let bytes = try treeBytesLocked(id) else { return nil }
@@ -96,8 +96,8 @@ extension GitRepository {
                 if let tree = RawTree.find(name, isTree: true, in: bytes), tree.exists { return nil }
                 guard RawTree.upsert(name, mode: "100644", id: write.blob, isTree: false, in: &bytes) else { return nil }
             }
-            for (child, tree) in written where !child.isEmpty && split(child).above == folder {
-                guard RawTree.upsert(Array(split(child).name.utf8), mode: "40000", id: tree.id, isTree: true, in: &bytes) else { return nil }
+            for (child, tree) in written where !child.isEmpty && PathBytes.split(child).parent == folder {
+                guard RawTree.upsert(Array(PathBytes.split(child).name.utf8), mode: "40000", id: tree.id, isTree: true, in: &bytes) else { return nil }
             }
             written[folder] = (try objectID(of: bytes, type: GIT_OBJECT_TREE, "hash tree"), bytes)
         }
@@ -177,12 +177,6 @@ extension GitRepository {
 
     private static func depth(_ folder: String) -> Int {
         folder.isEmpty ? 0 : folder.utf8.reduce(1) { $1 == UInt8(ascii: "/") ? $0 + 1 : $0 }
-    }
-
-    /// "a/b/c" -> ("a/b", "c"); "a" -> ("", "a").
-    private static func split(_ folder: String) -> (above: String, name: String) {
-        let (above, name) = PathBytes.split(folder)
-        return (above, name)
     }
 }
 

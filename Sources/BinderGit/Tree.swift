@@ -319,8 +319,7 @@ extension GitRepository {
 
     /// "a/b/c" -> ["a", "a/b"].
     public static func ancestors(of path: String) -> [String] {
-        let utf8 = path.utf8
-        return utf8.indices.filter { utf8[$0] == PathBytes.slash }.map { String(decoding: utf8[..<$0], as: UTF8.self) }
+        Array(PathBytes.ancestors(of: path).dropLast().reversed())
     }
 
     /// Validates a repository-relative path and returns its components.
