@@ -290,6 +290,47 @@ final class HostileTreeTests: XCTestCase {
         XCTAssertTrue(run.stderr.contains("\(problems.count) problems"), run.stderr)
     }
 
+    /// Names that are one text in two Unicode forms (NFC "é", NFD "e" + U+0301) are one name to
+    /// the mount, as on macOS: either form finds the record. A tree holding both (another
+    /// program made it) shows one, `binder verify` names the other, and writes through either
+    /// name lose neither.
+    func testNamesThatDifferOnlyInUnicodeFormAreOneName() throws {
+        let composed = "caf\u{E9}", decomposed = "cafe\u{301}"
+        // Swift's String compares these equal; git and the kernel see different bytes.
+        XCTAssertNotEqual(Array(composed.utf8), Array(decomposed.utf8))
+        func stored() throws -> [[UInt8]] {
+            let run = try shell("git ls-tree -z --name-only main visits/", in: binder.repository)
+            XCTAssertEqual(run.status, 0, run.stderr)
+            return Array(run.stdout.utf8).split(separator: 0).map(Array.init).filter { $0.starts(with: Array("visits/caf".utf8)) }
+        }
+        func listed() throws -> [[UInt8]] { try names("visits").map { Array($0.utf8) }.filter { $0.starts(with: Array("caf".utf8)) } }
+
+        try binder.mount()
+        let mnt = binder.mountpoint
+        let wrote = try shell("printf '# Composed\\n' > 'visits/\(composed).md' && printf '# Decomposed\\n' > 'visits/\(decomposed).md'", in: mnt)
+        XCTAssertEqual(wrote.status, 0, wrote.stderr)
+        XCTAssertEqual(try listed(), [Array("\(composed).md".utf8)])
+        XCTAssertTrue(String(decoding: try binder.read("visits/\(composed).md"), as: UTF8.self).hasSuffix("# Decomposed\n"))
+        XCTAssertEqual(try stored(), [Array("visits/\(composed).json".utf8)])
+        binder.unmount()
+
+        // Both forms in the tree: one is shown, and writing through either keeps both.
+        try craft([["add": "visits", "name_hex": Hex.encode(Array("\(decomposed).json".utf8)), "mode": "100644", "blob_at": "visits/b.json"]])
+        XCTAssertEqual(try stored().count, 2)
+        try binder.mount()
+        XCTAssertEqual(try listed().count, 1)
+        for name in [composed, decomposed] {
+            let edit = try shell("printf '# Edited through %s\\n' '\(name)' > 'visits/\(name).md'", in: mnt)
+            XCTAssertEqual(edit.status, 0, edit.stderr)
+        }
+        XCTAssertEqual(try listed().count, 1)
+        binder.unmount()
+        XCTAssertEqual(try stored().count, 2)
+        let verify = try binder.sandbox.run(["verify", binder.repository, "--passphrase-file", binder.passphraseFile])
+        XCTAssertNotEqual(verify.status, 0)
+        XCTAssertTrue(verify.stdout.contains("problem: visits/caf") && verify.stdout.contains("second entry"), verify.stdout)
+    }
+
     /// A tree libgit2 cannot parse (an entry with an empty name): neither the mount nor verify
     /// can read the binder, and both say so.
     func testAnUnreadableTreeIsAnErrorNotAnEmptyBinder() throws {
