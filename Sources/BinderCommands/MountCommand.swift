@@ -325,6 +325,7 @@ struct MountCommand: ParsableCommand {
         let control = startControl(sync: sync, shares: shares, locker: locker, state: state, logger: logger)
         writerLock?.record(WriterLock.Holder(pid: getpid(), command: "mount", mountpoint: mountpoint, control: control?.path))
         ready()
+        if !isReadOnly { view.packIfDue() }
         locker.start()
         let status = mount.run()
         locker.stop()

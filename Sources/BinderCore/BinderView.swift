@@ -103,6 +103,11 @@ public final class BinderView: Sendable {
     /// The commit shown.
     public var commit: ObjectID? { listings.snapshot.commit }
 
+    /// Starts the packing that is due (in the background) without waiting for a save: folding
+    /// the packs earlier mounts left unfolded, or repacking a binder full of loose objects. For
+    /// a mount that may write, once it is up.
+    public func packIfDue() { committer.packIfDue() }
+
     // MARK: - Queries
 
     public func attributes(_ path: String) throws(ViewError) -> NodeAttributes {

@@ -39,8 +39,10 @@ final class Committer: Sendable {
 
     /// Packing after commits (see `packWhenDue`). Guarded by `packing`.
     struct PackingState {
-        /// Commits since the last fold started.
-        var commits = 0
+        /// Commits since the last fold started; at first (and after a fold), the packs the
+        /// repository holds when they have piled up (`piledUp`: a save writes one), so that
+        /// packs left by mounts that ended before their fold came due are folded too.
+        var commits: Int
         /// The next packing must be a full repack (a binder full of loose objects).
         var repackNext: Bool
         var repacking = false
@@ -54,6 +56,10 @@ final class Committer: Sendable {
     static let foldEvery = 32
     /// Folds at once: a long one rolling the large packs, and one keeping up with the saves.
     static let foldsAtOnce = 2
+    /// Packs one fold rolls at most. Packs piled up unfolded (hundreds of short mounts) are
+    /// folded in steps, each soon done (a save's pack in a folder of 100,000 records holds a
+    /// 7 MB tree), one after the other.
+    static let packsPerFold = 64
     /// Loose objects (estimated) past which the first save repacks everything instead: a binder
     /// imported file by file before saves wrote packs.
     static let looseForRepack = 1_000
@@ -67,7 +73,8 @@ final class Committer: Sendable {
         authorName = author.name
         authorEmail = author.email
         self.listings = listings
-        packing = Mutex(PackingState(repackNext: Self.estimatedLooseObjects(gitDirectory: repository.gitDirectory) >= Self.looseForRepack))
+        packing = Mutex(PackingState(commits: Self.piledUp(repository.packCount()),
+                                     repackNext: Self.estimatedLooseObjects(gitDirectory: repository.gitDirectory) >= Self.looseForRepack))
     }
 
     /// About how many loose objects the repository holds. (They spread evenly over the 256
@@ -94,6 +101,16 @@ final class Committer: Sendable {
         if let job { start(job) }
     }
 
+    /// `packs` when they are more than folding keeps (their sizes double: a few dozen at most),
+    /// to be counted as commits towards the next fold; else 0.
+    static func piledUp(_ packs: Int) -> Int { packs >= foldEvery ? packs : 0 }
+
+    /// Starts the packing that is due without waiting for a commit: at mount, when earlier
+    /// mounts left `foldEvery` packs or more unfolded (or a binder full of loose objects).
+    func packIfDue() {
+        if let job = packing.withLock({ nextPackJob(&$0) }) { start(job) }
+    }
+
     /// The packing job due now, if any, marked as running in `state` (`packing`'s, held).
     private func nextPackJob(_ state: inout PackingState) -> PackJob? {
         guard !state.repacking else { return nil }
@@ -117,13 +134,15 @@ final class Committer: Sendable {
             // The fold's packs are chosen here, off the save path (a few hundred small reads:
             // pack index headers, the loose objects' folders), and claimed in the same lock.
             let plan = job == .fold ? packing.withLock { state in
-                let plan = repository.foldPlan(skipping: state.claimed)
+                let plan = repository.foldPlan(skipping: state.claimed, maxPacks: Self.packsPerFold)
                 state.claimed.formUnion(plan.packs)
                 return plan
             } : nil
+            var removedPacks: Int?
             do {
                 let repository = try GitRepository.open(path: path)
                 let result = try plan.map { plan throws(GitError) in try repository.fold(plan) } ?? repository.repack()
+                removedPacks = result.packsRemoved
                 if result.objects > 0 {
                     logger.info("packed", metadata: ["objects": "\(result.objects)", "loose removed": "\(result.looseRemoved)",
                                                      "packs removed": "\(result.packsRemoved)"])
@@ -133,10 +152,14 @@ final class Committer: Sendable {
             }
             // The packs rolled up are removed: the view's instance closes them now.
             self.repository.releaseRemovedPacks()
+            // Packs still piled up (the fold rolled `packsPerFold` of them) call for the next
+            // step now; a fold that removed nothing is not repeated until saves call for one.
+            let piledUp = (removedPacks ?? 0) > 0 ? Self.piledUp(repository.packCount()) : 0
             let next = packing.withLock { state -> PackJob? in
                 if let plan {
                     state.folds -= 1
                     state.claimed.subtract(plan.packs)
+                    state.commits = max(state.commits, piledUp)
                 } else {
                     state.repacking = false
                 }

@@ -89,7 +89,10 @@ extension GitRepository {
     /// What `fold` is to roll into one pack: `foldPacks`'s choice among the packs not in
     /// `claimed` (those another fold is rolling now: two folds at once never pick the same
     /// pack, so a long fold of the large packs does not hold back the small ones).
-    public func foldPlan(skipping claimed: Set<String> = []) -> FoldPlan {
+    /// At most `maxPacks` packs are rolled at once, the smallest: packs that piled up (short
+    /// mounts that each ended before their fold came due) are folded in steps that each end
+    /// in bounded time, so that a mount that does not last long still makes progress.
+    public func foldPlan(skipping claimed: Set<String> = [], maxPacks: Int = Int.max) -> FoldPlan {
         let packDirectory = gitDirectory + "/objects/pack"
         let packs = Self.packIndexes(in: packDirectory).filter { !claimed.contains($0) }.compactMap { index -> (index: String, objects: Int)? in
             guard !FileManager.default.fileExists(atPath: String(index.dropLast(4)) + ".keep"),
@@ -97,7 +100,7 @@ extension GitRepository {
             return (index, objects)
         }.sorted { $0.objects < $1.objects }
         let loose = Self.looseObjectIDs(in: gitDirectory + "/objects")
-        let rolled = Self.geometricRollUp(packs.map(\.objects), extra: loose.count)
+        let rolled = min(Self.geometricRollUp(packs.map(\.objects), extra: loose.count), max(2, maxPacks))
         guard rolled >= 2 || !loose.isEmpty else { return FoldPlan(packs: [], loose: []) }
         return FoldPlan(packs: packs.prefix(rolled).map(\.index), loose: loose)
     }
