@@ -189,7 +189,7 @@ extension BinderView {
     private func versionsListing(_ gitPath: String, snapshot: Snapshot) throws(ViewError) -> ControlListing {
         guard let tip = snapshot.commit else { return ControlListing() }
         let versions: [PathVersion]
-        do { versions = try repository.versions(of: gitPath, from: tip) } catch {
+        do { versions = try Self.walker(of: repository).versions(of: gitPath, from: tip) } catch {
             throw .storage(path: gitPath, reason: "\(error)", code: Committer.code(of: error))
         }
         var listing = ControlListing()
@@ -200,6 +200,14 @@ extension BinderView {
             listing.append(Self.versionName(seconds: version.seconds, commit: version.commit) + ext, .file(node))
         }
         return listing
+    }
+
+    /// A second instance of `repository` for one walk over the whole history: such a walk reads
+    /// every commit's trees (minutes, in a folder of 100,000 records with thousands of commits),
+    /// and on the view's own instance it would hold that instance's lock, and every save and
+    /// every read of a record not cached, throughout. Freed with the walk, packs and all.
+    static func walker(of repository: GitRepository) throws(GitError) -> GitRepository {
+        try GitRepository.open(path: repository.gitDirectory)
     }
 
     /// `2026-02-09T101500Z-1a2b3c4`: the commit's UTC time and short id.
@@ -254,7 +262,7 @@ extension BinderView {
         guard let tip = snapshot.commit else { return [] }
         return try controlViews.deleted(commit: tip) { () throws(ViewError) -> [DeletedRecord] in
             let files: [DeletedFile]
-            do { files = try repository.deletedFiles(from: tip) } catch {
+            do { files = try Self.walker(of: repository).deletedFiles(from: tip) } catch {
                 throw .storage(path: "", reason: "\(error)", code: Committer.code(of: error))
             }
             let stored = Set(snapshot.gitFolders.values.joined().map(\.id))
