@@ -262,7 +262,11 @@ extension BinderView {
         guard let tip = snapshot.commit else { return [] }
         return try controlViews.deleted(commit: tip) { () throws(ViewError) -> [DeletedRecord] in
             let files: [DeletedFile]
-            do { files = try Self.walker(of: repository).deletedFiles(from: tip) } catch {
+            do {
+                let removals = try Self.walker(of: repository).removals(from: tip, extending: controlViews.lastRemovals)
+                controlViews.keep(removals)
+                files = removals.deleted
+            } catch {
                 throw .storage(path: "", reason: "\(error)", code: Committer.code(of: error))
             }
             let stored = Set(snapshot.gitFolders.values.joined().map(\.id))

@@ -55,14 +55,18 @@ struct ControlListing: Sendable {
 }
 
 /// What the `.binder/` views have worked out of one commit: listings of their folders, the
-/// records deleted since, the timeline. Dropped as a whole when the commit shown changes (the
-/// listings of the tree are the cache that makes rebuilding cheap). Its own lock, held only for
+/// records deleted since, the timeline. Dropped when the commit shown changes (the listings of
+/// the tree are the cache that makes rebuilding cheap), all but the last walk's removals,
+/// which the next walk extends. Its own lock, held only for
 /// the map; listings are computed outside it.
 final class ControlViewCache: Sendable {
     private struct Contents {
         var commit: ObjectID?
         var listings: [ControlFolder: ControlListing] = [:]
         var deleted: [DeletedRecord]?
+        /// The last walk's removals, of whichever commit: kept when the commit shown changes,
+        /// so that the next walk covers only the commits since (`GitRepository.removals`).
+        var removals: Removals?
     }
 
     private let contents = Mutex(Contents())
@@ -73,7 +77,7 @@ final class ControlViewCache: Sendable {
         if let cached = contents.withLock({ $0.commit == commit ? $0.listings[folder] : nil }) { return cached }
         let made = try make()
         contents.withLock { contents in
-            if contents.commit != commit { contents = Contents(commit: commit) }
+            if contents.commit != commit { contents = Contents(commit: commit, removals: contents.removals) }
             contents.listings[folder] = made
         }
         return made
@@ -83,11 +87,16 @@ final class ControlViewCache: Sendable {
         if let cached = contents.withLock({ $0.commit == commit ? $0.deleted : nil }) { return cached }
         let made = try make()
         contents.withLock { contents in
-            if contents.commit != commit { contents = Contents(commit: commit) }
+            if contents.commit != commit { contents = Contents(commit: commit, removals: contents.removals) }
             contents.deleted = made
         }
         return made
     }
+
+    /// The removals the last walk found (for some commit), to extend from.
+    var lastRemovals: Removals? { contents.withLock { $0.removals } }
+
+    func keep(_ removals: Removals) { contents.withLock { $0.removals = removals } }
 
     func removeAll() { contents.withLock { $0 = Contents() } }
 }

@@ -18,6 +18,16 @@ public struct DeletedFile: Sendable, Hashable {
     public let seconds: Int64
 }
 
+/// What a walk over history found removed: each path some commit reachable from `tip`
+/// removed, with its newest removal (newest first, as the walk met them), and the deleted
+/// files, those of them that `tip` does not hold (not as a file, not as a folder).
+/// `GitRepository.removals(from:extending:)` extends it to a later tip.
+public struct Removals: Sendable {
+    public let tip: ObjectID
+    let newest: [DeletedFile]
+    public let deleted: [DeletedFile]
+}
+
 /// The trees a walk over history read for the last two commits, by id: a commit's trees are
 /// compared with its parent's, and in a line of commits that parent's are compared with its
 /// own parent's next, so each tree is read once, not twice. (libgit2 keeps no tree over 4 KB
@@ -91,27 +101,62 @@ extension GitRepository {
     /// The files (blobs) some commit reachable from `tip` removed and `tip` does not hold, each
     /// with the content it had when last removed, newest removal first.
     public func deletedFiles(from tip: ObjectID) throws(GitError) -> [DeletedFile] {
+        try removals(from: tip).deleted
+    }
+
+    /// Every path some commit reachable from `tip` removed (`Removals`), the deleted files
+    /// among them.
+    ///
+    /// `earlier` is this answer for an older tip, when known. If `tip` descends from it by a
+    /// line of commits with one parent each (saves), only those commits are walked and the
+    /// earlier answer extends theirs: a walk costs the commits since, not the whole history
+    /// (19,000 commits took 3.8 s after every save). Otherwise (a merge, a rewritten branch)
+    /// the whole history is walked. The answer is the same either way.
+    public func removals(from tip: ObjectID, extending earlier: Removals? = nil) throws(GitError) -> Removals {
         try locked { () throws(GitError) in
-            let tipTree = try commitTreeLocked(tip)
-            var found: [String: DeletedFile] = [:]
-            var order: [String] = []
+            var line: [ObjectID]? = nil
+            if let earlier { line = try lineOfCommitsLocked(from: tip, down: earlier.tip) }
+            let commits: [ObjectID]
+            if let line { commits = line } else { commits = try walkLocked(from: tip) }
+            var newest: [DeletedFile] = []
+            var seen = Set<String>()
             var trees = RecentTrees()
-            for id in try walkLocked(from: tip) {
+            for id in commits {
                 let commit = try lookupCommitLocked(id)
                 let tree = try trees.tree(ObjectID(git_commit_tree_id(commit.pointer)), in: self)
                 for index in 0..<git_commit_parentcount(commit.pointer) {
                     let parent = try lookupCommitLocked(ObjectID(git_commit_parent_id(commit.pointer, index)))
                     let parentTree = try trees.tree(ObjectID(git_commit_tree_id(parent.pointer)), in: self)
-                    for (path, blob) in try removedLocked(from: parentTree, to: tree, trees: &trees) where found[path] == nil {
-                        guard try entryIDLocked(in: tipTree, path: path) == nil else { continue }
-                        found[path] = DeletedFile(path: path, lastBlob: blob, deletedIn: id, seconds: git_commit_time(commit.pointer))
-                        order.append(path)
+                    for (path, blob) in try removedLocked(from: parentTree, to: tree, trees: &trees) where seen.insert(path).inserted {
+                        newest.append(DeletedFile(path: path, lastBlob: blob, deletedIn: id, seconds: git_commit_time(commit.pointer)))
                     }
                 }
                 trees.nextCommit()
             }
-            return order.compactMap { found[$0] }
+            // Removed before the line began, and not again since: the earlier walk's newest.
+            if line != nil, let earlier {
+                for file in earlier.newest where seen.insert(file.path).inserted { newest.append(file) }
+            }
+            let tipTree = try commitTreeLocked(tip)
+            var deleted: [DeletedFile] = []
+            for file in newest where try entryIDLocked(in: tipTree, path: file.path) == nil { deleted.append(file) }
+            return Removals(tip: tip, newest: newest, deleted: deleted)
         }
+    }
+
+    /// The commits from `tip` down to `ancestor` (not included), newest first, when each has
+    /// exactly one parent and the first-parent line reaches `ancestor`; nil otherwise (a
+    /// merge, a root, or `ancestor` is not on the line). Empty when `tip` is `ancestor`. Lock held.
+    private func lineOfCommitsLocked(from tip: ObjectID, down ancestor: ObjectID) throws(GitError) -> [ObjectID]? {
+        var line: [ObjectID] = []
+        var next = tip
+        while next != ancestor {
+            let commit = try lookupCommitLocked(next)
+            guard git_commit_parentcount(commit.pointer) == 1 else { return nil }
+            line.append(next)
+            next = ObjectID(git_commit_parent_id(commit.pointer, 0))
+        }
+        return line
     }
 
     /// Commit ids from `tip`, newest first. Lock held.

@@ -38,4 +38,53 @@ final class DeletedFilesTests: XCTestCase {
         XCTAssertEqual(Set(deleted.map(\.path)), ["a-b.json", "b/c/d.json", "a0.json"])
         XCTAssertEqual(try repo.readBlob(try XCTUnwrap(deleted.first { $0.path == "b/c/d.json" }).lastBlob), Array("b/c/d.json".utf8))
     }
+
+    /// After each commit, the answer extended from the previous tip's (the commits since
+    /// walked, the rest taken from it) equals a walk over the whole history: random writes,
+    /// removals, files that come back, a file that becomes a folder and back, and merges
+    /// (which walk the whole history again).
+    func testDeletedFilesExtendedFromAnEarlierTipEqualAWholeWalk() throws {
+        let tmp = try TemporaryDirectory()
+        let path = tmp.sub("r.git")
+        let repo = try GitRepository.create(path: path, bare: true)
+        var random = SystemRandomNumberGenerator()
+        let paths = ["a.json", "b.json", "v/c.json", "v/d.json", "v/w/e.json", "x.json", "x.json/inner.json", "y/f.json"]
+        var present: [String: Int] = [:]  // path -> version
+        var tip = try repo.commitChanges(onto: nil, changes: [.write(path: "root.json", blob: try repo.writeBlob([0]))],
+                                         message: "Add", author: testAuthor)
+        var earlier = try repo.removals(from: tip)
+        var side: ObjectID? = nil
+        for step in 0..<200 {
+            var changes: [TreeChange] = []
+            for _ in 0..<Int.random(in: 1...3, using: &random) {
+                let chosen = paths.randomElement(using: &random)!
+                // A path and its folder-or-file twin never both exist.
+                let twin = chosen == "x.json" ? "x.json/inner.json" : chosen == "x.json/inner.json" ? "x.json" : nil
+                guard !changes.contains(where: { $0.path == chosen || $0.path == twin }) else { continue }
+                if present[chosen] != nil, Bool.random(using: &random) {
+                    changes.append(.delete(path: chosen))
+                    present[chosen] = nil
+                } else {
+                    if let twin, present[twin] != nil { changes.append(.delete(path: twin)); present[twin] = nil }
+                    let version = (present[chosen] ?? 0) + 1
+                    changes.append(.write(path: chosen, blob: try repo.writeBlob(Array("\(chosen) \(step) \(version)".utf8))))
+                    present[chosen] = version
+                }
+            }
+            guard !changes.isEmpty else { continue }
+            if step % 20 == 10 { side = tip }
+            if step % 20 == 15, let other = side {
+                // A merge of a line that left from an older tip (its tree: this one's).
+                tip = try repo.commitChanges(onto: tip, changes: changes, message: "Merge", author: testAuthor, mergedParents: [other])
+            } else {
+                tip = try repo.commitChanges(onto: tip, changes: changes, message: "Edit", author: testAuthor)
+            }
+            let whole = try repo.deletedFiles(from: tip)
+            let extended = try repo.removals(from: tip, extending: earlier)
+            XCTAssertEqual(extended.deleted, whole, "step \(step)")
+            XCTAssertEqual(try repo.removals(from: tip, extending: extended).deleted, whole, "step \(step), same tip")
+            earlier = extended
+        }
+        XCTAssertFalse(earlier.deleted.isEmpty, "nothing was deleted: the test tested nothing")
+    }
 }
