@@ -189,7 +189,10 @@ extension BinderView {
     private func versionsListing(_ gitPath: String, snapshot: Snapshot) throws(ViewError) -> ControlListing {
         guard let tip = snapshot.commit else { return ControlListing() }
         let versions: [PathVersion]
-        do { versions = try Self.walker(of: repository).versions(of: gitPath, from: tip) } catch {
+        do {
+            versions = try Self.walker(of: repository).versions(of: gitPath, from: tip, extending: controlViews.lastVersions(of: gitPath))
+            controlViews.keep(versions, of: gitPath, tip: tip)
+        } catch {
             throw .storage(path: gitPath, reason: "\(error)", code: Committer.code(of: error))
         }
         var listing = ControlListing()

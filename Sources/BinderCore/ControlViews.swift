@@ -56,9 +56,9 @@ struct ControlListing: Sendable {
 
 /// What the `.binder/` views have worked out of one commit: listings of their folders, the
 /// records deleted since, the timeline. Dropped when the commit shown changes (the listings of
-/// the tree are the cache that makes rebuilding cheap), all but the last walk's removals,
-/// which the next walk extends. Its own lock, held only for
-/// the map; listings are computed outside it.
+/// the tree are the cache that makes rebuilding cheap), all but the last walks' removals and
+/// versions, which the next walks extend. Its own lock, held only for the map; listings are
+/// computed outside it.
 final class ControlViewCache: Sendable {
     private struct Contents {
         var commit: ObjectID?
@@ -67,7 +67,13 @@ final class ControlViewCache: Sendable {
         /// The last walk's removals, of whichever commit: kept when the commit shown changes,
         /// so that the next walk covers only the commits since (`GitRepository.removals`).
         var removals: Removals?
+        /// The versions the last walks found of records, by git path, likewise (at most
+        /// `versionsKept` records).
+        var versions: [String: (tip: ObjectID, versions: [PathVersion])] = [:]
     }
+
+    /// Records whose versions are kept for the next walk.
+    static let versionsKept = 32
 
     private let contents = Mutex(Contents())
 
@@ -77,7 +83,7 @@ final class ControlViewCache: Sendable {
         if let cached = contents.withLock({ $0.commit == commit ? $0.listings[folder] : nil }) { return cached }
         let made = try make()
         contents.withLock { contents in
-            if contents.commit != commit { contents = Contents(commit: commit, removals: contents.removals) }
+            if contents.commit != commit { contents = Contents(commit: commit, removals: contents.removals, versions: contents.versions) }
             contents.listings[folder] = made
         }
         return made
@@ -87,7 +93,7 @@ final class ControlViewCache: Sendable {
         if let cached = contents.withLock({ $0.commit == commit ? $0.deleted : nil }) { return cached }
         let made = try make()
         contents.withLock { contents in
-            if contents.commit != commit { contents = Contents(commit: commit, removals: contents.removals) }
+            if contents.commit != commit { contents = Contents(commit: commit, removals: contents.removals, versions: contents.versions) }
             contents.deleted = made
         }
         return made
@@ -97,6 +103,18 @@ final class ControlViewCache: Sendable {
     var lastRemovals: Removals? { contents.withLock { $0.removals } }
 
     func keep(_ removals: Removals) { contents.withLock { $0.removals = removals } }
+
+    /// The versions the last walk found of the record at `gitPath` (for some commit).
+    func lastVersions(of gitPath: String) -> (tip: ObjectID, versions: [PathVersion])? {
+        contents.withLock { $0.versions[gitPath] }
+    }
+
+    func keep(_ versions: [PathVersion], of gitPath: String, tip: ObjectID) {
+        contents.withLock { contents in
+            if contents.versions[gitPath] == nil && contents.versions.count >= Self.versionsKept { contents.versions = [:] }
+            contents.versions[gitPath] = (tip, versions)
+        }
+    }
 
     func removeAll() { contents.withLock { $0 = Contents() } }
 }

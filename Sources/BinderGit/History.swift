@@ -73,18 +73,44 @@ extension GitRepository {
     /// The versions of the file at `path` reachable from `tip`, newest first: each commit whose
     /// blob at `path` differs from the blob of every parent (a merge that took one side's
     /// version adds none; a merge that made a new one does), as `git log -- path` lists them.
-    public func versions(of path: String, from tip: ObjectID) throws(GitError) -> [PathVersion] {
+    ///
+    /// Each commit's blob is found through its folder's tree id, and what a folder tree holds
+    /// under the name is remembered by that id: a commit that changed other folders shares the
+    /// folder's tree with its parent and costs no read of it. (A walk read the folder's tree, a
+    /// 170 KB object in a folder of 2,400 records, for each of 19,000 commits: 1.1–4.7 s for a
+    /// record with one version.)
+    ///
+    /// `earlier` is this answer for an older tip, when known: as with `removals`, if `tip`
+    /// descends from it by a line of commits with one parent each, only those are walked.
+    public func versions(of path: String, from tip: ObjectID,
+                         extending earlier: (tip: ObjectID, versions: [PathVersion])? = nil) throws(GitError) -> [PathVersion] {
         _ = try Self.components(of: path)
+        let (folder, name) = PathBytes.split(path)
         return try locked { () throws(GitError) in
             var blobs: [ObjectID: ObjectID?] = [:]
+            var inFolder: [ObjectID: ObjectID?] = [:]
             func blob(_ commit: ObjectID) throws(GitError) -> ObjectID? {
                 if let known = blobs[commit] { return known }
-                let found = try blobLocked(at: path, commit: commit)
+                let root = try commitTreeLocked(commit)
+                let folderTree = folder.isEmpty ? ObjectID(git_tree_id(root.pointer)) : try entryIDLocked(in: root, path: folder, treesOnly: true)
+                var found: ObjectID? = nil
+                if let folderTree {
+                    if let known = inFolder[folderTree] {
+                        found = known
+                    } else {
+                        found = try entryIDLocked(in: try lookupTreeLocked(folderTree), path: name, blobsOnly: true)
+                        inFolder[folderTree] = found
+                    }
+                }
                 blobs[commit] = found
                 return found
             }
+            var line: [ObjectID]? = nil
+            if let earlier { line = try lineOfCommitsLocked(from: tip, down: earlier.tip) }
+            let commits: [ObjectID]
+            if let line { commits = line } else { commits = try walkLocked(from: tip) }
             var versions: [PathVersion] = []
-            for id in try walkLocked(from: tip) {
+            for id in commits {
                 guard let current = try blob(id) else { continue }
                 let commit = try lookupCommitLocked(id)
                 let parents = (0..<git_commit_parentcount(commit.pointer)).map { ObjectID(git_commit_parent_id(commit.pointer, $0)) }
@@ -94,6 +120,8 @@ extension GitRepository {
                     versions.append(PathVersion(commit: id, seconds: git_commit_time(commit.pointer), blob: current))
                 }
             }
+            // The commits before the line are the earlier walk's, and so are their versions.
+            if line != nil, let earlier { versions += earlier.versions }
             return versions
         }
     }
@@ -187,18 +215,16 @@ extension GitRepository {
         return ids
     }
 
-    /// The blob at `path` in `commit` (nil: none there, or not a file). Lock held.
-    private func blobLocked(at path: String, commit: ObjectID) throws(GitError) -> ObjectID? {
-        try entryIDLocked(in: try commitTreeLocked(commit), path: path, blobsOnly: true)
-    }
-
-    private func entryIDLocked(in tree: TreeHandle, path: String, blobsOnly: Bool = false) throws(GitError) -> ObjectID? {
+    /// The id of the entry at `path` below `tree` (nil: none there, or not of the kind asked
+    /// for). Lock held.
+    private func entryIDLocked(in tree: TreeHandle, path: String, blobsOnly: Bool = false, treesOnly: Bool = false) throws(GitError) -> ObjectID? {
         var pointer: OpaquePointer?
         let rc = git_tree_entry_bypath(&pointer, tree.pointer, path)
         if rc == GIT_ENOTFOUND.rawValue { return nil }
         try check(rc, "look up '\(path)'")
         let entry = TreeEntryHandle(pointer!)
-        if blobsOnly && git_tree_entry_type(entry.pointer) != GIT_OBJECT_BLOB { return nil }
+        let type = git_tree_entry_type(entry.pointer)
+        if (blobsOnly && type != GIT_OBJECT_BLOB) || (treesOnly && type != GIT_OBJECT_TREE) { return nil }
         return ObjectID(git_tree_entry_id(entry.pointer))
     }
 
