@@ -969,6 +969,26 @@ class Bench:
                         raise BenchError(f"{title}: {output.strip()} lines, expected at least {at_least}")
                     row["samples"]["binder"].append(seconds)
                 log(f"{title}, {mode}: " + ", ".join(f"{s:.3f}" for s in row["samples"]["binder"]))
+        # After a save the tip has moved: the walks extend the last one over the new commit
+        # instead of walking the whole history again (each sample: one save, then the listing).
+        commits = int(run(["git", "-C", os.path.join(binder.home, "binders", BINDER_NAME), "rev-list", "--count", "HEAD"]).stdout.strip())
+        after_save = {
+            f"views: ls -l .binder/deleted just after a save ({commits:,} commits)":
+                (f"ls -l '{binder.root}/.binder/deleted' | wc -l", 1),
+            f"views: ls -l .binder/history of a record with {o.history_versions} versions, just after a save to it":
+                (f"ls -l '{binder.root}/.binder/history/views-history/record.md' | wc -l", o.history_versions),
+        }
+        for title, (command, at_least) in after_save.items():
+            row = {"mode": "warm", "unit": "s", "samples": {"binder": []}, "capped": {}}
+            self.results["rows"][title] = row
+            shell(command)
+            for i in range(o.reps):
+                atomic_save(record, f"---\ntype: note\n---\n# After {i}\n\n{record_text(i)}".encode())
+                seconds, output = timed_shell(command)
+                if int(output.strip()) < at_least:
+                    raise BenchError(f"{title}: {output.strip()} lines, expected at least {at_least}")
+                row["samples"]["binder"].append(seconds)
+            log(f"{title}: " + ", ".join(f"{s:.3f}" for s in row["samples"]["binder"]))
 
     def primitives(self):
         tool = self.binaries.get("binder-bench")
