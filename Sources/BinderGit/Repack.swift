@@ -166,13 +166,13 @@ extension GitRepository {
 
     /// Tree `id`'s content, read through libgit2 (zlib checks the stream; `TreeBases` then
     /// checks each delta it makes rebuilds these bytes). Lock held.
-    private func treeContentLocked(_ id: ObjectID) throws(GitError) -> [UInt8] {
+    func treeContentLocked(_ id: ObjectID) throws(GitError) -> [UInt8] {
         var oid = id.oid
         var pointer: OpaquePointer?
         try check(git_odb_read(&pointer, odb.pointer, &oid), "read tree \(id)")
         let object = OdbObjectHandle(pointer!)
         guard git_odb_object_type(object.pointer) == GIT_OBJECT_TREE else {
-            throw GitError.failed(operation: "fold packs", code: .other(-1), message: "\(id) is not a tree", posixErrno: EIO)
+            throw GitError.failed(operation: "read tree", code: .other(-1), message: "\(id) is not a tree", posixErrno: EIO)
         }
         let size = git_odb_object_size(object.pointer)
         guard size > 0, let data = git_odb_object_data(object.pointer) else { return [] }

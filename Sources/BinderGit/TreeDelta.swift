@@ -246,8 +246,9 @@ enum TreeDelta {
 public enum TreeDeltaFuzzing {
     /// Input: two bytes giving where the base ends (big-endian, past the end: all of it), then
     /// the base's bytes and the target's. When both parse as trees, the delta must rebuild the
-    /// target exactly; the input's bytes are also applied as a delta to the base, which must
-    /// give nil or a result of the size the delta names. Returns what went wrong, nil if nothing.
+    /// target exactly, and a history walk's comparison of the two must end; the input's bytes
+    /// are also applied as a delta to the base, which must give nil or a result of the size
+    /// the delta names. Returns what went wrong, nil if nothing.
     public static func run(_ bytes: [UInt8]) -> String? {
         guard bytes.count >= 2 else { return nil }
         let data = Array(bytes.dropFirst(2))
@@ -258,6 +259,10 @@ public enum TreeDeltaFuzzing {
                   base.withUnsafeBytes({ b in target.withUnsafeBytes { TreeDelta.rebuilds(delta, from: b, exactly: $0) } }) else {
                 return "a delta does not rebuild its target"
             }
+        }
+        // A history walk compares two trees' bytes the same way (`ParsedTree.differences`).
+        if let old = ParsedTree(base), let new = ParsedTree(target), let found = ParsedTree.differences(from: old, to: new) {
+            guard found.allSatisfy({ $0.isTree || $0.new == nil }) else { return "a file reported with a counterpart" }
         }
         if let rebuilt = base.withUnsafeBytes({ TreeDelta.apply(target, to: $0) }) {
             var position = 0
