@@ -39,9 +39,9 @@ final class Committer: Sendable {
 
     /// Packing after commits (see `packWhenDue`). Guarded by `packing`.
     struct PackingState {
-        /// Commits since the last fold started; at first (and after a fold), the packs the
-        /// repository holds when they have piled up (`piledUp`: a save writes one), so that
-        /// packs left by mounts that ended before their fold came due are folded too.
+        /// Commits since the last fold started; at first, the packs the repository holds when
+        /// they have piled up (`piledUp`: a save writes one), so that packs left by mounts
+        /// that ended before their fold came due are folded too.
         var commits: Int
         /// The next packing must be a full repack (a binder full of loose objects).
         var repackNext: Bool
@@ -152,14 +152,16 @@ final class Committer: Sendable {
             }
             // The packs rolled up are removed: the view's instance closes them now.
             self.repository.releaseRemovedPacks()
-            // Packs still piled up (the fold rolled `packsPerFold` of them) call for the next
-            // step now; a fold that removed nothing is not repeated until saves call for one.
-            let piledUp = (removedPacks ?? 0) > 0 ? Self.piledUp(repository.packCount()) : 0
+            // A fold held to `packsPerFold` left packs it would have rolled: the next step
+            // starts now. (Not for every fold that leaves many packs: during a fast import
+            // that doubled the folds, each rolling a few packs.) One that removed nothing is
+            // not repeated until saves call for one.
+            let stepsLeft = plan?.packs.count == Self.packsPerFold && (removedPacks ?? 0) > 0
             let next = packing.withLock { state -> PackJob? in
                 if let plan {
                     state.folds -= 1
                     state.claimed.subtract(plan.packs)
-                    state.commits = max(state.commits, piledUp)
+                    if stepsLeft { state.commits = max(state.commits, Self.foldEvery) }
                 } else {
                     state.repacking = false
                 }
