@@ -45,41 +45,11 @@ final class DeletedFilesTests: XCTestCase {
     /// (which walk the whole history again).
     func testDeletedFilesExtendedFromAnEarlierTipEqualAWholeWalk() throws {
         let tmp = try TemporaryDirectory()
-        let path = tmp.sub("r.git")
-        let repo = try GitRepository.create(path: path, bare: true)
-        var random = SystemRandomNumberGenerator()
-        let paths = ["a.json", "b.json", "v/c.json", "v/d.json", "v/w/e.json", "x.json", "x.json/inner.json", "y/f.json"]
-        var present: [String: Int] = [:]  // path -> version
-        var tip = try repo.commitChanges(onto: nil, changes: [.write(path: "root.json", blob: try repo.writeBlob([0]))],
-                                         message: "Add", author: testAuthor)
-        var earlier = try repo.removals(from: tip)
-        var side: ObjectID? = nil
+        let repo = try GitRepository.create(path: tmp.sub("r.git"), bare: true)
+        var earlier: Removals?
         var mostDeleted = 0
-        for step in 0..<200 {
-            var changes: [TreeChange] = []
-            for _ in 0..<Int.random(in: 1...3, using: &random) {
-                let chosen = paths.randomElement(using: &random)!
-                // A path and its folder-or-file twin never both exist.
-                let twin = chosen == "x.json" ? "x.json/inner.json" : chosen == "x.json/inner.json" ? "x.json" : nil
-                guard !changes.contains(where: { $0.path == chosen || $0.path == twin }) else { continue }
-                if present[chosen] != nil, Bool.random(using: &random) {
-                    changes.append(.delete(path: chosen))
-                    present[chosen] = nil
-                } else {
-                    if let twin, present[twin] != nil { changes.append(.delete(path: twin)); present[twin] = nil }
-                    let version = (present[chosen] ?? 0) + 1
-                    changes.append(.write(path: chosen, blob: try repo.writeBlob(Array("\(chosen) \(step) \(version)".utf8))))
-                    present[chosen] = version
-                }
-            }
-            guard !changes.isEmpty else { continue }
-            if step % 20 == 10 { side = tip }
-            if step % 20 == 15, let other = side {
-                // A merge of a line that left from an older tip (its tree: this one's).
-                tip = try repo.commitChanges(onto: tip, changes: changes, message: "Merge", author: testAuthor, mergedParents: [other])
-            } else {
-                tip = try repo.commitChanges(onto: tip, changes: changes, message: "Edit", author: testAuthor)
-            }
+        _ = try randomHistory(in: repo, paths: ["a.json", "b.json", "v/c.json", "v/d.json", "v/w/e.json", "x.json", "x.json/inner.json", "y/f.json"],
+                              steps: 200, changesAtMost: 3, removeOneIn: 2, contents: 1_000, mergeEvery: 20) { tip, step in
             let whole = try repo.deletedFiles(from: tip)
             let extended = try repo.removals(from: tip, extending: earlier)
             XCTAssertEqual(extended.deleted, whole, "step \(step)")

@@ -184,3 +184,46 @@ func killDuringCommits(path: String, from start: ObjectID, rounds: Int, in tmp: 
     }
     return (tip, total)
 }
+
+/// A random history for walks to be checked against: commits of one to `changesAtMost` writes
+/// and removals of `paths` (a removal one time in `removeOneIn`; writes with one of `contents`
+/// contents, so that a version can repeat an older one), where `x.json` is a file at times and
+/// a folder (`x.json/inner.json`) at others, and every `mergeEvery` commits a merge of a
+/// line that left from an older tip. `afterEach` is told each commit and its step.
+func randomHistory(in repo: GitRepository, paths: [String], steps: Int, changesAtMost: Int, removeOneIn: Int,
+                   contents: Int, mergeEvery: Int, afterEach: (ObjectID, Int) throws -> Void) throws -> ObjectID {
+    var random = SystemRandomNumberGenerator()
+    var present = Set<String>()
+    var tip = try repo.commitChanges(onto: nil, changes: [.write(path: "root.json", blob: try repo.writeBlob([0]))],
+                                     message: "Add", author: testAuthor)
+    try afterEach(tip, -1)
+    var side: ObjectID? = nil
+    for step in 0..<steps {
+        var changes: [TreeChange] = []
+        for _ in 0..<Int.random(in: 1...changesAtMost, using: &random) {
+            let chosen = paths.randomElement(using: &random)!
+            // A path and its folder-or-file twin never both exist.
+            let twin = chosen == "x.json" ? "x.json/inner.json" : chosen == "x.json/inner.json" ? "x.json" : nil
+            guard !changes.contains(where: { $0.path == chosen || $0.path == twin }) else { continue }
+            if present.contains(chosen), Int.random(in: 0..<removeOneIn, using: &random) == 0 {
+                changes.append(.delete(path: chosen))
+                present.remove(chosen)
+            } else {
+                if let twin, present.contains(twin) { changes.append(.delete(path: twin)); present.remove(twin) }
+                let content = Int.random(in: 0..<contents, using: &random)
+                changes.append(.write(path: chosen, blob: try repo.writeBlob(Array("\(chosen) \(content)".utf8))))
+                present.insert(chosen)
+            }
+        }
+        guard !changes.isEmpty else { continue }
+        if step % mergeEvery == mergeEvery / 4 { side = tip }
+        if step % mergeEvery == mergeEvery * 3 / 4, let other = side {
+            // Its tree: this commit's changes on the tip (the other line's are left out).
+            tip = try repo.commitChanges(onto: tip, changes: changes, message: "Merge", author: testAuthor, mergedParents: [other])
+        } else {
+            tip = try repo.commitChanges(onto: tip, changes: changes, message: "Edit", author: testAuthor)
+        }
+        try afterEach(tip, step)
+    }
+    return tip
+}

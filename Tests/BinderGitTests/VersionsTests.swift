@@ -9,43 +9,14 @@ import XCTest
 final class VersionsTests: XCTestCase {
     func testVersionsEqualTheBlobOfEveryCommitComparedWithItsParents() throws {
         let tmp = try TemporaryDirectory()
-        let path = tmp.sub("r.git")
-        let repo = try GitRepository.create(path: path, bare: true)
-        var random = SystemRandomNumberGenerator()
-        // Files at the root, in folders, nested; `x.json` is a file at times and a folder at
-        // others; `v` changes in most commits, `y` in few.
+        let repo = try GitRepository.create(path: tmp.sub("r.git"), bare: true)
+        // Files at the root, in folders and nested; `x.json` is a file at times, a folder at others.
         let paths = ["a.json", "v/c.json", "v/d.json", "v/w/e.json", "x.json", "x.json/inner.json", "y/f.json"]
-        var present: [String: Int] = [:]
-        var tip = try repo.commitChanges(onto: nil, changes: [.write(path: "root.json", blob: try repo.writeBlob([0]))],
-                                         message: "Add", author: testAuthor)
-        var side: ObjectID? = nil
         // The answer extended after each commit from the one before (for a few paths).
         let followed = ["v/c.json", "x.json", "y/f.json"]
-        var extended = Dictionary(uniqueKeysWithValues: try followed.map { ($0, (tip: tip, versions: try repo.versions(of: $0, from: tip))) })
-        for step in 0..<150 {
-            var changes: [TreeChange] = []
-            for _ in 0..<Int.random(in: 1...2, using: &random) {
-                let chosen = paths.randomElement(using: &random)!
-                let twin = chosen == "x.json" ? "x.json/inner.json" : chosen == "x.json/inner.json" ? "x.json" : nil
-                guard !changes.contains(where: { $0.path == chosen || $0.path == twin }) else { continue }
-                if present[chosen] != nil, Int.random(in: 0..<4, using: &random) == 0 {
-                    changes.append(.delete(path: chosen))
-                    present[chosen] = nil
-                } else {
-                    if let twin, present[twin] != nil { changes.append(.delete(path: twin)); present[twin] = nil }
-                    // Now and then the same content again (a version equal to an older one).
-                    let version = Int.random(in: 0..<6, using: &random)
-                    changes.append(.write(path: chosen, blob: try repo.writeBlob(Array("\(chosen) \(version)".utf8))))
-                    present[chosen] = version
-                }
-            }
-            guard !changes.isEmpty else { continue }
-            if step % 25 == 5 { side = tip }
-            if step % 25 == 20, let other = side {
-                tip = try repo.commitChanges(onto: tip, changes: changes, message: "Merge", author: testAuthor, mergedParents: [other])
-            } else {
-                tip = try repo.commitChanges(onto: tip, changes: changes, message: "Edit", author: testAuthor)
-            }
+        var extended: [String: (tip: ObjectID, versions: [PathVersion])] = [:]
+        let tip = try randomHistory(in: repo, paths: paths, steps: 150, changesAtMost: 2, removeOneIn: 4, contents: 6,
+                                    mergeEvery: 25) { tip, step in
             for file in followed {
                 let versions = try repo.versions(of: file, from: tip, extending: extended[file])
                 XCTAssertEqual(versions, try repo.versions(of: file, from: tip), "\(file), step \(step)")
