@@ -18,6 +18,40 @@ final class DurabilityTests: XCTestCase {
         return Int(counts.split(separator: "\n").first { $0.hasPrefix("count: ") }?.dropFirst(7) ?? "") ?? -1
     }
 
+    func packs(_ binder: MountedBinder) throws -> Int {
+        let counts = try shell("git -C '\(binder.repository)' count-objects -v").stdout
+        return Int(counts.split(separator: "\n").first { $0.hasPrefix("packs: ") }?.dropFirst(7) ?? "") ?? -1
+    }
+
+    /// Each save writes a pack, folded every 32 saves of a mount; mounts that each end sooner
+    /// leave theirs. The next mount that may write folds them once it is up, before any save;
+    /// a read-only mount leaves them.
+    func testAMountFoldsThePacksShortMountsLeft() throws {
+        let binder = try MountedBinder()
+        defer { binder.unmount() }
+        for mount in 0..<2 {
+            try binder.mount()
+            let saves = try shell("for i in $(seq 20); do printf '# Short mount \(mount), save %s\\n' $i > visits/2026-07-0\(mount + 1)-short.md || exit 1; done",
+                                  in: binder.mountpoint)
+            XCTAssertEqual(saves.status, 0, saves.stderr)
+            binder.unmount()
+        }
+        let piledUp = try packs(binder)
+        XCTAssertGreaterThanOrEqual(piledUp, 40, "each save writes a pack")
+
+        try binder.mount(["--read-only"])
+        Thread.sleep(forTimeInterval: 3)
+        XCTAssertEqual(try packs(binder), piledUp, "a read-only mount changed the repository")
+        binder.unmount()
+
+        try binder.mount()
+        waitUntil(timeout: 120) { ((try? self.packs(binder)) ?? Int.max) < 32 }
+        XCTAssertLessThan(try packs(binder), 32, "the packs were not folded (\(piledUp) before)")
+        XCTAssertTrue(String(decoding: try binder.read("visits/2026-07-02-short.md"), as: UTF8.self).hasSuffix("# Short mount 1, save 20\n"))
+        binder.unmount()
+        XCTAssertEqual(try shell("git -C '\(binder.repository)' fsck --strict 2>&1").status, 0)
+    }
+
     func testKillDashNineLosesNoAcknowledgedSave() throws {
         let binder = try MountedBinder()
         defer { binder.unmount() }
