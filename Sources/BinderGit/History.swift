@@ -235,14 +235,9 @@ extension GitRepository {
         }
     }
 
-    /// The files (blobs) some commit reachable from `tip` removed and `tip` does not hold, each
-    /// with the content it had when last removed, newest removal first.
-    public func deletedFiles(from tip: ObjectID) throws(GitError) -> [DeletedFile] {
-        try removals(from: tip).deleted
-    }
-
-    /// Every path some commit reachable from `tip` removed (`Removals`), the deleted files
-    /// among them.
+    /// Every path some commit reachable from `tip` removed (`Removals`), and the deleted files
+    /// among them: those `tip` does not hold, each with the content it had when last removed,
+    /// newest removal first.
     ///
     /// `earlier` is this answer for an older tip, when known. If `tip` descends from it by a
     /// line of commits with one parent each (saves), only those commits are walked and the

@@ -33,7 +33,7 @@ final class DeletedFilesTests: XCTestCase {
         tip = try repo.commitChanges(onto: tip, changes: [.delete(path: "z.json"), .write(path: "z.json/inner.json", blob: try blob("i")),
                                                           .delete(path: "a0.json")],
                                      message: "Move", author: testAuthor)
-        let deleted = try repo.deletedFiles(from: tip)
+        let deleted = try repo.removals(from: tip).deleted
         // z.json is a folder at the tip now: not a deleted file.
         XCTAssertEqual(Set(deleted.map(\.path)), ["a-b.json", "b/c/d.json", "a0.json"])
         XCTAssertEqual(try repo.readBlob(try XCTUnwrap(deleted.first { $0.path == "b/c/d.json" }).lastBlob), Array("b/c/d.json".utf8))
@@ -50,7 +50,7 @@ final class DeletedFilesTests: XCTestCase {
         var mostDeleted = 0
         _ = try randomHistory(in: repo, paths: ["a.json", "b.json", "v/c.json", "v/d.json", "v/w/e.json", "x.json", "x.json/inner.json", "y/f.json"],
                               steps: 200, changesAtMost: 3, removeOneIn: 2, contents: 1_000, mergeEvery: 20) { tip, step in
-            let whole = try repo.deletedFiles(from: tip)
+            let whole = try repo.removals(from: tip).deleted
             let extended = try repo.removals(from: tip, extending: earlier)
             XCTAssertEqual(extended.deleted, whole, "step \(step)")
             XCTAssertEqual(try repo.removals(from: tip, extending: extended).deleted, whole, "step \(step), same tip")
