@@ -381,11 +381,19 @@ final class DocumentPart: Sendable {
         let listings: [String: Listing]
     }
 
+    /// A box for the few documents that have children: kept inline, the optional took 112 of
+    /// the part's 368 bytes for every record (11 MB of a 100,000-record folder's parts).
+    private final class ChildrenBox: Sendable {
+        let children: Children
+        init(_ children: Children) { self.children = children }
+    }
+
     let blob: ObjectID
     /// The name wanted in the folder (made unique when the folder is assembled).
     let name: String
     let node: Node
-    let children: Children?
+    private let childrenBox: ChildrenBox?
+    var children: Children? { childrenBox?.children }
     let consumedSidecars: Set<String>
     /// Sidecar files looked up, by name, with the blob found (nil: there was none).
     let sidecarLookups: [String: ObjectID?]
@@ -400,7 +408,7 @@ final class DocumentPart: Sendable {
         self.blob = blob
         self.name = name
         self.node = node
-        self.children = children
+        childrenBox = children.map(ChildrenBox.init)
         self.consumedSidecars = consumedSidecars
         self.sidecarLookups = sidecarLookups
         self.usesCommitTime = usesCommitTime
