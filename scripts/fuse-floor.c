@@ -3,7 +3,7 @@
 // timeouts, the multi-threaded loop, noflush); nothing is decrypted, parsed or looked up in git.
 // Built and driven by scripts/fuse-floor (see docs/BENCHMARKS.md, "The FUSE floor").
 // With LINKS=N in the environment it also serves /links: N symbolic links in one folder, as
-// .binder/timeline is.
+// .binder/timeline is; with CACHE_SYMLINKS=1 the kernel keeps the links' targets.
 // usage: fuse-floor SOURCE MOUNTPOINT
 #define FUSE_USE_VERSION 31
 #include <fuse.h>
@@ -46,7 +46,10 @@ static struct entry *find(const char *path) {
 }
 
 static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg) {
-    (void)conn; cfg->entry_timeout = 60; cfg->attr_timeout = 60; cfg->negative_timeout = 5; cfg->use_ino = 0; return NULL;
+    /* CACHE_SYMLINKS=1: the kernel keeps what readlink answered (binder does not: see
+       docs/BENCHMARKS.md, "Where each goal stands"). */
+    if (getenv("CACHE_SYMLINKS") && (conn->capable & FUSE_CAP_CACHE_SYMLINKS)) conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+    cfg->entry_timeout = 60; cfg->attr_timeout = 60; cfg->negative_timeout = 5; cfg->use_ino = 0; return NULL;
 }
 static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi) {
     (void)fi; memset(st, 0, sizeof *st);
