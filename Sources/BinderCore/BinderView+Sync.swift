@@ -16,6 +16,12 @@ extension BinderView {
         committer.hooks.withLock { $0.onStale = handler }
     }
 
+    /// `handler` is told of every change of the commit shown, once it is shown (a commit of
+    /// this view or one from elsewhere), with the write lock held: it must only signal.
+    public func setShownCommitHandler(_ handler: (@Sendable () -> Void)?) {
+        committer.hooks.withLock { $0.onShown = handler }
+    }
+
     /// Shows `commit`, which moved the branch from elsewhere (sync), and returns the view paths
     /// whose names, attributes or contents changed, their folders included, so that the kernel
     /// can be told to forget what it cached of them.

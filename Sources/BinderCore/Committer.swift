@@ -18,6 +18,10 @@ final class Committer: Sendable {
         /// Told the view paths a commit from elsewhere changed (the FUSE bridge drops what the
         /// kernel cached of them).
         var onStale: (@Sendable ([String]) -> Void)?
+        /// Told, once it is shown, of every change of the commit shown (this view's commits and
+        /// those from elsewhere): `.binder/` is worked out of it. Runs with the write lock held:
+        /// it must only signal.
+        var onShown: (@Sendable () -> Void)?
     }
 
     let repository: GitRepository
@@ -191,7 +195,9 @@ final class Committer: Sendable {
                     let id = try repository.commitChanges(onto: parent, changes: changes, message: planned.message, author: author,
                                                           branch: branch, blobs: blobs)
                     try adopt(commitOnTop: id, changes: changes)
-                    hooks.withLock { $0 }.onCommit?(id)
+                    let hooks = self.hooks.withLock { $0 }
+                    hooks.onShown?()
+                    hooks.onCommit?(id)
                     followInWorkTree(changes)
                     packWhenDue()
                     logger.debug("committed", metadata: ["message": "\(planned.message)", "paths": "\(changes.map(\.path))"])
@@ -323,6 +329,7 @@ final class Committer: Sendable {
         }
         let oldListings = listings.builtListings
         listings.adopt(new, changes: changed)
+        hooks.withLock { $0 }.onShown?()
         let kept = Set(listings.builtListings.keys)
 
         var stale: [String] = []

@@ -78,10 +78,13 @@ public final class FUSEMount {
         view.setStaleHandler { paths in
             for path in paths { fileSystem.changed("/" + path) }
         }
+        // Every commit shown: the names the kernel holds under `.binder` are dropped.
+        view.setShownCommitHandler { fileSystem.shownCommitChanged() }
     }
 
     deinit {
         view.setStaleHandler(nil)
+        view.setShownCommitHandler(nil)
         if mounted { fuse_unmount(handle) }
         fuse_destroy(handle)
         context.release()

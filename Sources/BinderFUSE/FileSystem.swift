@@ -28,6 +28,8 @@ final class FileSystemContext: Sendable {
     /// Paths stored (or changed by sync) since they were last opened: the next open must not
     /// keep the kernel's pages, which may hold what was written rather than what is stored.
     private let changedPaths = Mutex<Set<String>>([])
+    /// The names under `.binder` the kernel may hold, dropped at each change of the commit shown.
+    let controlNames = ControlNames()
 
     init(view: BinderView, logger: Logger, readOnly: Bool, activity: RequestActivity) {
         self.view = view
@@ -85,6 +87,33 @@ final class FileSystemContext: Sendable {
             // The views in `.binder/` are worked out of the commit shown: what the kernel
             // holds of them (names looked up, attributes) goes with it.
             _ = fuse_invalidate_path(fuse, "/" + BinderView.controlDirectory)
+        }
+    }
+
+    /// The commit shown changed (this mount's commit or one from elsewhere), and with it what
+    /// `.binder` shows: the kernel drops the attributes of every name there it was given since
+    /// the last change (the next `stat` asks again: a name gone is gone), and forgets the names
+    /// it was told are missing (one that came is found). Runs after the request that made the
+    /// commit, like every invalidation: from inside it, a drop can wait on a request that needs
+    /// a worker thread that waits on the commit.
+    func shownCommitChanged() {
+        let known = controlNames.take()
+        guard !known.isEmpty else { return }
+        let handle = fuseHandle.withLock { $0 }
+        let root = mountpoint.withLock { $0 }
+        guard handle != 0, !root.isEmpty else { return }
+        invalidations.async {
+            guard let fuse = OpaquePointer(bitPattern: handle) else { return }
+            for path in known.lookedUp { _ = fuse_invalidate_path(fuse, path) }
+            for (folder, names) in known.listed {
+                for name in names { _ = fuse_invalidate_path(fuse, folder + "/" + name) }
+            }
+            for (folder, names) in known.missing {
+                var info = stat()
+                // A stat of our own folder is an ordinary request, served by another worker thread.
+                guard lstat(root + folder, &info) == 0 else { continue }
+                for name in names { _ = binder_fuse_forget_entry(fuse, UInt(info.st_ino), name) }
+            }
         }
     }
 

@@ -58,12 +58,19 @@ enum ReadOperations {
 
     static func attributes(_ path: String, into stat: UnsafeMutablePointer<stat>) -> Int32 {
         let fs = FileSystemContext.current
+        // The kernel keeps the name it looked up, or its absence: under `.binder` both are
+        // followed, to be dropped when the commit shown changes (followed before the answer:
+        // one worked out of the commit shown before a change is dropped with that change).
+        let control = ControlNames.isControl(path)
+        if control { fs.controlNames.lookedUp(path) }
         do {
             fs.fill(stat, try fs.view.attributes(path))
             return 0
         } catch {
             fs.logger.debug("getattr failed", metadata: ["path": "\(path)", "error": "\(error)"])
-            return fs.errno(error)
+            let result = fs.errno(error)
+            if control && result == -ENOENT { fs.controlNames.missing(path) }
+            return result
         }
     }
 
@@ -87,7 +94,12 @@ enum ReadOperations {
             info.pointee.fh = fs.openFolders.open(entries)
             // Folders change through this mount (the kernel then drops its copy itself) or by
             // sync (which invalidates them): the kernel may keep what readdir returned.
-            if !BinderView.isControlPath(path) { binder_fi_set_cache_dir(info) }
+            if !BinderView.isControlPath(path) {
+                binder_fi_set_cache_dir(info)
+            } else {
+                // readdirplus gives the kernel each name with its attributes.
+                fs.controlNames.listed(path, names: entries.map(\.name))
+            }
             return 0
         } catch { return fs.errno(error) }
     }

@@ -75,6 +75,32 @@ final class ViewsMountTests: MountedFixtureTestCase {
         XCTAssertEqual(try shell("ls '\(mnt)/.binder/deleted/medications' 2>/dev/null").stdout, "", "no longer deleted")
     }
 
+    /// The kernel keeps a name it looked up for 60 s and a missing one for 5 s; under `.binder`
+    /// each commit drops them. Without that, a record deleted after its name was looked up in
+    /// `deleted/` stayed missing there for 5 s, and once restored stayed there for a minute
+    /// (`stat` yes, `cat` no such file), as did its timeline link.
+    func testNamesInBinderFollowEachCommit() throws {
+        let record = "labs/2025-02-25-lipid-panel.md"
+        let deleted = "\(mnt)/.binder/deleted/\(record)"
+        let link = "\(mnt)/.binder/timeline/2025-02-25 labs Lipid Panel.md"
+        let content = try binder.read(record)
+        // The kernel is given both names: the link exists, the deleted copy does not.
+        XCTAssertEqual(try shell("[ -L '\(link)' ] && ls -l '\(mnt)/.binder/timeline' > /dev/null").status, 0)
+        XCTAssertNotEqual(try shell("stat '\(deleted)'").status, 0)
+
+        XCTAssertEqual(try shell("rm '\(binder.path(record))'").status, 0)
+        // Within moments (the kernel is told right after the commit), not after the kernel's 5 s.
+        try eventually(2, "the deleted record shows in deleted/") { try shell("[ -f '\(deleted)' ]").status == 0 }
+        try eventually(2, "the timeline link of the deleted record goes") { try shell("[ -L '\(link)' ]").status != 0 }
+        XCTAssertEqual(try binder.read(".binder/deleted/" + record), content)
+
+        XCTAssertEqual(try shell("cp '\(deleted)' '\(binder.path(record))'").status, 0)
+        // Restored: gone from deleted/ for stat as for ls, not after the kernel's minute.
+        try eventually(2, "the restored record leaves deleted/") { try shell("[ -e '\(deleted)' ]").status != 0 }
+        try eventually(2, "the timeline link comes back") { try shell("[ -L '\(link)' ]").status == 0 }
+        XCTAssertEqual(try shell("cat '\(link)'").stdout, String(decoding: content, as: UTF8.self))
+    }
+
     func testEveryChangeInBinderIsEROFS() throws {
         let attempts = [
             "touch '\(mnt)/.binder/new'",
