@@ -14,7 +14,8 @@ final class ControlNames: Sendable {
     static let missingLimit = 10_000
 
     struct Known: Sendable {
-        /// Paths asked for by getattr (a lookup), whatever the answer.
+        /// Paths asked for by getattr (a lookup), followed before the answer; one found missing
+        /// moves to `missing`.
         var lookedUp: Set<String> = []
         /// Names listed, by folder (the listing's own strings: no copies).
         var listed: [String: [String]] = [:]
@@ -32,9 +33,12 @@ final class ControlNames: Sendable {
 
     func listed(_ folder: String, names: [String]) { known.withLock { $0.listed[folder] = names } }
 
+    /// A name looked up is missing: followed as such (and no longer as a name looked up, so
+    /// that only names `.binder` shows are held there, however many a reader probes).
     func missing(_ path: String) {
         let (folder, name) = Self.split(path)
         known.withLock { known in
+            known.lookedUp.remove(path)
             guard known.missingCount < Self.missingLimit else { return }
             if known.missing[folder, default: []].insert(name).inserted { known.missingCount += 1 }
         }
