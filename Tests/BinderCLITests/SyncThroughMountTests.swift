@@ -27,8 +27,13 @@ final class SyncThroughMountTests: XCTestCase {
         phone.unmount()
         try phone.binder(["sync", "health"])
 
+        // The kernel is told the record's history is missing (it keeps that for 5 s)...
+        let history = laptop.mountpoint + "/.binder/history/labs/2026-06-01-from-phone.md"
+        XCTAssertFalse(FileManager.default.fileExists(atPath: history))
         let synced = try laptop.binder(["sync", "health"])
         XCTAssertTrue(synced.stdout.hasPrefix("Synced health: received"), synced.stdout)
+        // ...and `.binder` follows the commit sync brought for `stat` too, within moments.
+        eventually(2, "the synced record's history in .binder") { FileManager.default.fileExists(atPath: history) }
         XCTAssertTrue(synced.stdout.contains("(by its mount at \(laptop.mountpoint))"), synced.stdout)
         XCTAssertEqual(daemonPID(laptop.mountpoint), pid, "the same mount goes on serving")
         XCTAssertEqual(laptop.read("labs/2026-06-01-from-phone.md")?.hasSuffix("# From the phone\n"), true,
