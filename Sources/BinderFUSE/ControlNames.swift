@@ -36,7 +36,7 @@ final class ControlNames: Sendable {
     /// A name looked up is missing: followed as such (and no longer as a name looked up, so
     /// that only names `.binder` shows are held there, however many a reader probes).
     func missing(_ path: String) {
-        let (folder, name) = Self.split(path)
+        let (folder, name) = ViewPath.split(path)  // FUSE paths are absolute: ("/a/b", "c")
         known.withLock { known in
             known.lookedUp.remove(path)
             guard known.missingCount < Self.missingLimit else { return }
@@ -47,12 +47,6 @@ final class ControlNames: Sendable {
     /// Everything followed so far, forgotten here: called once the new commit is shown, so
     /// that a name looked up after this call was answered from it.
     func take() -> Known { known.withLock { known in defer { known = Known() }; return known } }
-
-    /// "/a/b/c" -> ("/a/b", "c"): FUSE paths are absolute.
-    static func split(_ path: String) -> (folder: String, name: String) {
-        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return ("", path) }
-        return (String(path[..<slash]), String(path[path.utf8.index(after: slash)...]))
-    }
 
     private static let controlPrefix = "/" + BinderView.controlDirectory
 
