@@ -25,6 +25,10 @@ final class FileSystemContext: Sendable {
     /// Invalidations run here, after the callback that caused them has returned: asking the
     /// kernel to invalidate an inode from inside an operation on it can deadlock.
     private let invalidations = DispatchQueue(label: "binder.invalidate")
+    /// The names under `.binder` are dropped on a queue of their own: after a listing of
+    /// 100,000 links they take the better part of a second, and a saved file's invalidation
+    /// (its stored size) must not wait behind them.
+    private let viewInvalidations = DispatchQueue(label: "binder.invalidate-views")
     /// Paths stored (or changed by sync) since they were last opened: the next open must not
     /// keep the kernel's pages, which may hold what was written rather than what is stored.
     private let changedPaths = Mutex<Set<String>>([])
@@ -93,16 +97,17 @@ final class FileSystemContext: Sendable {
     /// The commit shown changed (this mount's commit or one from elsewhere), and with it what
     /// `.binder` shows: the kernel drops the attributes of every name there it was given since
     /// the last change (the next `stat` asks again: a name gone is gone), and forgets the names
-    /// it was told are missing (one that came is found). Runs after the request that made the
-    /// commit, like every invalidation: from inside it, a drop can wait on a request that needs
-    /// a worker thread that waits on the commit.
+    /// it was told are missing (one that came is found). Called with the commit's write lock
+    /// held; like every invalidation the drops are sent from a queue (`viewInvalidations`),
+    /// never from the thread serving a request: a drop may wait for a request in flight, which
+    /// needs a worker thread of its own.
     func shownCommitChanged() {
         let known = controlNames.take()
         guard !known.isEmpty else { return }
         let handle = fuseHandle.withLock { $0 }
         let root = mountpoint.withLock { $0 }
         guard handle != 0, !root.isEmpty else { return }
-        invalidations.async {
+        viewInvalidations.async {
             guard let fuse = OpaquePointer(bitPattern: handle) else { return }
             for path in known.lookedUp { _ = fuse_invalidate_path(fuse, path) }
             for (folder, names) in known.listed {
