@@ -56,10 +56,16 @@ public final class BinderView: Sendable {
     /// True for `.binder/status` (any leading slashes), whose content changes by itself.
     public static func isStatusFile(_ path: String) -> Bool { ViewPath.normalize(path) == statusPath }
 
-    /// True for `.binder` and what is in it.
+    /// True for `.binder` and what is in it (any leading and trailing slashes). Compares bytes
+    /// without building the normalised path: the FUSE bridge asks it on every getattr, and its
+    /// paths all start with a slash.
     public static func isControlPath(_ path: String) -> Bool {
-        let normalized = ViewPath.normalize(path)
-        return normalized == controlDirectory || PathBytes.isInside(normalized, folder: controlDirectory)
+        let slash = UInt8(ascii: "/")
+        let utf8 = path.utf8
+        let rest = utf8[(utf8.firstIndex { $0 != slash } ?? utf8.endIndex)...]
+        guard rest.starts(with: controlDirectory.utf8) else { return false }
+        let after = rest.dropFirst(controlDirectory.utf8.count)
+        return after.first == nil || after.first == slash
     }
 
     let repository: GitRepository

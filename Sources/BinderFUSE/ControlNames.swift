@@ -47,14 +47,4 @@ final class ControlNames: Sendable {
     /// Everything followed so far, forgotten here: called once the new commit is shown, so
     /// that a name looked up after this call was answered from it.
     func take() -> Known { known.withLock { known in defer { known = Known() }; return known } }
-
-    private static let controlPrefix = "/" + BinderView.controlDirectory
-
-    /// Whether a FUSE path (absolute) is `.binder` or inside it: a byte comparison, asked on
-    /// every getattr.
-    static func isControl(_ path: String) -> Bool {
-        guard path.utf8.starts(with: controlPrefix.utf8) else { return false }
-        let rest = path.utf8.dropFirst(controlPrefix.utf8.count)
-        return rest.isEmpty || rest.first == UInt8(ascii: "/")
-    }
 }

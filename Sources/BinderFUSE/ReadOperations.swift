@@ -61,7 +61,7 @@ enum ReadOperations {
         // The kernel keeps the name it looked up, or its absence: under `.binder` both are
         // followed, to be dropped when the commit shown changes (followed before the answer:
         // one worked out of the commit shown before a change is dropped with that change).
-        let control = ControlNames.isControl(path)
+        let control = BinderView.isControlPath(path)
         if control { fs.controlNames.lookedUp(path) }
         do {
             fs.fill(stat, try fs.view.attributes(path))

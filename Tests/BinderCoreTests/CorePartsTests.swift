@@ -123,6 +123,25 @@ final class CorePartsTests: XCTestCase {
         }
     }
 
+    // MARK: BinderView.isControlPath
+
+    /// Which paths are `.binder`'s: a row per case. The byte comparison must agree with the
+    /// rule it stands for: the path without its outer slashes is `.binder` or lies inside it.
+    func testControlPathTable() {
+        let rows: [(path: String, control: Bool)] = [
+            (".binder", true), ("/.binder", true), ("/.binder/", true), ("//.binder//", true),
+            ("/.binder/status", true), ("/.binder/timeline/2025 labs X.md", true), (".binder//x", true),
+            ("/", false), ("", false), ("/.binde", false), ("/.binderx", false), ("/.binder.md", false),
+            ("/visits/.binder", false), ("/.Binder", false), ("/ .binder", false),
+        ]
+        for row in rows {
+            XCTAssertEqual(BinderView.isControlPath(row.path), row.control, row.path)
+            let normalized = ViewPath.normalize(row.path)
+            let rule = normalized == BinderView.controlDirectory || PathBytes.isInside(normalized, folder: BinderView.controlDirectory)
+            XCTAssertEqual(BinderView.isControlPath(row.path), rule, "the rule, for \(row.path)")
+        }
+    }
+
     // MARK: RecordFacts.firstHeading
 
     /// Titles the timeline takes from a body: a row per rule. The byte scan must give what the
