@@ -67,11 +67,17 @@ final class FileSystemContext: Sendable {
         let (folder, name) = ViewPath.split(path)
         invalidations.async {
             guard let fuse = OpaquePointer(bitPattern: handle), !name.isEmpty else { return }
-            var info = stat()
-            // A stat of our own folder is an ordinary request, served by another worker thread.
-            guard lstat(root + folder, &info) == 0 else { return }
-            _ = binder_fuse_forget_entry(fuse, UInt(info.st_ino), name)
+            Self.forgetEntries([name], inFolder: folder, root: root, fuse)
         }
+    }
+
+    /// Tells the kernel to forget `names` in `folder` (a FUSE path). From an invalidation queue.
+    private static func forgetEntries(_ names: some Sequence<String>, inFolder folder: String, root: String, _ fuse: OpaquePointer) {
+        var info = stat()
+        // A stat of our own folder is an ordinary request, served by another worker thread;
+        // with use_ino off, a folder's st_ino is its node id.
+        guard lstat(root + folder, &info) == 0 else { return }
+        for name in names { _ = binder_fuse_forget_entry(fuse, UInt(info.st_ino), name) }
     }
 
     /// True once after each change of `path`: that open drops the kernel's pages and reads
@@ -113,12 +119,7 @@ final class FileSystemContext: Sendable {
             for (folder, names) in known.listed {
                 for name in names { _ = fuse_invalidate_path(fuse, folder + "/" + name) }
             }
-            for (folder, names) in known.missing {
-                var info = stat()
-                // A stat of our own folder is an ordinary request, served by another worker thread.
-                guard lstat(root + folder, &info) == 0 else { continue }
-                for name in names { _ = binder_fuse_forget_entry(fuse, UInt(info.st_ino), name) }
-            }
+            for (folder, names) in known.missing { Self.forgetEntries(names, inFolder: folder, root: root, fuse) }
         }
     }
 
