@@ -59,7 +59,7 @@ let package = Package(
         .target(name: "BinderSystem", dependencies: ["CLinux", "BinderCrypto"]),
         // Accounts and sync: the server's REST calls (login, listing) and fetch-merge-push.
         .target(name: "BinderSync", dependencies: [
-            "BinderCore", "BinderCrypto", "BinderGit", "BinderSystem",
+            "BinderCore", "BinderCrypto", "BinderFormat", "BinderGit", "BinderSystem",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOCore", package: "swift-nio"),

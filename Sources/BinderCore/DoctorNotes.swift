@@ -272,7 +272,7 @@ public enum DoctorNotes {
         if let created = document.created, TimelineNames.startsWithDay(created) {
             return String(decoding: created.utf8.prefix(10), as: UTF8.self)
         }
-        return String(ISO8601DateFormatter().string(from: now).prefix(10))
+        return String(Timestamps.string(from: now).prefix(10))
     }
 
     /// A path from the doctor's side that may name a file in the binder: plain names, none hidden.

@@ -1,4 +1,5 @@
 import BinderCore
+import BinderFormat
 import BinderGit
 import Dispatch
 import Foundation
@@ -23,13 +24,14 @@ public struct SyncState: Sendable, Codable, Equatable {
 
     /// `key: value` lines, as `.binder/status` shows them.
     public var lines: String {
-        let iso = ISO8601DateFormatter()
+        // `Timestamps`, not `ISO8601DateFormatter`, which would load ICU into the mount daemon.
+        let iso = { (date: Date) in Timestamps.string(from: date) }
         var lines = "sync: \(phase)\n"
         if let server, let repoId { lines += "server: \(server)\nrepository: \(repoId)\n" }
-        lines += "last_sync: \(lastSync.map { iso.string(from: $0) } ?? "never")\n"
+        lines += "last_sync: \(lastSync.map(iso) ?? "never")\n"
         lines += "pending_commits: \(pendingCommits)\n"
         lines += "last_error: \(lastError ?? "none")\n"
-        if let nextRetry { lines += "next_retry: \(iso.string(from: nextRetry))\n" }
+        if let nextRetry { lines += "next_retry: \(iso(nextRetry))\n" }
         lines += "conflicts_resolved: \(conflictsResolved)\n"
         return lines
     }
