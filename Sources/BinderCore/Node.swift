@@ -1,7 +1,11 @@
 import BinderGit
 
 /// A file or folder of the mounted view. See docs/DESIGN.md, "The view".
-struct Node: Sendable {
+///
+/// A class, immutable: the same node sits in its folder's listing and in the `DocumentPart`
+/// it came from, and a listing's dictionary holds a reference (8 bytes) rather than the node
+/// (104 bytes, in a bucket of 120 at a quarter full: 29 MB for a folder of 100,000 records).
+final class Node: Sendable {
     /// Where a node's bytes come from. Equal sources have equal bytes, so the source is also
     /// the plaintext cache's key.
     enum Source: Hashable, Sendable {
@@ -32,7 +36,20 @@ struct Node: Sendable {
     let modified: Timestamp
     /// The path of the git object this node is stored in (for logs and `verify`).
     let gitPath: String
-    var owner: Owner? = nil
+    let owner: Owner?
+
+    init(source: Source, size: Int, modified: Timestamp, gitPath: String, owner: Owner? = nil) {
+        self.source = source
+        self.size = size
+        self.modified = modified
+        self.gitPath = gitPath
+        self.owner = owner
+    }
+
+    /// This node, belonging to `owner`.
+    func owned(by owner: Owner) -> Node {
+        Node(source: source, size: size, modified: modified, gitPath: gitPath, owner: owner)
+    }
 
     var isDirectory: Bool { source == .directory }
     var isRaw: Bool { if case .raw = source { return true } else { return false } }
