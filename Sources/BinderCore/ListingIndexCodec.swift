@@ -186,7 +186,9 @@ private struct IndexWriter {
         time(part.commitTime)
         byte(part.facts == nil ? 0 : 1)
         if let facts = part.facts {
-            optionalString(facts.created)
+            optionalString(facts.createdDay)
+            byte(facts.createdTime == nil ? 0 : 1)
+            if let time = facts.createdTime { self.time(time) }
             optionalString(facts.type)
             string(facts.title)
             count(facts.tags.count)
@@ -327,12 +329,14 @@ private struct IndexReader {
 
     mutating func facts() throws(ListingIndexError) -> RecordFacts? {
         guard try flag("facts") else { return nil }
-        let created = try optionalString()
+        let day = try optionalString()
+        guard day.map(TimelineNames.startsWithDay) ?? true, (day?.utf8.count ?? 10) == 10 else { throw .malformed("created day") }
+        let time: Timestamp? = try flag("created time") ? try self.time() : nil
         let type = try optionalString()
         let title = try string()
         var tags: [String] = []
         for _ in 0..<(try count()) { tags.append(try string()) }
-        return RecordFacts(created: created, type: type, title: title, tags: tags)
+        return RecordFacts(createdDay: day, createdTime: time, type: type, title: title, tags: tags)
     }
 
     mutating func part() throws(ListingIndexError) -> DocumentPart {

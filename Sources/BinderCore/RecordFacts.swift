@@ -6,9 +6,12 @@ import Foundation
 /// Worked out when its folder is listed (the document is decrypted then anyway) and kept in
 /// memory with the listing, never written anywhere.
 struct RecordFacts: Sendable, Equatable {
-    /// `metadata.created` as written ("2026-02-09T10:00:00-05:00"); nil when absent.
-    let created: String?
-    /// The same as a time; nil when absent or not a time.
+    /// The day `metadata.created` names as written: `2026-02-09` of
+    /// "2026-02-09T10:00:00-05:00", the patient's own day, whatever the offset. Nil when
+    /// `created` is absent or does not start with a day. Ten bytes, which a `String` holds
+    /// inline: `created` kept whole was an allocation per record (6 MB at 100,000).
+    let createdDay: String?
+    /// `metadata.created` as a time; nil when absent or not a time.
     let createdTime: Timestamp?
     /// `metadata.type`, for records at the root (which have no category folder).
     let type: String?
@@ -17,12 +20,19 @@ struct RecordFacts: Sendable, Equatable {
     /// `metadata.tags`: the strings among them.
     let tags: [String]
 
-    init(created: String?, type: String? = nil, title: String, tags: [String] = []) {
-        self.created = created
-        createdTime = created.flatMap(Timestamps.parse).map { Timestamp(seconds: $0.seconds, nanoseconds: $0.nanoseconds) }
+    init(createdDay: String?, createdTime: Timestamp?, type: String?, title: String, tags: [String]) {
+        self.createdDay = createdDay
+        self.createdTime = createdTime
         self.type = type
         self.title = title
         self.tags = tags
+    }
+
+    /// From `metadata.created` as written.
+    init(created: String?, type: String? = nil, title: String, tags: [String] = []) {
+        let day = created.flatMap { TimelineNames.startsWithDay($0) ? String(decoding: $0.utf8.prefix(10), as: UTF8.self) : nil }
+        let time = created.flatMap(Timestamps.parse).map { Timestamp(seconds: $0.seconds, nanoseconds: $0.nanoseconds) }
+        self.init(createdDay: day, createdTime: time, type: type, title: title, tags: tags)
     }
 
     init(_ document: MedicalDocument, fileStem: String) {
@@ -104,10 +114,7 @@ struct TimelineRecord: Sendable, Equatable {
 
     /// `YYYY-MM-DD` as `created` writes it (the patient's own day), else the time's UTC day.
     var day: String {
-        if let created = facts.created, TimelineNames.startsWithDay(created) {
-            return String(decoding: created.utf8.prefix(10), as: UTF8.self)
-        }
-        return TimelineNames.utcDay(time.seconds)
+        facts.createdDay ?? TimelineNames.utcDay(time.seconds)
     }
 }
 

@@ -233,6 +233,31 @@ final class ListingIndexTests: XCTestCase {
         XCTAssertEqual(parts["visits"]?["visit-0.json"]?.facts?.title, "\(Self.marker) visit 0")
     }
 
+    /// A record's `created` is kept as its day (as written) and its time, and survives the index
+    /// as it was worked out. A row per form of `created`.
+    func testCreatedKeepsItsDayAndTimeThroughTheIndex() throws {
+        let rows: [(created: String?, day: String?, time: Int64?)] = [
+            ("2026-02-09T23:30:00-05:00", "2026-02-09", 1_770_697_800),  // the patient's day, not UTC's
+            ("2026-02-09T10:00:00.250Z", "2026-02-09", 1_770_631_200),
+            ("2026-02-09", "2026-02-09", 1_770_595_200),
+            ("2026-02-09 and more", "2026-02-09", nil),
+            ("yesterday", nil, nil),
+            (nil, nil, nil),
+        ]
+        for row in rows {
+            let facts = RecordFacts(created: row.created, title: "t")
+            XCTAssertEqual(facts.createdDay, row.day, "\(row.created ?? "nil")")
+            XCTAssertEqual(facts.createdTime?.seconds, row.time, "\(row.created ?? "nil")")
+            let node = Node(source: .document(blob: ObjectID(bytes: [UInt8](repeating: 7, count: 20))!), size: 1,
+                            modified: Timestamp(seconds: 5), gitPath: "visits/a.json")
+            let part = DocumentPart(blob: ObjectID(bytes: [UInt8](repeating: 7, count: 20))!, name: "a.md", node: node, children: nil,
+                                    consumedSidecars: [], sidecarLookups: [:], usesCommitTime: false,
+                                    commitTime: Timestamp(seconds: 9), facts: facts)
+            let decoded = try ListingIndexCodec.decode(ListingIndexCodec.encode(["visits": ["a.json": part]], limit: 1 << 20))
+            XCTAssertEqual(decoded["visits"]?["a.json"]?.facts, facts, "\(row.created ?? "nil")")
+        }
+    }
+
     func testASizeTheIndexGotWrongIsCorrectedByTheRead() throws {
         _ = try coldWalk()
         // As an index of an older rendering would be: a size off by some bytes.
