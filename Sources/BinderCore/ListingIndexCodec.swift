@@ -60,7 +60,7 @@ enum ListingIndexCodec {
             var folderParts = [String: DocumentPart](minimumCapacity: count)
             for _ in 0..<count {
                 let name = try reader.string()
-                folderParts[name] = try reader.part()
+                folderParts[name] = try reader.part(of: folder, keptAs: name)
             }
             parts[folder] = folderParts
             eachFolder?(folder, folderParts)
@@ -292,11 +292,14 @@ private struct IndexReader {
         }
     }
 
-    mutating func node() throws(ListingIndexError) -> Node {
+    /// A node; one stored at `folder/name` (a document's, in its folder's parts) is given
+    /// those two strings rather than a path of its own (see `Node.gitPath`).
+    mutating func node(storedAt folder: String? = nil, _ name: String? = nil) throws(ListingIndexError) -> Node {
         let source = try self.source()
         let size = try count(elements: false)
         let modified = try time()
-        let gitPath = try string()
+        let (folderShared, nameShared) = try pathIsJoined(folder, name)
+        let gitPath = folderShared == nil ? try string() : ""
         let owner: Node.Owner?
         switch try byte() {
         case 0: owner = nil
@@ -304,7 +307,27 @@ private struct IndexReader {
         case 2: owner = .child(documentPath: try string(), indexPath: try indexPath())
         default: throw .malformed("node owner")
         }
+        if let folderShared, let nameShared {
+            return Node(source: source, size: size, modified: modified, gitFolder: folderShared, gitName: nameShared, owner: owner)
+        }
         return Node(source: source, size: size, modified: modified, gitPath: gitPath, owner: owner)
+    }
+
+    /// Whether the string next in the input is `folder/name` (or `name` at the root); if so
+    /// it is read past and the two are returned.
+    private mutating func pathIsJoined(_ folder: String?, _ name: String?) throws(ListingIndexError) -> (String?, String?) {
+        guard let folder, let name else { return (nil, nil) }
+        let start = offset
+        let n = try count()
+        let expected = folder.isEmpty ? name.utf8.count : folder.utf8.count + 1 + name.utf8.count
+        guard n == expected else { offset = start; return (nil, nil) }
+        let bytes = UnsafeRawBufferPointer(rebasing: self.bytes[offset..<(offset + n)])
+        let matches = folder.isEmpty ? bytes.elementsEqual(name.utf8)
+            : bytes.prefix(folder.utf8.count).elementsEqual(folder.utf8) && bytes[folder.utf8.count] == UInt8(ascii: "/")
+                && bytes.suffix(name.utf8.count).elementsEqual(name.utf8)
+        guard matches else { offset = start; return (nil, nil) }
+        offset += n
+        return (folder, name)
     }
 
     mutating func listing() throws(ListingIndexError) -> Listing {
@@ -339,10 +362,11 @@ private struct IndexReader {
         return RecordFacts(createdDay: day, createdTime: time, type: type, title: title, tags: tags)
     }
 
-    mutating func part() throws(ListingIndexError) -> DocumentPart {
+    /// The part of document `key` of git folder `folder`.
+    mutating func part(of folder: String, keptAs key: String) throws(ListingIndexError) -> DocumentPart {
         let blob = try id()
         let name = try string()
-        let node = try self.node()
+        let node = try self.node(storedAt: folder, key)
         let children = try self.children()
         var consumed = Set<String>()
         for _ in 0..<(try count()) { consumed.insert(try string()) }

@@ -156,11 +156,6 @@ extension Node {
         }
     }
 
-    /// This node with the time `time`.
-    func retimed(_ time: Timestamp) -> Node {
-        Node(source: source, size: size, modified: time, gitPath: gitPath, owner: owner)
-    }
-
     /// Field by field (nothing else compares nodes, so `Node` is not `Equatable`).
     func isSame(as other: Node) -> Bool {
         source == other.source && size == other.size && modified == other.modified && gitPath == other.gitPath

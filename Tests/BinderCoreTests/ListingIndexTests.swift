@@ -258,6 +258,29 @@ final class ListingIndexTests: XCTestCase {
         }
     }
 
+    /// A node's git path comes back as it went in, whether or not it is its folder's path joined
+    /// with the name its part is kept by (then the decoder shares those two strings).
+    func testGitPathsComeBackWhetherOrNotTheyJoinFolderAndName() throws {
+        let rows: [(folder: String, key: String, gitPath: String)] = [
+            ("visits", "a.json", "visits/a.json"),
+            ("", "a.json", "a.json"),
+            ("visits/old", "a.json", "visits/old/a.json"),
+            ("visits", "a.json", "labs/a.json"),
+            ("visits", "a.json", "visits/b.json"),
+            ("visits", "a.json", "visitsXa.json"),
+            ("", "a.json", "x/a.json"),
+            ("visits", "ä.json", "visits/ä.json"),
+        ]
+        let blob = try XCTUnwrap(ObjectID(bytes: [UInt8](repeating: 7, count: 20)))
+        for row in rows {
+            let node = Node(source: .document(blob: blob), size: 1, modified: Timestamp(seconds: 5), gitPath: row.gitPath)
+            let part = DocumentPart(blob: blob, name: "a.md", node: node, children: nil, consumedSidecars: [], sidecarLookups: [:],
+                                    usesCommitTime: false, commitTime: Timestamp(seconds: 9), facts: nil)
+            let decoded = try ListingIndexCodec.decode(ListingIndexCodec.encode([row.folder: [row.key: part]], limit: 1 << 20))
+            XCTAssertEqual(decoded[row.folder]?[row.key]?.node.gitPath, row.gitPath, "\(row)")
+        }
+    }
+
     func testASizeTheIndexGotWrongIsCorrectedByTheRead() throws {
         _ = try coldWalk()
         // As an index of an older rendering would be: a size off by some bytes.
