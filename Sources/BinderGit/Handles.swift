@@ -36,8 +36,11 @@ enum LibGit2 {
 
     /// One mapped window of a pack (libgit2's unit of mapping).
     static let packWindowSize = 2 << 20
-    /// At most this much of all packs mapped at once (issue 13: memory flat at any size).
-    static let packMappedLimit = 16 << 20
+    /// At most this much of all packs mapped at once (issue 13: memory flat at any size). Each
+    /// mapped page counts as the daemon's memory; at 16 MiB a mount that had read everything
+    /// held 14 MB of pack, and at 4 MiB cold `tar`, a history walk and saves took the same time
+    /// (docs/BENCHMARKS.md).
+    static let packMappedLimit = 4 << 20
 }
 
 /// Owns a `git_repository *`.
