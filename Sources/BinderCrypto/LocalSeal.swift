@@ -61,6 +61,27 @@ public struct LocalSeal: Sendable {
         return out
     }
 
+    /// Seals in place: `buffer` holds room for the nonce, then the plaintext, then room for the
+    /// tag, and is left holding the sealed file's body (`seal`'s form). No second buffer the
+    /// size of the plaintext: the listing index of 100,000 records is 25 MB (libsodium allows
+    /// the ciphertext to be written over the message).
+    public func sealInPlace(_ buffer: UnsafeMutableRawBufferPointer, header: [UInt8]) {
+        precondition(buffer.count >= Self.nonceBytes + Self.tagBytes, "no room for the nonce and the tag")
+        let base = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        randombytes_buf(base, Self.nonceBytes)
+        let message = base + Self.nonceBytes
+        let length = buffer.count - Self.nonceBytes - Self.tagBytes
+        var written: UInt64 = 0
+        header.withUnsafeBytes { ad in
+            key.withUnsafeBytes { k in
+                _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
+                    message, &written, message, UInt64(length),
+                    ad.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(ad.count), nil,
+                    base, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            }
+        }
+    }
+
     /// The plaintext of `sealed`, into secret memory; throws unless the tag verifies.
     public func open(_ sealed: UnsafeRawBufferPointer, header: [UInt8]) throws(Error) -> SecureBytes {
         guard sealed.count >= Self.nonceBytes + Self.tagBytes, let base = sealed.baseAddress else {
