@@ -18,7 +18,8 @@ import Synchronization
 /// conversation key; the header (magic and versions) is authenticated with it.
 struct ListingIndex: Sendable {
     static let magic = Array("binder-listing-index".utf8)
-    /// The layout of the plaintext (`ListingIndexCodec`). 2: a record's `created` kept as its day and time.
+    /// The layout of the plaintext (`ListingIndexCodec`). 2: a record's `created` is kept as
+    /// its day and its time.
     static let formatVersion: UInt16 = 2
     /// How documents are rendered and named (`FrontMatter.render`, `NameMapping`): a part holds
     /// a rendered size and names, so a change there must bump this (parts of the old rendering

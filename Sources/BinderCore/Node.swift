@@ -4,7 +4,7 @@ import BinderGit
 ///
 /// A class, immutable: the same node sits in its folder's listing and in the `DocumentPart`
 /// it came from, and a listing's dictionary holds a reference (8 bytes) rather than the node
-/// (104 bytes, in a bucket of 120 at a quarter full: 29 MB for a folder of 100,000 records).
+/// (104 bytes, in a bucket of 120, 38% of them full: 29 MB for a folder of 100,000 records).
 final class Node: Sendable {
     /// Where a node's bytes come from. Equal sources have equal bytes, so the source is also
     /// the plaintext cache's key.

@@ -25,13 +25,12 @@ public struct SyncState: Sendable, Codable, Equatable {
     /// `key: value` lines, as `.binder/status` shows them.
     public var lines: String {
         // `Timestamps`, not `ISO8601DateFormatter`, which would load ICU into the mount daemon.
-        let iso = { (date: Date) in Timestamps.string(from: date) }
         var lines = "sync: \(phase)\n"
         if let server, let repoId { lines += "server: \(server)\nrepository: \(repoId)\n" }
-        lines += "last_sync: \(lastSync.map(iso) ?? "never")\n"
+        lines += "last_sync: \(lastSync.map(Timestamps.string(from:)) ?? "never")\n"
         lines += "pending_commits: \(pendingCommits)\n"
         lines += "last_error: \(lastError ?? "none")\n"
-        if let nextRetry { lines += "next_retry: \(iso(nextRetry))\n" }
+        if let nextRetry { lines += "next_retry: \(Timestamps.string(from: nextRetry))\n" }
         lines += "conflicts_resolved: \(conflictsResolved)\n"
         return lines
     }
