@@ -12,30 +12,31 @@ struct ContentReader {
     let listings: ListingCache
 
     func produce(_ node: Node, path: String) throws(ViewError) -> SecureBytes {
+        let gitPath = node.gitPath  // joined on each call (`Node.gitPath`): once here
         switch node.source {
         case .directory:
             throw .isDirectory(path)
         case .raw(let blob):
-            let bytes = try readObject(blob, gitPath: node.gitPath)
+            let bytes = try readObject(blob, gitPath: gitPath)
             return try ViewError.needingSecretMemory(path) { () throws(SecureMemoryError) in try SecureBytes(copying: bytes) }
         case .sidecar(let blob):
-            do { return try Sidecar.decrypt(try readObject(blob, gitPath: node.gitPath), key: key) } catch let error as ViewError {
+            do { return try Sidecar.decrypt(try readObject(blob, gitPath: gitPath), key: key) } catch let error as ViewError {
                 throw error
             } catch Sidecar.Error.secretMemory(let error) {
                 throw .storage(path: path, reason: error.description, code: .noMemory)
-            } catch { throw .corrupt(path: node.gitPath, reason: "\(error)") }
+            } catch { throw .corrupt(path: gitPath, reason: "\(error)") }
         case .document(let blob):
-            let document = try decoded(blob, gitPath: node.gitPath)
+            let document = try decoded(blob, gitPath: gitPath)
             let text = FrontMatter.render(metadata: document.metadata, value: document.value)
             return try ViewError.needingSecretMemory(path) { () throws(SecureMemoryError) in try SecureBytes(copyingUTF8: text) }
         case .child(let blob, let indexPath):
-            let child = try descend(try decoded(blob, gitPath: node.gitPath), indexPath, gitPath: node.gitPath)
+            let child = try descend(try decoded(blob, gitPath: gitPath), indexPath, gitPath: gitPath)
             let text = FrontMatter.render(metadata: child.metadata, value: child.value)
             return try ViewError.needingSecretMemory(path) { () throws(SecureMemoryError) in try SecureBytes(copyingUTF8: text) }
         case .inlineAttachment(let blob, let indexPath):
-            let child = try descend(try decoded(blob, gitPath: node.gitPath), indexPath, gitPath: node.gitPath)
+            let child = try descend(try decoded(blob, gitPath: gitPath), indexPath, gitPath: gitPath)
             guard let bytes = try ViewError.needingSecretMemory(path, { () throws(SecureMemoryError) in try Sidecar.decodeInline(child.value) }) else {
-                throw .corrupt(path: node.gitPath, reason: "inline attachment is not base64")
+                throw .corrupt(path: gitPath, reason: "inline attachment is not base64")
             }
             return bytes
         }

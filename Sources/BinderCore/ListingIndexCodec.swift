@@ -325,14 +325,14 @@ private struct IndexReader {
         }
     }
 
-    /// A node; one stored at `folder/name` (a document's, in its folder's parts) is given
-    /// those two strings rather than a path of its own (see `Node.gitPath`).
-    mutating func node(storedAt folder: String? = nil, _ name: String? = nil) throws(ListingIndexError) -> Node {
+    /// A node; one stored at `place` (a document's, in its folder's parts) is given the
+    /// folder's and the name's strings rather than a path of its own (see `Node.gitPath`).
+    mutating func node(storedAt place: (folder: String, name: String)? = nil) throws(ListingIndexError) -> Node {
         let source = try self.source()
         let size = try count(elements: false)
         let modified = try time()
-        let (folderShared, nameShared) = try pathIsJoined(folder, name)
-        let gitPath = folderShared == nil ? try string() : ""
+        let sharesPlace = try place.map { (place) throws(ListingIndexError) in try skipPath(ifItJoins: place) } ?? false
+        let gitPath = sharesPlace ? "" : try string()
         let owner: Node.Owner?
         switch try byte() {
         case 0: owner = nil
@@ -340,27 +340,25 @@ private struct IndexReader {
         case 2: owner = .child(documentPath: try string(), indexPath: try indexPath())
         default: throw .malformed("node owner")
         }
-        if let folderShared, let nameShared {
-            return Node(source: source, size: size, modified: modified, gitFolder: folderShared, gitName: nameShared, owner: owner)
+        if sharesPlace, let place {
+            return Node(source: source, size: size, modified: modified, gitFolder: place.folder, gitName: place.name, owner: owner)
         }
         return Node(source: source, size: size, modified: modified, gitPath: gitPath, owner: owner)
     }
 
-    /// Whether the string next in the input is `folder/name` (or `name` at the root); if so
-    /// it is read past and the two are returned.
-    private mutating func pathIsJoined(_ folder: String?, _ name: String?) throws(ListingIndexError) -> (String?, String?) {
-        guard let folder, let name else { return (nil, nil) }
+    /// Reads past the string next in the input if it is `place.folder/place.name` (or the name
+    /// alone at the root), and says whether it was; otherwise leaves it to be read.
+    private mutating func skipPath(ifItJoins place: (folder: String, name: String)) throws(ListingIndexError) -> Bool {
+        let (folder, name) = (place.folder.utf8, place.name.utf8)
         let start = offset
         let n = try count()
-        let expected = folder.isEmpty ? name.utf8.count : folder.utf8.count + 1 + name.utf8.count
-        guard n == expected else { offset = start; return (nil, nil) }
+        guard n == (folder.isEmpty ? name.count : folder.count + 1 + name.count) else { offset = start; return false }
         let bytes = UnsafeRawBufferPointer(rebasing: self.bytes[offset..<(offset + n)])
-        let matches = folder.isEmpty ? bytes.elementsEqual(name.utf8)
-            : bytes.prefix(folder.utf8.count).elementsEqual(folder.utf8) && bytes[folder.utf8.count] == UInt8(ascii: "/")
-                && bytes.suffix(name.utf8.count).elementsEqual(name.utf8)
-        guard matches else { offset = start; return (nil, nil) }
+        let joins = folder.isEmpty ? bytes.elementsEqual(name)
+            : bytes.prefix(folder.count).elementsEqual(folder) && bytes[folder.count] == UInt8(ascii: "/") && bytes.suffix(name.count).elementsEqual(name)
+        guard joins else { offset = start; return false }
         offset += n
-        return (folder, name)
+        return true
     }
 
     mutating func listing() throws(ListingIndexError) -> Listing {
@@ -399,7 +397,7 @@ private struct IndexReader {
     mutating func part(of folder: String, keptAs key: String) throws(ListingIndexError) -> DocumentPart {
         let blob = try id()
         let name = try string()
-        let node = try self.node(storedAt: folder, key)
+        let node = try self.node(storedAt: (folder, key))
         let children = try self.children()
         var consumed = Set<String>()
         for _ in 0..<(try count()) { consumed.insert(try string()) }

@@ -44,19 +44,10 @@ public struct LocalSeal: Sendable {
 
     /// `plaintext` sealed with a random nonce, `header` authenticated alongside.
     public func seal(_ plaintext: UnsafeRawBufferPointer, header: [UInt8]) -> [UInt8] {
-        var out = randomBytes(Self.nonceBytes) + [UInt8](repeating: 0, count: plaintext.count + Self.tagBytes)
-        var written: UInt64 = 0
+        var out = [UInt8](repeating: 0, count: Self.nonceBytes + plaintext.count + Self.tagBytes)
         out.withUnsafeMutableBytes { buffer in
-            let base = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            header.withUnsafeBytes { ad in
-                key.withUnsafeBytes { k in
-                    _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
-                        base + Self.nonceBytes, &written,
-                        plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(plaintext.count),
-                        ad.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(ad.count), nil,
-                        base, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
-                }
-            }
+            if let source = plaintext.baseAddress { (buffer.baseAddress! + Self.nonceBytes).copyMemory(from: source, byteCount: plaintext.count) }
+            sealInPlace(buffer, header: header)
         }
         return out
     }
