@@ -38,10 +38,11 @@ let package = Package(
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CFuse3", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
         .target(name: "CLinux"),
-        .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
-        .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
-        .systemLibrary(name: "CPangoCairo", pkgConfig: "pangocairo",
-                       providers: [.apt(["libpango1.0-dev", "libcairo2-dev", "libjpeg-dev"])]),
+        // Opened with dlopen at their first use, not linked (each shim.h says why): their headers
+        // are in /usr/include (libqrencode-dev, libzbar-dev, libcairo2-dev, libjpeg-dev; scripts/setup).
+        .systemLibrary(name: "CQREncode"),
+        .systemLibrary(name: "CZBar"),
+        .systemLibrary(name: "CPangoCairo"),
 
         .target(name: "BinderCrypto", dependencies: ["CSodium", "CSecp256k1", "CCrypto"]),
         .target(name: "BinderFormat", dependencies: [.product(name: "Yams", package: "Yams")]),

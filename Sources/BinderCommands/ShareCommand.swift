@@ -142,8 +142,7 @@ struct ShareCommand: ParsableCommand {
         if let qrPNG {
             let png: [UInt8]
             do {
-                guard let qr = TerminalQR(payload) else { throw ExportError.render("the payload is too long for a QR code") }
-                png = try QRCodePNG.png(modules: qr.modules, scale: 8)
+                png = try QRCodePNG.png(modules: try TerminalQR(payload).modules, scale: 8)
             } catch { throw CommandFailure("cannot draw the QR code (the share \(repoId) is made; end it with 'binder share --revoke \(repoId)'): \(error)") }
             if qrPNG == "-" {
                 // The image alone on stdout, for `| display`; the payload is in it.
@@ -157,7 +156,7 @@ struct ShareCommand: ParsableCommand {
                                              files: files, payload: payload))
         } else {
             // The QR code for the doctor's camera, then the payload itself (the last line, for scripts).
-            if let qr = TerminalQR(payload) { printOut(qr.text) }
+            do { printOut(try TerminalQR(payload).text) } catch { printErr("No QR code drawn here: \(error). The payload below is the share.") }
             printOut(payload)
             printErr(ending + (image.map { " The QR code is also in \($0.path) until then." } ?? ""))
         }

@@ -5,14 +5,54 @@ struct TerminalQR {
     /// Rows of modules, true for dark, without the quiet zone.
     let modules: [[Bool]]
 
+    enum Failure: Error, CustomStringConvertible {
+        /// libqrencode cannot be opened: why.
+        case noEncoder(String)
+        /// libqrencode made no code of the text (too long for a QR code).
+        case tooLong
+
+        var description: String {
+            switch self {
+            case .noEncoder(let why): return why
+            case .tooLong: return "the text is too long for a QR code"
+            }
+        }
+    }
+
     /// The smallest QR code of `text` at error correction level L (as the app's QR library
-    /// draws it); nil if libqrencode cannot encode it (too long).
-    init?(_ text: String) {
-        guard let code = QRcode_encodeString8bit(text, 0, QR_ECLEVEL_L) else { return nil }
-        defer { QRcode_free(code) }
+    /// draws it).
+    init(_ text: String) throws(Failure) {
+        let api = try QREncode.api()
+        guard let code = api.QRcode_encodeString8bit(text, 0, QR_ECLEVEL_L) else { throw .tooLong }
+        defer { api.QRcode_free(code) }
         let width = Int(code.pointee.width)
-        guard width > 0, let data = code.pointee.data else { return nil }
+        guard width > 0, let data = code.pointee.data else { throw .tooLong }
         modules = (0..<width).map { y in (0..<width).map { x in data[y * width + x] & 1 == 1 } }
+    }
+
+    /// libqrencode, opened at the first QR code drawn (`dlopen`: CQREncode's shim.h says why it
+    /// is not linked).
+    enum QREncode {
+        /// The entry points found; immutable once made.
+        final class Entries: @unchecked Sendable {
+            let api: binder_qrencode
+
+            init(_ api: binder_qrencode) { self.api = api }
+        }
+
+        /// Opened once, at the first use; the library stays loaded.
+        private static let opened: Result<Entries, Failure> = {
+            guard let table = binder_qrencode_allocate() else { return .failure(.noEncoder("out of memory")) }
+            defer { free(table) }
+            if let why = binder_qrencode_open(table) {
+                return .failure(.noEncoder("libqrencode is needed to draw a QR code (apt install libqrencode4): "
+                                           + String(cString: why)))
+            }
+            return .success(Entries(table.pointee))
+        }()
+
+        /// The entry points, opening the library at the first call.
+        static func api() throws(Failure) -> binder_qrencode { try opened.get().api }
     }
 
     /// Two rows of modules per line in half blocks, light modules drawn (for a dark terminal,

@@ -1,7 +1,8 @@
 internal import CPangoCairo
 
 // Owners of the Cairo and Pango objects the PDF export uses: each frees its object in deinit,
-// and none of them is visible outside this module.
+// and none of them is visible outside this module. They call Cairo and Pango through
+// `PangoCairo.api` (the libraries are opened at the first use, PangoCairoLibrary.swift).
 
 /// The bytes Cairo writes for a PDF, kept in memory (the export is written once, at the end).
 final class ByteSink {
@@ -14,20 +15,21 @@ final class CairoSurface {
 
     private init(_ pointer: OpaquePointer) { self.pointer = pointer }
 
-    deinit { cairo_surface_destroy(pointer) }
+    deinit { PangoCairo.api.cairo_surface_destroy(pointer) }
 
     /// A PDF surface whose output goes to `sink` (nil: nowhere, for measuring).
     static func pdf(width: Double, height: Double, sink: ByteSink?) throws -> CairoSurface {
+        try PangoCairo.load()
         let surface: OpaquePointer?
         if let sink {
-            surface = cairo_pdf_surface_create_for_stream({ closure, data, length in
+            surface = PangoCairo.api.cairo_pdf_surface_create_for_stream({ closure, data, length in
                 guard let closure, let data else { return CAIRO_STATUS_WRITE_ERROR }
                 Unmanaged<ByteSink>.fromOpaque(closure).takeUnretainedValue().bytes
                     .append(contentsOf: UnsafeBufferPointer(start: data, count: Int(length)))
                 return CAIRO_STATUS_SUCCESS
             }, Unmanaged.passUnretained(sink).toOpaque(), width, height)
         } else {
-            surface = cairo_pdf_surface_create_for_stream(nil, nil, width, height)
+            surface = PangoCairo.api.cairo_pdf_surface_create_for_stream(nil, nil, width, height)
         }
         guard let surface else { throw ExportError.render("cairo made no PDF surface") }
         let owned = CairoSurface(surface)
@@ -38,12 +40,14 @@ final class CairoSurface {
     /// A JPEG decoded by libjpeg; the original bytes are attached, so the PDF embeds them as
     /// they are (DCT) rather than re-encoding the pixels.
     static func jpeg(_ bytes: [UInt8]) -> CairoSurface? {
-        guard let surface = bytes.withUnsafeBufferPointer({ binder_jpeg_surface($0.baseAddress, UInt($0.count)) }) else { return nil }
+        guard (try? PangoCairo.load()) != nil else { return nil }
+        var api = PangoCairo.api
+        guard let surface = bytes.withUnsafeBufferPointer({ binder_jpeg_surface(&api, $0.baseAddress, UInt($0.count)) }) else { return nil }
         let owned = CairoSurface(surface)
         guard !bytes.isEmpty, let copy = malloc(bytes.count) else { return owned }
         bytes.withUnsafeBytes { if let base = $0.baseAddress { copy.copyMemory(from: base, byteCount: bytes.count) } }
         // Cairo owns the copy from here and frees it with the surface.
-        if cairo_surface_set_mime_data(surface, "image/jpeg", copy.assumingMemoryBound(to: UInt8.self), UInt(bytes.count),
+        if PangoCairo.api.cairo_surface_set_mime_data(surface, "image/jpeg", copy.assumingMemoryBound(to: UInt8.self), UInt(bytes.count),
                                        { free($0) }, copy) != CAIRO_STATUS_SUCCESS {
             free(copy)
         }
@@ -55,7 +59,8 @@ final class CairoSurface {
         // IHDR's width and height (bytes 16..<24): refuse pictures too large to allocate.
         guard bytes.count > 24 else { return nil }
         let width = bytes[16..<20].reduce(0) { $0 << 8 | Int($1) }, height = bytes[20..<24].reduce(0) { $0 << 8 | Int($1) }
-        guard width > 0, height > 0, width <= 20_000, height <= 20_000, width * height <= 80_000_000 else { return nil }
+        guard width > 0, height > 0, width <= 20_000, height <= 20_000, width * height <= 80_000_000,
+              (try? PangoCairo.load()) != nil else { return nil }
         final class Source {
             let bytes: [UInt8]
             var offset = 0
@@ -63,7 +68,7 @@ final class CairoSurface {
         }
         let source = Source(bytes)
         let surface = withExtendedLifetime(source) {
-            cairo_image_surface_create_from_png_stream({ closure, data, length in
+            PangoCairo.api.cairo_image_surface_create_from_png_stream({ closure, data, length in
                 guard let closure, let data else { return CAIRO_STATUS_READ_ERROR }
                 let source = Unmanaged<Source>.fromOpaque(closure).takeUnretainedValue()
                 let count = Int(length)
@@ -77,31 +82,31 @@ final class CairoSurface {
         }
         guard let surface else { return nil }
         let owned = CairoSurface(surface)
-        return cairo_surface_status(surface) == CAIRO_STATUS_SUCCESS ? owned : nil
+        return PangoCairo.api.cairo_surface_status(surface) == CAIRO_STATUS_SUCCESS ? owned : nil
     }
 
-    var width: Double { Double(cairo_image_surface_get_width(pointer)) }
-    var height: Double { Double(cairo_image_surface_get_height(pointer)) }
+    var width: Double { Double(PangoCairo.api.cairo_image_surface_get_width(pointer)) }
+    var height: Double { Double(PangoCairo.api.cairo_image_surface_get_height(pointer)) }
 
     func check() throws {
-        let status = cairo_surface_status(pointer)
-        guard status == CAIRO_STATUS_SUCCESS else { throw ExportError.render(String(cString: cairo_status_to_string(status))) }
+        let status = PangoCairo.api.cairo_surface_status(pointer)
+        guard status == CAIRO_STATUS_SUCCESS else { throw ExportError.render(PangoCairo.describe(status)) }
     }
 
     func setMetadata(title: String, creator: String) {
-        cairo_pdf_surface_set_metadata(pointer, CAIRO_PDF_METADATA_TITLE, title)
-        cairo_pdf_surface_set_metadata(pointer, CAIRO_PDF_METADATA_CREATOR, creator)
+        PangoCairo.api.cairo_pdf_surface_set_metadata(pointer, CAIRO_PDF_METADATA_TITLE, title)
+        PangoCairo.api.cairo_pdf_surface_set_metadata(pointer, CAIRO_PDF_METADATA_CREATOR, creator)
     }
 
     /// An entry of the PDF's outline (bookmarks); returns its id for children.
     @discardableResult
     func addOutline(parent: Int32, title: String, page: Int, open: Bool) -> Int32 {
-        cairo_pdf_surface_add_outline(pointer, parent, title, "page=\(page)",
+        PangoCairo.api.cairo_pdf_surface_add_outline(pointer, parent, title, "page=\(page)",
                                       open ? CAIRO_PDF_OUTLINE_FLAG_OPEN : cairo_pdf_outline_flags_t(rawValue: 0))
     }
 
     func finish() throws {
-        cairo_surface_finish(pointer)
+        PangoCairo.api.cairo_surface_finish(pointer)
         try check()
     }
 }
@@ -111,23 +116,33 @@ final class CairoContext {
     let pointer: OpaquePointer
 
     init(_ surface: CairoSurface) throws {
-        guard let context = cairo_create(surface.pointer) else { throw ExportError.render("cairo made no context") }
+        guard let context = PangoCairo.api.cairo_create(surface.pointer) else { throw ExportError.render("cairo made no context") }
         pointer = context
-        guard cairo_status(context) == CAIRO_STATUS_SUCCESS else { throw ExportError.render("cairo made no context") }
+        guard PangoCairo.api.cairo_status(context) == CAIRO_STATUS_SUCCESS else { throw ExportError.render("cairo made no context") }
     }
 
-    deinit { cairo_destroy(pointer) }
+    deinit { PangoCairo.api.cairo_destroy(pointer) }
 }
 
-/// A Pango font description (`Noto Sans Bold 12`).
+/// A Pango font description (`Noto Sans Bold 12`), made by Pango at its first use: a renderer
+/// names its fonts before it opens Pango (`PangoCairo.load()`, when its surface is made).
 final class FontDescription {
-    let pointer: OpaquePointer
+    private let description: String
+    private var made: OpaquePointer?
 
-    init(_ description: String) {
-        pointer = pango_font_description_from_string(description)
+    init(_ description: String) { self.description = description }
+
+    var pointer: OpaquePointer {
+        if let made { return made }
+        // Never NULL: Pango makes a description of any string, and GLib aborts when out of memory.
+        guard let new = PangoCairo.api.pango_font_description_from_string(description) else {
+            preconditionFailure("pango_font_description_from_string returned NULL")
+        }
+        made = new
+        return new
     }
 
-    deinit { pango_font_description_free(pointer) }
+    deinit { if let made { PangoCairo.api.pango_font_description_free(made) } }
 }
 
 /// Pango's context for one Cairo context (fonts at 72 dpi: a point is a PDF unit).
@@ -135,113 +150,115 @@ final class TextContext {
     let pointer: OpaquePointer
 
     init(_ cairo: CairoContext) throws {
-        guard let context = pango_cairo_create_context(cairo.pointer) else { throw ExportError.render("pango made no context") }
+        guard let context = PangoCairo.api.pango_cairo_create_context(cairo.pointer) else { throw ExportError.render("pango made no context") }
         pointer = context
-        pango_cairo_context_set_resolution(context, 72)
+        PangoCairo.api.pango_cairo_context_set_resolution(context, 72)
     }
 
-    deinit { g_object_unref(UnsafeMutableRawPointer(pointer)) }
+    deinit { PangoCairo.api.g_object_unref(UnsafeMutableRawPointer(pointer)) }
 }
 
 /// A paragraph of text laid out by Pango.
 final class TextLayout {
     let pointer: OpaquePointer
-    static let scale = Double(PANGO_SCALE)
+    static let scale = Double(BINDER_PANGO_SCALE)
 
     /// `markup` is Pango markup; text that does not parse as markup is shown as plain text.
     init(_ context: TextContext, markup: String, font: FontDescription, width: Double?) {
-        pointer = pango_layout_new(context.pointer)
-        pango_layout_set_font_description(pointer, font.pointer)
+        // Never NULL (GLib aborts when out of memory).
+        guard let layout = PangoCairo.api.pango_layout_new(context.pointer) else { preconditionFailure("pango_layout_new returned NULL") }
+        pointer = layout
+        PangoCairo.api.pango_layout_set_font_description(pointer, font.pointer)
         if let width {
-            pango_layout_set_width(pointer, Int32(width * Self.scale))
-            pango_layout_set_wrap(pointer, PANGO_WRAP_WORD_CHAR)
+            PangoCairo.api.pango_layout_set_width(pointer, Int32(width * Self.scale))
+            PangoCairo.api.pango_layout_set_wrap(pointer, PangoWrapMode(BINDER_PANGO_WRAP_WORD_CHAR))
         }
         // Parsed first so that a bad string never makes Pango print a warning (with its text).
         var attributes: OpaquePointer?
         var text: UnsafeMutablePointer<CChar>?
-        if pango_parse_markup(markup, -1, 0, &attributes, &text, nil, nil) != 0, let text {
-            pango_layout_set_text(pointer, text, -1)
-            pango_layout_set_attributes(pointer, attributes)
+        if PangoCairo.api.pango_parse_markup(markup, -1, 0, &attributes, &text, nil, nil) != 0, let text {
+            PangoCairo.api.pango_layout_set_text(pointer, text, -1)
+            PangoCairo.api.pango_layout_set_attributes(pointer, attributes)
         } else {
-            pango_layout_set_text(pointer, markup, -1)
+            PangoCairo.api.pango_layout_set_text(pointer, markup, -1)
         }
-        if let attributes { pango_attr_list_unref(attributes) }
-        g_free(text)
+        if let attributes { PangoCairo.api.pango_attr_list_unref(attributes) }
+        PangoCairo.api.g_free(text)
     }
 
-    deinit { g_object_unref(UnsafeMutableRawPointer(pointer)) }
+    deinit { PangoCairo.api.g_object_unref(UnsafeMutableRawPointer(pointer)) }
 
-    func ellipsize() { pango_layout_set_ellipsize(pointer, PANGO_ELLIPSIZE_END) }
+    func ellipsize() { PangoCairo.api.pango_layout_set_ellipsize(pointer, PangoEllipsizeMode(BINDER_PANGO_ELLIPSIZE_END)) }
 
     var size: (width: Double, height: Double) {
         var width: Int32 = 0, height: Int32 = 0
-        pango_layout_get_size(pointer, &width, &height)
+        PangoCairo.api.pango_layout_get_size(pointer, &width, &height)
         return (Double(width) / Self.scale, Double(height) / Self.scale)
     }
 
     /// Each line: its top and height (from the layout's top), its baseline, its left edge.
-    func lines() -> [(top: Double, height: Double, baseline: Double, x: Double, line: UnsafeMutablePointer<PangoLayoutLine>?)] {
-        guard let iterator = pango_layout_get_iter(pointer) else { return [] }
-        defer { pango_layout_iter_free(iterator) }
-        var result: [(Double, Double, Double, Double, UnsafeMutablePointer<PangoLayoutLine>?)] = []
+    func lines() -> [(top: Double, height: Double, baseline: Double, x: Double, line: OpaquePointer?)] {
+        guard let iterator = PangoCairo.api.pango_layout_get_iter(pointer) else { return [] }
+        defer { PangoCairo.api.pango_layout_iter_free(iterator) }
+        var result: [(Double, Double, Double, Double, OpaquePointer?)] = []
         repeat {
             var logical = PangoRectangle()
-            pango_layout_iter_get_line_extents(iterator, nil, &logical)
-            let baseline = Double(pango_layout_iter_get_baseline(iterator)) / Self.scale
+            PangoCairo.api.pango_layout_iter_get_line_extents(iterator, nil, &logical)
+            let baseline = Double(PangoCairo.api.pango_layout_iter_get_baseline(iterator)) / Self.scale
             result.append((Double(logical.y) / Self.scale, Double(logical.height) / Self.scale, baseline,
-                           Double(logical.x) / Self.scale, pango_layout_iter_get_line_readonly(iterator)))
-        } while pango_layout_iter_next_line(iterator) != 0
+                           Double(logical.x) / Self.scale, PangoCairo.api.pango_layout_iter_get_line_readonly(iterator)))
+        } while PangoCairo.api.pango_layout_iter_next_line(iterator) != 0
         return result
     }
 }
 
 /// Drawing calls, kept here so that only this file speaks Cairo.
 extension CairoContext {
-    func color(_ rgb: (Double, Double, Double)) { cairo_set_source_rgb(pointer, rgb.0, rgb.1, rgb.2) }
+    func color(_ rgb: (Double, Double, Double)) { PangoCairo.api.cairo_set_source_rgb(pointer, rgb.0, rgb.1, rgb.2) }
 
-    func show(_ line: UnsafeMutablePointer<PangoLayoutLine>?, x: Double, baseline: Double) {
+    func show(_ line: OpaquePointer?, x: Double, baseline: Double) {
         guard let line else { return }
-        cairo_move_to(pointer, x, baseline)
-        pango_cairo_show_layout_line(pointer, line)
+        PangoCairo.api.cairo_move_to(pointer, x, baseline)
+        PangoCairo.api.pango_cairo_show_layout_line(pointer, line)
     }
 
     func show(_ layout: TextLayout, x: Double, y: Double) {
-        cairo_move_to(pointer, x, y)
-        pango_cairo_show_layout(pointer, layout.pointer)
+        PangoCairo.api.cairo_move_to(pointer, x, y)
+        PangoCairo.api.pango_cairo_show_layout(pointer, layout.pointer)
     }
 
     func line(from: (Double, Double), to: (Double, Double), width: Double) {
-        cairo_set_line_width(pointer, width)
-        cairo_move_to(pointer, from.0, from.1)
-        cairo_line_to(pointer, to.0, to.1)
-        cairo_stroke(pointer)
+        PangoCairo.api.cairo_set_line_width(pointer, width)
+        PangoCairo.api.cairo_move_to(pointer, from.0, from.1)
+        PangoCairo.api.cairo_line_to(pointer, to.0, to.1)
+        PangoCairo.api.cairo_stroke(pointer)
     }
 
     func rectangle(x: Double, y: Double, width: Double, height: Double, fill: Bool, lineWidth: Double = 0.5) {
-        cairo_rectangle(pointer, x, y, width, height)
-        if fill { cairo_fill(pointer) } else {
-            cairo_set_line_width(pointer, lineWidth)
-            cairo_stroke(pointer)
+        PangoCairo.api.cairo_rectangle(pointer, x, y, width, height)
+        if fill { PangoCairo.api.cairo_fill(pointer) } else {
+            PangoCairo.api.cairo_set_line_width(pointer, lineWidth)
+            PangoCairo.api.cairo_stroke(pointer)
         }
     }
 
     func draw(_ image: CairoSurface, x: Double, y: Double, scale: Double) {
-        cairo_save(pointer)
-        cairo_translate(pointer, x, y)
-        cairo_scale(pointer, scale, scale)
-        cairo_set_source_surface(pointer, image.pointer, 0, 0)
+        PangoCairo.api.cairo_save(pointer)
+        PangoCairo.api.cairo_translate(pointer, x, y)
+        PangoCairo.api.cairo_scale(pointer, scale, scale)
+        PangoCairo.api.cairo_set_source_surface(pointer, image.pointer, 0, 0)
         // Tiny pictures (a 4×4 test strip) stay sharp when scaled up.
-        if scale > 4 { cairo_pattern_set_filter(cairo_get_source(pointer), CAIRO_FILTER_NEAREST) }
-        cairo_paint(pointer)
-        cairo_restore(pointer)
+        if scale > 4 { PangoCairo.api.cairo_pattern_set_filter(PangoCairo.api.cairo_get_source(pointer), CAIRO_FILTER_NEAREST) }
+        PangoCairo.api.cairo_paint(pointer)
+        PangoCairo.api.cairo_restore(pointer)
     }
 
-    func showPage() { cairo_show_page(pointer) }
+    func showPage() { PangoCairo.api.cairo_show_page(pointer) }
 
     /// Makes what is drawn inside `body` a link to `page` of the document.
     func link(toPage page: Int, _ body: () -> Void) {
-        cairo_tag_begin(pointer, "Link", "page=\(page)")
+        PangoCairo.api.cairo_tag_begin(pointer, "Link", "page=\(page)")
         body()
-        cairo_tag_end(pointer, "Link")
+        PangoCairo.api.cairo_tag_end(pointer, "Link")
     }
 }

@@ -15,6 +15,8 @@ public struct GrayImage: Sendable {
         case tooLarge(width: Int, height: Int, maximumPixels: Int)
         /// A PNG or JPEG the reader could not decode (truncated, corrupt, CMYK…).
         case unreadable(kind: String)
+        /// The readers (Cairo, libjpeg) cannot be opened: why.
+        case noReader(String)
 
         public var description: String {
             switch self {
@@ -22,6 +24,7 @@ public struct GrayImage: Sendable {
             case .tooLarge(let width, let height, let maximum):
                 return "the image is \(width)×\(height) pixels; at most \(maximum) pixels (20,000 a side) are read"
             case .unreadable(let kind): return "the \(kind) image cannot be decoded (truncated or corrupt)"
+            case .noReader(let why): return why
             }
         }
     }
@@ -38,6 +41,7 @@ public struct GrayImage: Sendable {
         guard width <= 20_000, height <= 20_000, width * height <= maximumPixels else {
             throw .tooLarge(width: width, height: height, maximumPixels: maximumPixels)
         }
+        do { try PangoCairo.load() } catch { throw .noReader("\(error)") }
         guard let surface = isPNG ? CairoSurface.png(bytes) : CairoSurface.jpeg(bytes) else { throw .unreadable(kind: kind) }
         return gray(surface)
     }
@@ -70,12 +74,12 @@ public struct GrayImage: Sendable {
     /// Luma (ITU-R BT.601) of Cairo's native-endian 0xAARRGGBB pixels (premultiplied in ARGB32;
     /// RGB24 has no alpha), over white.
     private static func gray(_ surface: CairoSurface) -> GrayImage {
-        cairo_surface_flush(surface.pointer)
-        let width = Int(cairo_image_surface_get_width(surface.pointer)), height = Int(cairo_image_surface_get_height(surface.pointer))
-        let stride = Int(cairo_image_surface_get_stride(surface.pointer))
-        let hasAlpha = cairo_image_surface_get_format(surface.pointer) == CAIRO_FORMAT_ARGB32
+        PangoCairo.api.cairo_surface_flush(surface.pointer)
+        let width = Int(PangoCairo.api.cairo_image_surface_get_width(surface.pointer)), height = Int(PangoCairo.api.cairo_image_surface_get_height(surface.pointer))
+        let stride = Int(PangoCairo.api.cairo_image_surface_get_stride(surface.pointer))
+        let hasAlpha = PangoCairo.api.cairo_image_surface_get_format(surface.pointer) == CAIRO_FORMAT_ARGB32
         var pixels = [UInt8](repeating: 255, count: width * height)
-        if let data = cairo_image_surface_get_data(surface.pointer) {
+        if let data = PangoCairo.api.cairo_image_surface_get_data(surface.pointer) {
             let raw = UnsafeRawPointer(data)
             for y in 0..<height {
                 let row = raw + y * stride

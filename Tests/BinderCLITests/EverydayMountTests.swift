@@ -57,6 +57,23 @@ final class EverydayMountTests: XCTestCase {
         XCTAssertNil(mountEntry(binder.mountpoint))
     }
 
+    /// The mount daemon draws nothing: Pango, Cairo, libjpeg, libzbar and libqrencode are opened
+    /// only by the commands that draw or read pictures (CPangoCairo's shim.h), so the daemon,
+    /// which holds the plaintext for hours, never maps them or what they bring (X11, fontconfig).
+    func testTheDaemonDoesNotMapTheDrawingLibraries() throws {
+        let binder = try MountedBinder()
+        defer { binder.unmount() }
+        try binder.mount()
+        XCTAssertFalse(try String(contentsOfFile: binder.path("patient-info.md"), encoding: .utf8).isEmpty)
+        let daemon = try XCTUnwrap(daemonPID(binder.mountpoint))
+        // (read by `cat`: a /proc file has size 0, and Foundation's read of this one came back short)
+        let maps = try shell("cat /proc/\(daemon)/maps").stdout
+        XCTAssertTrue(maps.contains("libgit2"), "the daemon's own libraries are in its maps")
+        for library in ["libpango", "libcairo", "libjpeg", "libzbar", "libqrencode", "libX11", "libfontconfig"] {
+            XCTAssertFalse(maps.contains(library), "the mount daemon maps \(library)")
+        }
+    }
+
     /// With a short `--idle`, the mount locks itself: the daemon (holding all plaintext and the
     /// key) exits and the folder is empty again. The settings file's `idle` does the same.
     func testIdleMountLocksItself() throws {

@@ -62,6 +62,30 @@ final class ExportTests: XCTestCase {
         }
     }
 
+    /// Pango and Cairo are opened when a PDF is drawn, not at start (CPangoCairo's shim.h): on a
+    /// machine without them (here /dev/null over the library's file, in a mount namespace of the
+    /// export's own) the PDF export fails with one line naming what is missing and writes
+    /// nothing, and the exports that need no drawing still work.
+    func testWithoutPangoThePDFExportSaysSoAndTheOthersWork() throws {
+        let found = try shell("ldconfig -p | awk '$1 == \"libpangocairo-1.0.so.0\" { print $NF; exit }'").stdout
+        let library = found.trimmingCharacters(in: .whitespacesAndNewlines)
+        try XCTSkipIf(library.isEmpty || (try shell("command -v unshare").status) != 0, "no libpangocairo or unshare here")
+        func exportWithoutPango(_ arguments: [String]) throws -> BinderRun {
+            try BinderSandbox.run(executable: "/usr/bin/unshare",
+                                  ["-m", "sh", "-c", "mount --bind /dev/null \"$0\" && exec \"$@\"", library, BinderSandbox.binary,
+                                   "export", "--binder", binder.repository, "--passphrase-file", binder.passphraseFile] + arguments,
+                                  environment: ["BINDER_HOME": binder.sandbox.home.path])
+        }
+        let pdf = output("records.pdf")
+        let refused = try exportWithoutPango(["--format", "pdf", "--output", pdf])
+        assertFails(refused, mentioning: "Pango, Cairo and libjpeg are needed to draw")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: pdf))
+        let html = output("records.html")
+        let written = try exportWithoutPango(["--format", "html", "--output", html])
+        XCTAssertEqual(written.status, 0, written.stderr)
+        XCTAssertTrue(try String(contentsOfFile: html, encoding: .utf8).contains("Mei-Ling Chen"))
+    }
+
     func testHTMLIsOneFileWithEveryRecordAndNothingActive() throws {
         let file = output("records.html")
         let run = try export(["--format", "html", "--output", file])
