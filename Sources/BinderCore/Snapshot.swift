@@ -1,4 +1,5 @@
 import BinderGit
+import Glibc  // memcmp
 
 /// One commit of `main` as the view sees it: its time and the entries of every git folder.
 /// The view swaps in a new one after each commit (its own, or one that arrived), or patches the
@@ -18,12 +19,9 @@ struct Snapshot: Sendable {
     static func load(_ repository: GitRepository, commit: ObjectID?) throws -> Snapshot {
         guard let commit else { return Snapshot(commit: nil, commitTime: Timestamp(seconds: 0), gitFolders: ["": []], irregularFolders: []) }
         let info = try repository.commit(commit)
-        var folders: [String: [TreeEntry]] = ["": []]
-        for entry in try repository.listTree(commit: commit) {
-            folders[String(entry.folder), default: []].append(entry)
-            if entry.kind == .tree, folders[entry.path] == nil { folders[entry.path] = [] }
-        }
-        let irregular = Set(folders.filter { !isRegular($0.value) }.keys)
+        let folders = try repository.listFolders(commit: commit)
+        var irregular = Set<String>()
+        for (path, entries) in folders where !isRegular(entries) { irregular.insert(path) }
         return Snapshot(commit: commit, commitTime: Timestamp(seconds: info.committer.seconds), gitFolders: folders,
                         irregularFolders: irregular)
     }
@@ -89,20 +87,28 @@ struct Snapshot: Sendable {
     /// Whether libgit2 writes `entries` back as they are: strictly in git's order, exact and
     /// valid names, canonical modes (see `irregularFolders`).
     static func isRegular(_ entries: [TreeEntry]) -> Bool {
-        var previous: TreeEntry? = nil
-        for entry in entries {
-            guard entry.nameIsExact, isPlainName(entry.name),
-                  [0o100644, 0o100755, 0o040000, 0o120000, 0o160000].contains(entry.mode) else { return false }
-            if let previous, !gitOrderPrecedes(previous, entry) { return false }
-            previous = entry
+        // Read in place, names as bytes: this runs over every entry a snapshot loads.
+        entries.withUnsafeBufferPointer { entries in
+            for index in entries.indices {
+                guard entries[index].nameIsExact, entries[index].withNameBytes(isPlainName) else { return false }
+                switch entries[index].mode {
+                case 0o100644, 0o100755, 0o040000, 0o120000, 0o160000: break
+                default: return false
+                }
+                if index > 0, !gitOrderPrecedes(entries[index - 1], entries[index]) { return false }
+            }
+            return true
         }
-        return true
     }
 
     /// git's order of a folder's entries: by name, bytewise, a folder's name read with a '/'
     /// after it. Compared in place, without making the keys (this runs for every entry of
     /// every folder a snapshot loads).
     static func gitOrderPrecedes(_ a: TreeEntry, _ b: TreeEntry) -> Bool {
+        let inPlace = a.withNameBytes { left in
+            b.withNameBytes { right in gitOrderPrecedes(left, a.kind == .tree, right, b.kind == .tree) }
+        }
+        if let inPlace { return inPlace }
         let slash = UInt8(ascii: "/")
         var left = a.name.utf8.makeIterator(), right = b.name.utf8.makeIterator()
         var leftSlash = a.kind == .tree, rightSlash = b.kind == .tree
@@ -119,13 +125,44 @@ struct Snapshot: Sendable {
         }
     }
 
+    /// `gitOrderPrecedes` on the names' bytes: the common length by `memcmp`, then the next
+    /// byte of each (a folder's name is read with a '/' after it). Nil when those are equal
+    /// too (a name holding '/': only a crafted tree's), for the walk above to decide.
+    private static func gitOrderPrecedes(_ left: UnsafeBufferPointer<UInt8>, _ leftIsTree: Bool,
+                                         _ right: UnsafeBufferPointer<UInt8>, _ rightIsTree: Bool) -> Bool? {
+        let common = min(left.count, right.count)
+        if common > 0, let x = left.baseAddress, let y = right.baseAddress {
+            let order = memcmp(x, y, common)
+            if order != 0 { return order < 0 }
+        }
+        let slash = UInt8(ascii: "/")
+        let nextLeft = left.count > common ? left[common] : (leftIsTree ? slash : nil)
+        let nextRight = right.count > common ? right[common] : (rightIsTree ? slash : nil)
+        switch (nextLeft, nextRight) {
+        case (nil, nil): return false
+        case (nil, _): return true
+        case (_, nil): return false
+        case let (x?, y?): return x == y ? nil : x < y
+        }
+    }
+
     /// A name any tree may hold: not empty, `.`, `..` or `.git`, without '/' or NUL.
     static func isPlainName(_ name: Substring) -> Bool {
-        let slash = UInt8(ascii: "/")
-        // One pass over the bytes in place (the generic `contains` of a view is several times slower).
-        let plainBytes = name.utf8.withContiguousStorageIfAvailable { !$0.contains { $0 == 0 || $0 == slash } }
-            ?? !name.utf8.contains { $0 == 0 || $0 == slash }
-        return plainBytes && !name.isEmpty && name != "." && name != ".." && !(name.utf8.count == 4 && name.lowercased() == ".git")
+        name.utf8.withContiguousStorageIfAvailable(isPlainName) ?? Array(name.utf8).withUnsafeBufferPointer(isPlainName)
+    }
+
+    /// `isPlainName` of a name's UTF-8 bytes. `.git` in any case: four bytes that lower-case
+    /// to it are ASCII (a character of two or more bytes lower-cases to none of its letters).
+    static func isPlainName(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        let dot = UInt8(ascii: "."), slash = UInt8(ascii: "/")
+        guard !name.isEmpty, !name.contains(where: { $0 == 0 || $0 == slash }) else { return false }
+        switch name.count {
+        case 1: return name[0] != dot
+        case 2: return !(name[0] == dot && name[1] == dot)
+        case 4: return !(name[0] == dot && name[1] | 0x20 == UInt8(ascii: "g") && name[2] | 0x20 == UInt8(ascii: "i")
+                         && name[3] | 0x20 == UInt8(ascii: "t"))
+        default: return true
+        }
     }
 
     /// What taking this snapshot to `commit` puts into its folders, when `changes` only write

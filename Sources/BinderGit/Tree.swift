@@ -39,7 +39,7 @@ public struct TreeEntry: Sendable, Hashable {
     /// Where the last component starts, in UTF-8 bytes: `name` is asked for in every
     /// comparison of a folder's sort, and searching for the last '/' each time was a third of
     /// a listing's build (docs/BENCHMARKS.md, "Issue 13: saves"). Follows from `path`.
-    private let nameOffset: Int
+    @usableFromInline let nameOffset: Int
 
     public init(path: String, id: ObjectID, kind: Kind, mode: UInt32, nameIsExact: Bool = true) {
         self.path = path
@@ -60,6 +60,17 @@ public struct TreeEntry: Sendable, Hashable {
         self.mode = mode
         self.nameIsExact = nameIsExact
         nameOffset = prefix.utf8.count
+    }
+
+    /// Calls `body` with the last path component's UTF-8 bytes, in place: no `Substring` is
+    /// made (a snapshot checks every entry's name at mount: 100,000 of them in one folder).
+    /// Inlinable, so that callers get it specialized rather than generic at run time.
+    @inlinable
+    public func withNameBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        if let result = try path.utf8.withContiguousStorageIfAvailable({ try body(UnsafeBufferPointer(rebasing: $0[nameOffset...])) }) {
+            return result
+        }
+        return try Array(path.utf8[path.utf8.index(path.utf8.startIndex, offsetBy: nameOffset)...]).withUnsafeBufferPointer(body)
     }
 
     /// The last path component.
@@ -98,6 +109,29 @@ extension GitRepository {
         try locked { () throws(GitError) in
             let root = try commitTreeLocked(commit)
             return try listLocked(root)
+        }
+    }
+
+    /// Every folder of `commit`'s tree with its own entries, by path ("" is the root; a folder
+    /// with no entries has none), each in git's order: `listTree(commit:)` grouped by folder,
+    /// made without a list of everything first (a snapshot at mount: 100,000 entries in one
+    /// folder). Folders whose paths are equal as strings (a crafted tree's twins) share one
+    /// key, their entries one after the other.
+    public func listFolders(commit: ObjectID) throws(GitError) -> [String: [TreeEntry]] {
+        try locked { () throws(GitError) in
+            var paths = [""], entries: [[TreeEntry]] = [[]]
+            try walkLocked(try commitTreeLocked(commit)) { entry, folder in
+                entries[folder].append(entry)
+                if entry.kind == .tree {
+                    paths.append(entry.path)
+                    entries.append([])
+                }
+            }
+            var folders: [String: [TreeEntry]] = Dictionary(minimumCapacity: paths.count)
+            for (path, own) in zip(paths, entries) {
+                if folders[path] == nil { folders[path] = own } else { folders[path]?.append(contentsOf: own) }
+            }
+            return folders
         }
     }
 
@@ -182,17 +216,28 @@ extension GitRepository {
         return TreeHandle(pointer!)
     }
 
-    /// Iterative pre-order walk (no recursion, so no stack depth limit).
+    /// Every entry below `root`, in pre-order (see `listTree(commit:)`).
     private func listLocked(_ root: TreeHandle) throws(GitError) -> [TreeEntry] {
+        var result: [TreeEntry] = []
+        result.reserveCapacity(git_tree_entrycount(root.pointer))
+        try walkLocked(root) { entry, _ in result.append(entry) }
+        return result
+    }
+
+    /// Iterative pre-order walk (no recursion, so no stack depth limit). `visit` gets each entry
+    /// and the number of the folder holding it: 0 for the root, then 1, 2 … for the folders
+    /// in the order their own entries are visited (a folder's number is one more than the
+    /// count of folder entries visited before it).
+    private func walkLocked(_ root: TreeHandle, _ visit: (TreeEntry, _ folder: Int) -> Void) throws(GitError) {
         struct Frame {
             let tree: TreeHandle
             let prefix: String  // "" for the root, else "dir/sub/"
+            let folder: Int
             let count: Int
             var next: Int
         }
-        var result: [TreeEntry] = []
-        result.reserveCapacity(git_tree_entrycount(root.pointer))
-        var stack = [Frame(tree: root, prefix: "", count: git_tree_entrycount(root.pointer), next: 0)]
+        var folders = 0
+        var stack = [Frame(tree: root, prefix: "", folder: 0, count: git_tree_entrycount(root.pointer), next: 0)]
         while !stack.isEmpty {
             let top = stack.count - 1
             guard stack[top].next < stack[top].count else {
@@ -211,15 +256,14 @@ extension GitRepository {
             let kind = TreeEntry.Kind(mode: mode)
             let id = ObjectID(git_tree_entry_id(entry))
             let listed = TreeEntry(prefix: stack[top].prefix, name: name.text, id: id, kind: kind, mode: mode, nameIsExact: name.isExact)
-            result.append(listed)
+            visit(listed, stack[top].folder)
             if kind == .tree {
+                folders += 1
                 let subtree = try lookupTreeLocked(id)
-                let count = git_tree_entrycount(subtree.pointer)
-                result.reserveCapacity(result.count + count)
-                stack.append(Frame(tree: subtree, prefix: listed.path + "/", count: count, next: 0))
+                stack.append(Frame(tree: subtree, prefix: listed.path + "/", folder: folders,
+                                   count: git_tree_entrycount(subtree.pointer), next: 0))
             }
         }
-        return result
     }
 
     /// Applies `changes` in order to `base` (nil: the empty tree), writes the

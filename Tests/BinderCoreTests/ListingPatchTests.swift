@@ -205,6 +205,10 @@ final class ListingPatchTests: XCTestCase {
             ([blob("a.json"), blob("a.json")], false, "repeated"),
             ([blob(".."), blob("a.json")], false, "'..'"),
             ([blob(".GIT")], false, "'.git'"),
+            ([blob(".gIt")], false, "'.git' in mixed case"),
+            ([blob(".")], false, "'.'"),
+            ([blob("..."), blob(".git0")], true, "'...' and '.git0'"),
+            ([blob(".g\u{131}t")], true, "'.gıt' (a dotless i, not ASCII)"),
             ([blob("a\u{0}b")], false, "a NUL"),
             ([blob(".gitx"), blob(".gi")], false, "out of order, near '.git'"),
             ([blob(".gi"), blob(".gitx")], true, "near '.git'"),
@@ -224,7 +228,7 @@ final class ListingPatchTests: XCTestCase {
     func testGitOrderWithoutKeys() {
         func key(_ entry: TreeEntry) -> [UInt8] { Array(entry.name.utf8) + (entry.kind == .tree ? [UInt8(ascii: "/")] : []) }
         let id = ObjectID(hex: String(repeating: "cd", count: 20))!
-        let names = ["a", "ab", "a.b", "a0", "a-", "b", "é", "e\u{301}", "名前", ""]
+        let names = ["a", "ab", "a.b", "a0", "a-", "a\u{0}", "a\u{7F}", "b", "é", "e\u{301}", "名前", ""]
         for a in names {
             for b in names {
                 for (aTree, bTree) in [(false, false), (false, true), (true, false), (true, true)] {

@@ -62,6 +62,15 @@ final class FixtureReadTests: XCTestCase {
 
         // listTree(tree:) agrees.
         XCTAssertEqual(try repo.listTree(tree: try repo.commit(tip).tree), entries)
+
+        // listFolders: the same entries grouped by folder, in the same order, every folder a key.
+        var grouped: [String: [TreeEntry]] = ["": []]
+        for entry in entries {
+            grouped[String(entry.folder), default: []].append(entry)
+            if entry.kind == .tree, grouped[entry.path] == nil { grouped[entry.path] = [] }
+        }
+        XCTAssertEqual(try repo.listFolders(commit: tip), grouped)
+        XCTAssertGreaterThan(grouped.count, 3)
     }
 
     func testBlobsMatchCatFile() throws {
