@@ -225,9 +225,9 @@ extension GitRepository {
     }
 
     /// Iterative pre-order walk (no recursion, so no stack depth limit). `visit` gets each entry
-    /// and the number of the folder holding it: 0 for the root, then 1, 2 … for the folders
-    /// in the order their own entries are visited (a folder's number is one more than the
-    /// count of folder entries visited before it).
+    /// and the number of the folder holding it: 0 for the root, and each folder the number of
+    /// folder entries visited up to and including its own (its entry is visited before its
+    /// contents: the first folder met is 1, the next 2…).
     private func walkLocked(_ root: TreeHandle, _ visit: (TreeEntry, _ folder: Int) -> Void) throws(GitError) {
         struct Frame {
             let tree: TreeHandle
