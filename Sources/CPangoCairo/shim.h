@@ -3,9 +3,10 @@
 /*
  * Pango, Cairo and libjpeg for the PDF export and for reading pictures, opened with dlopen at
  * their first use rather than linked: a process that never draws (the mount daemon, and every
- * command but `export` and the sharing ones) then neither loads nor maps them and the sixty
- * libraries they bring (X11, fontconfig, harfbuzz…): 60 ms of a cold start and 5.5 MB of the
- * daemon's memory (docs/BENCHMARKS.md). Swift calls them through `struct binder_pangocairo`.
+ * command but `export` and the sharing ones) then neither loads nor maps them and the
+ * libraries they bring (X11, fontconfig, harfbuzz…; with libzbar's and libqrencode's, 34 of the
+ * 73 the binary mapped): 60 ms of a cold start and 5.5 MB of the daemon's memory
+ * (docs/BENCHMARKS.md). Swift calls them through `struct binder_pangocairo`.
  *
  * Cairo's and libjpeg's own headers are included as they are. Pango's and GLib's need include
  * paths only pkg-config knows, and pkg-config would link the libraries too, so the few
