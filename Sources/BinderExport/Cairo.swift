@@ -1,8 +1,9 @@
 internal import CPangoCairo
 
 // Owners of the Cairo and Pango objects the PDF export uses: each frees its object in deinit,
-// and none of them is visible outside this module. They call Cairo and Pango through
-// `PangoCairo.api` (the libraries are opened at the first use, PangoCairoLibrary.swift).
+// and none of them is visible outside this module. Each holds the entry points it calls Cairo
+// and Pango through (`api`): a surface gets them from `PangoCairo.load()`, which opens the
+// libraries at the first use (PangoCairoLibrary.swift), and what is made from it from it.
 
 /// The bytes Cairo writes for a PDF, kept in memory (the export is written once, at the end).
 final class ByteSink {
@@ -12,27 +13,31 @@ final class ByteSink {
 /// A Cairo surface: the PDF being written, or an image to draw.
 final class CairoSurface {
     let pointer: OpaquePointer
+    let api: binder_pangocairo
 
-    private init(_ pointer: OpaquePointer) { self.pointer = pointer }
+    private init(_ pointer: OpaquePointer, api: binder_pangocairo) {
+        self.pointer = pointer
+        self.api = api
+    }
 
-    deinit { PangoCairo.api.cairo_surface_destroy(pointer) }
+    deinit { api.cairo_surface_destroy(pointer) }
 
     /// A PDF surface whose output goes to `sink` (nil: nowhere, for measuring).
     static func pdf(width: Double, height: Double, sink: ByteSink?) throws -> CairoSurface {
-        try PangoCairo.load()
+        let api = try PangoCairo.load()
         let surface: OpaquePointer?
         if let sink {
-            surface = PangoCairo.api.cairo_pdf_surface_create_for_stream({ closure, data, length in
+            surface = api.cairo_pdf_surface_create_for_stream({ closure, data, length in
                 guard let closure, let data else { return CAIRO_STATUS_WRITE_ERROR }
                 Unmanaged<ByteSink>.fromOpaque(closure).takeUnretainedValue().bytes
                     .append(contentsOf: UnsafeBufferPointer(start: data, count: Int(length)))
                 return CAIRO_STATUS_SUCCESS
             }, Unmanaged.passUnretained(sink).toOpaque(), width, height)
         } else {
-            surface = PangoCairo.api.cairo_pdf_surface_create_for_stream(nil, nil, width, height)
+            surface = api.cairo_pdf_surface_create_for_stream(nil, nil, width, height)
         }
         guard let surface else { throw ExportError.render("cairo made no PDF surface") }
-        let owned = CairoSurface(surface)
+        let owned = CairoSurface(surface, api: api)
         try owned.check()
         return owned
     }
@@ -40,14 +45,13 @@ final class CairoSurface {
     /// A JPEG decoded by libjpeg; the original bytes are attached, so the PDF embeds them as
     /// they are (DCT) rather than re-encoding the pixels.
     static func jpeg(_ bytes: [UInt8]) -> CairoSurface? {
-        guard (try? PangoCairo.load()) != nil else { return nil }
-        var api = PangoCairo.api
-        guard let surface = bytes.withUnsafeBufferPointer({ binder_jpeg_surface(&api, $0.baseAddress, UInt($0.count)) }) else { return nil }
-        let owned = CairoSurface(surface)
+        guard var api = try? PangoCairo.load(),
+              let surface = bytes.withUnsafeBufferPointer({ binder_jpeg_surface(&api, $0.baseAddress, UInt($0.count)) }) else { return nil }
+        let owned = CairoSurface(surface, api: api)
         guard !bytes.isEmpty, let copy = malloc(bytes.count) else { return owned }
         bytes.withUnsafeBytes { if let base = $0.baseAddress { copy.copyMemory(from: base, byteCount: bytes.count) } }
         // Cairo owns the copy from here and frees it with the surface.
-        if PangoCairo.api.cairo_surface_set_mime_data(surface, "image/jpeg", copy.assumingMemoryBound(to: UInt8.self), UInt(bytes.count),
+        if api.cairo_surface_set_mime_data(surface, "image/jpeg", copy.assumingMemoryBound(to: UInt8.self), UInt(bytes.count),
                                        { free($0) }, copy) != CAIRO_STATUS_SUCCESS {
             free(copy)
         }
@@ -60,7 +64,7 @@ final class CairoSurface {
         guard bytes.count > 24 else { return nil }
         let width = bytes[16..<20].reduce(0) { $0 << 8 | Int($1) }, height = bytes[20..<24].reduce(0) { $0 << 8 | Int($1) }
         guard width > 0, height > 0, width <= 20_000, height <= 20_000, width * height <= 80_000_000,
-              (try? PangoCairo.load()) != nil else { return nil }
+              let api = try? PangoCairo.load() else { return nil }
         final class Source {
             let bytes: [UInt8]
             var offset = 0
@@ -68,7 +72,7 @@ final class CairoSurface {
         }
         let source = Source(bytes)
         let surface = withExtendedLifetime(source) {
-            PangoCairo.api.cairo_image_surface_create_from_png_stream({ closure, data, length in
+            api.cairo_image_surface_create_from_png_stream({ closure, data, length in
                 guard let closure, let data else { return CAIRO_STATUS_READ_ERROR }
                 let source = Unmanaged<Source>.fromOpaque(closure).takeUnretainedValue()
                 let count = Int(length)
@@ -81,32 +85,32 @@ final class CairoSurface {
             }, Unmanaged.passUnretained(source).toOpaque())
         }
         guard let surface else { return nil }
-        let owned = CairoSurface(surface)
-        return PangoCairo.api.cairo_surface_status(surface) == CAIRO_STATUS_SUCCESS ? owned : nil
+        let owned = CairoSurface(surface, api: api)
+        return api.cairo_surface_status(surface) == CAIRO_STATUS_SUCCESS ? owned : nil
     }
 
-    var width: Double { Double(PangoCairo.api.cairo_image_surface_get_width(pointer)) }
-    var height: Double { Double(PangoCairo.api.cairo_image_surface_get_height(pointer)) }
+    var width: Double { Double(api.cairo_image_surface_get_width(pointer)) }
+    var height: Double { Double(api.cairo_image_surface_get_height(pointer)) }
 
     func check() throws {
-        let status = PangoCairo.api.cairo_surface_status(pointer)
-        guard status == CAIRO_STATUS_SUCCESS else { throw ExportError.render(PangoCairo.describe(status)) }
+        let status = api.cairo_surface_status(pointer)
+        guard status == CAIRO_STATUS_SUCCESS else { throw ExportError.render(PangoCairo.describe(status, api)) }
     }
 
     func setMetadata(title: String, creator: String) {
-        PangoCairo.api.cairo_pdf_surface_set_metadata(pointer, CAIRO_PDF_METADATA_TITLE, title)
-        PangoCairo.api.cairo_pdf_surface_set_metadata(pointer, CAIRO_PDF_METADATA_CREATOR, creator)
+        api.cairo_pdf_surface_set_metadata(pointer, CAIRO_PDF_METADATA_TITLE, title)
+        api.cairo_pdf_surface_set_metadata(pointer, CAIRO_PDF_METADATA_CREATOR, creator)
     }
 
     /// An entry of the PDF's outline (bookmarks); returns its id for children.
     @discardableResult
     func addOutline(parent: Int32, title: String, page: Int, open: Bool) -> Int32 {
-        PangoCairo.api.cairo_pdf_surface_add_outline(pointer, parent, title, "page=\(page)",
+        api.cairo_pdf_surface_add_outline(pointer, parent, title, "page=\(page)",
                                       open ? CAIRO_PDF_OUTLINE_FLAG_OPEN : cairo_pdf_outline_flags_t(rawValue: 0))
     }
 
     func finish() throws {
-        PangoCairo.api.cairo_surface_finish(pointer)
+        api.cairo_surface_finish(pointer)
         try check()
     }
 }
@@ -114,151 +118,158 @@ final class CairoSurface {
 /// A Cairo drawing context on a surface.
 final class CairoContext {
     let pointer: OpaquePointer
+    let api: binder_pangocairo
 
     init(_ surface: CairoSurface) throws {
-        guard let context = PangoCairo.api.cairo_create(surface.pointer) else { throw ExportError.render("cairo made no context") }
+        api = surface.api
+        guard let context = api.cairo_create(surface.pointer) else { throw ExportError.render("cairo made no context") }
         pointer = context
-        guard PangoCairo.api.cairo_status(context) == CAIRO_STATUS_SUCCESS else { throw ExportError.render("cairo made no context") }
+        guard api.cairo_status(context) == CAIRO_STATUS_SUCCESS else { throw ExportError.render("cairo made no context") }
     }
 
-    deinit { PangoCairo.api.cairo_destroy(pointer) }
+    deinit { api.cairo_destroy(pointer) }
 }
 
 /// A Pango font description (`Noto Sans Bold 12`), made by Pango at its first use: a renderer
 /// names its fonts before it opens Pango (`PangoCairo.load()`, when its surface is made).
 final class FontDescription {
     private let description: String
-    private var made: OpaquePointer?
+    /// Pango's description, and the entry points that made it (and free it).
+    private var made: (pointer: OpaquePointer, api: binder_pangocairo)?
 
     init(_ description: String) { self.description = description }
 
-    var pointer: OpaquePointer {
-        if let made { return made }
-        // Never NULL: Pango makes a description of any string, and GLib aborts when out of memory.
-        guard let new = PangoCairo.api.pango_font_description_from_string(description) else {
-            preconditionFailure("pango_font_description_from_string returned NULL")
-        }
-        made = new
+    /// Nil only if Pango made none (it makes one of any string): the layout then keeps its
+    /// default font.
+    func pointer(_ api: binder_pangocairo) -> OpaquePointer? {
+        if let made { return made.pointer }
+        guard let new = api.pango_font_description_from_string(description) else { return nil }
+        made = (new, api)
         return new
     }
 
-    deinit { if let made { PangoCairo.api.pango_font_description_free(made) } }
+    deinit { if let made { made.api.pango_font_description_free(made.pointer) } }
 }
 
 /// Pango's context for one Cairo context (fonts at 72 dpi: a point is a PDF unit).
 final class TextContext {
     let pointer: OpaquePointer
+    let api: binder_pangocairo
 
     init(_ cairo: CairoContext) throws {
-        guard let context = PangoCairo.api.pango_cairo_create_context(cairo.pointer) else { throw ExportError.render("pango made no context") }
+        api = cairo.api
+        guard let context = api.pango_cairo_create_context(cairo.pointer) else { throw ExportError.render("pango made no context") }
         pointer = context
-        PangoCairo.api.pango_cairo_context_set_resolution(context, 72)
+        api.pango_cairo_context_set_resolution(context, 72)
     }
 
-    deinit { PangoCairo.api.g_object_unref(UnsafeMutableRawPointer(pointer)) }
+    deinit { api.g_object_unref(UnsafeMutableRawPointer(pointer)) }
 }
 
 /// A paragraph of text laid out by Pango.
 final class TextLayout {
     let pointer: OpaquePointer
+    let api: binder_pangocairo
     static let scale = Double(BINDER_PANGO_SCALE)
 
     /// `markup` is Pango markup; text that does not parse as markup is shown as plain text.
     init(_ context: TextContext, markup: String, font: FontDescription, width: Double?) {
-        // Never NULL (GLib aborts when out of memory).
-        guard let layout = PangoCairo.api.pango_layout_new(context.pointer) else { preconditionFailure("pango_layout_new returned NULL") }
+        api = context.api
+        // Never NULL: no input reaches this; GLib aborts the process when out of memory before
+        // g_object_new could return nothing.
+        guard let layout = api.pango_layout_new(context.pointer) else { preconditionFailure("pango_layout_new returned NULL") }
         pointer = layout
-        PangoCairo.api.pango_layout_set_font_description(pointer, font.pointer)
+        api.pango_layout_set_font_description(pointer, font.pointer(api))
         if let width {
-            PangoCairo.api.pango_layout_set_width(pointer, Int32(width * Self.scale))
-            PangoCairo.api.pango_layout_set_wrap(pointer, PangoWrapMode(BINDER_PANGO_WRAP_WORD_CHAR))
+            api.pango_layout_set_width(pointer, Int32(width * Self.scale))
+            api.pango_layout_set_wrap(pointer, PangoWrapMode(BINDER_PANGO_WRAP_WORD_CHAR))
         }
         // Parsed first so that a bad string never makes Pango print a warning (with its text).
         var attributes: OpaquePointer?
         var text: UnsafeMutablePointer<CChar>?
-        if PangoCairo.api.pango_parse_markup(markup, -1, 0, &attributes, &text, nil, nil) != 0, let text {
-            PangoCairo.api.pango_layout_set_text(pointer, text, -1)
-            PangoCairo.api.pango_layout_set_attributes(pointer, attributes)
+        if api.pango_parse_markup(markup, -1, 0, &attributes, &text, nil, nil) != 0, let text {
+            api.pango_layout_set_text(pointer, text, -1)
+            api.pango_layout_set_attributes(pointer, attributes)
         } else {
-            PangoCairo.api.pango_layout_set_text(pointer, markup, -1)
+            api.pango_layout_set_text(pointer, markup, -1)
         }
-        if let attributes { PangoCairo.api.pango_attr_list_unref(attributes) }
-        PangoCairo.api.g_free(text)
+        if let attributes { api.pango_attr_list_unref(attributes) }
+        api.g_free(text)
     }
 
-    deinit { PangoCairo.api.g_object_unref(UnsafeMutableRawPointer(pointer)) }
+    deinit { api.g_object_unref(UnsafeMutableRawPointer(pointer)) }
 
-    func ellipsize() { PangoCairo.api.pango_layout_set_ellipsize(pointer, PangoEllipsizeMode(BINDER_PANGO_ELLIPSIZE_END)) }
+    func ellipsize() { api.pango_layout_set_ellipsize(pointer, PangoEllipsizeMode(BINDER_PANGO_ELLIPSIZE_END)) }
 
     var size: (width: Double, height: Double) {
         var width: Int32 = 0, height: Int32 = 0
-        PangoCairo.api.pango_layout_get_size(pointer, &width, &height)
+        api.pango_layout_get_size(pointer, &width, &height)
         return (Double(width) / Self.scale, Double(height) / Self.scale)
     }
 
     /// Each line: its top and height (from the layout's top), its baseline, its left edge.
     func lines() -> [(top: Double, height: Double, baseline: Double, x: Double, line: OpaquePointer?)] {
-        guard let iterator = PangoCairo.api.pango_layout_get_iter(pointer) else { return [] }
-        defer { PangoCairo.api.pango_layout_iter_free(iterator) }
+        guard let iterator = api.pango_layout_get_iter(pointer) else { return [] }
+        defer { api.pango_layout_iter_free(iterator) }
         var result: [(Double, Double, Double, Double, OpaquePointer?)] = []
         repeat {
             var logical = PangoRectangle()
-            PangoCairo.api.pango_layout_iter_get_line_extents(iterator, nil, &logical)
-            let baseline = Double(PangoCairo.api.pango_layout_iter_get_baseline(iterator)) / Self.scale
+            api.pango_layout_iter_get_line_extents(iterator, nil, &logical)
+            let baseline = Double(api.pango_layout_iter_get_baseline(iterator)) / Self.scale
             result.append((Double(logical.y) / Self.scale, Double(logical.height) / Self.scale, baseline,
-                           Double(logical.x) / Self.scale, PangoCairo.api.pango_layout_iter_get_line_readonly(iterator)))
-        } while PangoCairo.api.pango_layout_iter_next_line(iterator) != 0
+                           Double(logical.x) / Self.scale, api.pango_layout_iter_get_line_readonly(iterator)))
+        } while api.pango_layout_iter_next_line(iterator) != 0
         return result
     }
 }
 
 /// Drawing calls, kept here so that only this file speaks Cairo.
 extension CairoContext {
-    func color(_ rgb: (Double, Double, Double)) { PangoCairo.api.cairo_set_source_rgb(pointer, rgb.0, rgb.1, rgb.2) }
+    func color(_ rgb: (Double, Double, Double)) { api.cairo_set_source_rgb(pointer, rgb.0, rgb.1, rgb.2) }
 
     func show(_ line: OpaquePointer?, x: Double, baseline: Double) {
         guard let line else { return }
-        PangoCairo.api.cairo_move_to(pointer, x, baseline)
-        PangoCairo.api.pango_cairo_show_layout_line(pointer, line)
+        api.cairo_move_to(pointer, x, baseline)
+        api.pango_cairo_show_layout_line(pointer, line)
     }
 
     func show(_ layout: TextLayout, x: Double, y: Double) {
-        PangoCairo.api.cairo_move_to(pointer, x, y)
-        PangoCairo.api.pango_cairo_show_layout(pointer, layout.pointer)
+        api.cairo_move_to(pointer, x, y)
+        api.pango_cairo_show_layout(pointer, layout.pointer)
     }
 
     func line(from: (Double, Double), to: (Double, Double), width: Double) {
-        PangoCairo.api.cairo_set_line_width(pointer, width)
-        PangoCairo.api.cairo_move_to(pointer, from.0, from.1)
-        PangoCairo.api.cairo_line_to(pointer, to.0, to.1)
-        PangoCairo.api.cairo_stroke(pointer)
+        api.cairo_set_line_width(pointer, width)
+        api.cairo_move_to(pointer, from.0, from.1)
+        api.cairo_line_to(pointer, to.0, to.1)
+        api.cairo_stroke(pointer)
     }
 
     func rectangle(x: Double, y: Double, width: Double, height: Double, fill: Bool, lineWidth: Double = 0.5) {
-        PangoCairo.api.cairo_rectangle(pointer, x, y, width, height)
-        if fill { PangoCairo.api.cairo_fill(pointer) } else {
-            PangoCairo.api.cairo_set_line_width(pointer, lineWidth)
-            PangoCairo.api.cairo_stroke(pointer)
+        api.cairo_rectangle(pointer, x, y, width, height)
+        if fill { api.cairo_fill(pointer) } else {
+            api.cairo_set_line_width(pointer, lineWidth)
+            api.cairo_stroke(pointer)
         }
     }
 
     func draw(_ image: CairoSurface, x: Double, y: Double, scale: Double) {
-        PangoCairo.api.cairo_save(pointer)
-        PangoCairo.api.cairo_translate(pointer, x, y)
-        PangoCairo.api.cairo_scale(pointer, scale, scale)
-        PangoCairo.api.cairo_set_source_surface(pointer, image.pointer, 0, 0)
+        api.cairo_save(pointer)
+        api.cairo_translate(pointer, x, y)
+        api.cairo_scale(pointer, scale, scale)
+        api.cairo_set_source_surface(pointer, image.pointer, 0, 0)
         // Tiny pictures (a 4×4 test strip) stay sharp when scaled up.
-        if scale > 4 { PangoCairo.api.cairo_pattern_set_filter(PangoCairo.api.cairo_get_source(pointer), CAIRO_FILTER_NEAREST) }
-        PangoCairo.api.cairo_paint(pointer)
-        PangoCairo.api.cairo_restore(pointer)
+        if scale > 4 { api.cairo_pattern_set_filter(api.cairo_get_source(pointer), CAIRO_FILTER_NEAREST) }
+        api.cairo_paint(pointer)
+        api.cairo_restore(pointer)
     }
 
-    func showPage() { PangoCairo.api.cairo_show_page(pointer) }
+    func showPage() { api.cairo_show_page(pointer) }
 
     /// Makes what is drawn inside `body` a link to `page` of the document.
     func link(toPage page: Int, _ body: () -> Void) {
-        PangoCairo.api.cairo_tag_begin(pointer, "Link", "page=\(page)")
+        api.cairo_tag_begin(pointer, "Link", "page=\(page)")
         body()
-        PangoCairo.api.cairo_tag_end(pointer, "Link")
+        api.cairo_tag_end(pointer, "Link")
     }
 }

@@ -41,7 +41,7 @@ public struct GrayImage: Sendable {
         guard width <= 20_000, height <= 20_000, width * height <= maximumPixels else {
             throw .tooLarge(width: width, height: height, maximumPixels: maximumPixels)
         }
-        do { try PangoCairo.load() } catch { throw .noReader("\(error)") }
+        do { _ = try PangoCairo.load() } catch { throw .noReader("\(error)") }
         guard let surface = isPNG ? CairoSurface.png(bytes) : CairoSurface.jpeg(bytes) else { throw .unreadable(kind: kind) }
         return gray(surface)
     }
@@ -74,12 +74,13 @@ public struct GrayImage: Sendable {
     /// Luma (ITU-R BT.601) of Cairo's native-endian 0xAARRGGBB pixels (premultiplied in ARGB32;
     /// RGB24 has no alpha), over white.
     private static func gray(_ surface: CairoSurface) -> GrayImage {
-        PangoCairo.api.cairo_surface_flush(surface.pointer)
-        let width = Int(PangoCairo.api.cairo_image_surface_get_width(surface.pointer)), height = Int(PangoCairo.api.cairo_image_surface_get_height(surface.pointer))
-        let stride = Int(PangoCairo.api.cairo_image_surface_get_stride(surface.pointer))
-        let hasAlpha = PangoCairo.api.cairo_image_surface_get_format(surface.pointer) == CAIRO_FORMAT_ARGB32
+        let api = surface.api
+        api.cairo_surface_flush(surface.pointer)
+        let width = Int(api.cairo_image_surface_get_width(surface.pointer)), height = Int(api.cairo_image_surface_get_height(surface.pointer))
+        let stride = Int(api.cairo_image_surface_get_stride(surface.pointer))
+        let hasAlpha = api.cairo_image_surface_get_format(surface.pointer) == CAIRO_FORMAT_ARGB32
         var pixels = [UInt8](repeating: 255, count: width * height)
-        if let data = PangoCairo.api.cairo_image_surface_get_data(surface.pointer) {
+        if let data = api.cairo_image_surface_get_data(surface.pointer) {
             let raw = UnsafeRawPointer(data)
             for y in 0..<height {
                 let row = raw + y * stride

@@ -1,8 +1,8 @@
 internal import CPangoCairo
 
 /// Pango, Cairo and libjpeg, opened at the first PDF or picture (`dlopen`, CPangoCairo's
-/// shim.h says why they are not linked). Every owner in Cairo.swift, QRCodePNG.swift and
-/// GrayImage.swift is made after `load()` succeeded and calls through `api`.
+/// shim.h says why they are not linked). Every owner in Cairo.swift and QRCodePNG.swift holds
+/// the entry points `load()` gave the surface it was made from.
 enum PangoCairo {
     /// The entry points found; immutable once made.
     final class Entries: @unchecked Sendable {
@@ -23,18 +23,11 @@ enum PangoCairo {
         return .success(Entries(table.pointee))
     }()
 
-    /// Opens the libraries if they are not yet open; throws when they cannot be.
-    static func load() throws(ExportError) { _ = try opened.get() }
-
-    /// The entry points. Only for code that runs after `load()` succeeded: a call before it is
-    /// our bug, and traps.
-    static var api: binder_pangocairo {
-        guard case .success(let entries) = opened else { preconditionFailure("Pango and Cairo used before PangoCairo.load()") }
-        return entries.api
-    }
+    /// The entry points, the libraries opened at the first call; throws when they cannot be.
+    static func load() throws(ExportError) -> binder_pangocairo { try opened.get().api }
 
     /// Cairo's words for a status.
-    static func describe(_ status: cairo_status_t) -> String {
+    static func describe(_ status: cairo_status_t, _ api: binder_pangocairo) -> String {
         api.cairo_status_to_string(status).map { String(cString: $0) } ?? "cairo status \(status.rawValue)"
     }
 }

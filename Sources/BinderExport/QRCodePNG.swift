@@ -13,47 +13,49 @@ public enum QRCodePNG {
         guard count > 0, modules.allSatisfy({ $0.count == count }) else { throw ExportError.render("a QR code is a square of modules") }
         guard scale >= 1, scale <= 64 else { throw ExportError.render("a QR module is 1 to 64 pixels") }
         let side = (count + 2 * quietZone) * scale
-        try PangoCairo.load()
-        let surface = try ImageSurface(width: side, height: side)
-        guard let context = PangoCairo.api.cairo_create(surface.pointer) else { throw ExportError.render("cairo made no context") }
-        defer { PangoCairo.api.cairo_destroy(context) }
-        PangoCairo.api.cairo_set_antialias(context, CAIRO_ANTIALIAS_NONE)
-        PangoCairo.api.cairo_set_source_rgb(context, 1, 1, 1)
-        PangoCairo.api.cairo_paint(context)
-        PangoCairo.api.cairo_set_source_rgb(context, 0, 0, 0)
+        let api = try PangoCairo.load()
+        let surface = try ImageSurface(width: side, height: side, api: api)
+        guard let context = api.cairo_create(surface.pointer) else { throw ExportError.render("cairo made no context") }
+        defer { api.cairo_destroy(context) }
+        api.cairo_set_antialias(context, CAIRO_ANTIALIAS_NONE)
+        api.cairo_set_source_rgb(context, 1, 1, 1)
+        api.cairo_paint(context)
+        api.cairo_set_source_rgb(context, 0, 0, 0)
         for (y, row) in modules.enumerated() {
             for (x, dark) in row.enumerated() where dark {
-                PangoCairo.api.cairo_rectangle(context, Double((x + quietZone) * scale), Double((y + quietZone) * scale), Double(scale), Double(scale))
+                api.cairo_rectangle(context, Double((x + quietZone) * scale), Double((y + quietZone) * scale), Double(scale), Double(scale))
             }
         }
-        PangoCairo.api.cairo_fill(context)
-        guard PangoCairo.api.cairo_status(context) == CAIRO_STATUS_SUCCESS else { throw ExportError.render("cairo could not draw the QR code") }
-        PangoCairo.api.cairo_surface_flush(surface.pointer)
+        api.cairo_fill(context)
+        guard api.cairo_status(context) == CAIRO_STATUS_SUCCESS else { throw ExportError.render("cairo could not draw the QR code") }
+        api.cairo_surface_flush(surface.pointer)
         let sink = ByteSink()
         let status = withExtendedLifetime(sink) {
-            PangoCairo.api.cairo_surface_write_to_png_stream(surface.pointer, { closure, data, length in
+            api.cairo_surface_write_to_png_stream(surface.pointer, { closure, data, length in
                 guard let closure, let data else { return CAIRO_STATUS_WRITE_ERROR }
                 Unmanaged<ByteSink>.fromOpaque(closure).takeUnretainedValue().bytes
                     .append(contentsOf: UnsafeBufferPointer(start: data, count: Int(length)))
                 return CAIRO_STATUS_SUCCESS
             }, Unmanaged.passUnretained(sink).toOpaque())
         }
-        guard status == CAIRO_STATUS_SUCCESS else { throw ExportError.render(PangoCairo.describe(status)) }
+        guard status == CAIRO_STATUS_SUCCESS else { throw ExportError.render(PangoCairo.describe(status, api)) }
         return sink.bytes
     }
 
     /// An RGB image surface, destroyed with its owner.
     private final class ImageSurface {
         let pointer: OpaquePointer
+        let api: binder_pangocairo
 
-        init(width: Int, height: Int) throws {
-            guard let surface = PangoCairo.api.cairo_image_surface_create(CAIRO_FORMAT_RGB24, Int32(width), Int32(height)) else {
+        init(width: Int, height: Int, api: binder_pangocairo) throws {
+            self.api = api
+            guard let surface = api.cairo_image_surface_create(CAIRO_FORMAT_RGB24, Int32(width), Int32(height)) else {
                 throw ExportError.render("cairo made no image")
             }
             pointer = surface
-            guard PangoCairo.api.cairo_surface_status(surface) == CAIRO_STATUS_SUCCESS else { throw ExportError.render("cairo made no image") }
+            guard api.cairo_surface_status(surface) == CAIRO_STATUS_SUCCESS else { throw ExportError.render("cairo made no image") }
         }
 
-        deinit { PangoCairo.api.cairo_surface_destroy(pointer) }
+        deinit { api.cairo_surface_destroy(pointer) }
     }
 }
