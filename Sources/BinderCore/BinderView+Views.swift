@@ -118,7 +118,7 @@ extension BinderView {
     /// Links named by `TimelineNames`, newest first; `depth` folders below the mount root.
     private func linkListing(_ records: [TimelineRecord], depth: Int) -> ControlListing {
         let up = String(repeating: "../", count: depth)
-        var listing = ControlListing()
+        var listing = ControlListing(capacity: records.count)
         for (name, record) in TimelineNames.assign(records) {
             listing.append(name, .link(target: up + record.viewPath, modified: record.time))
         }

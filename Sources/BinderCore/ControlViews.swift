@@ -47,10 +47,22 @@ struct ControlListing: Sendable {
     private(set) var names: [String] = []
     private(set) var nodes: [String: ControlNode] = [:]
 
+    init() {}
+
+    /// Room for `count` entries at once: each growth of the map would hash every name again.
+    init(capacity count: Int) {
+        names.reserveCapacity(count)
+        nodes.reserveCapacity(count)
+    }
+
+    /// Adds `name` unless the listing holds it already (the first entry of a name stays).
     mutating func append(_ name: String, _ node: ControlNode) {
-        guard nodes[name] == nil else { return }
+        // One lookup for a new name (the usual case), two for a name already there.
+        if let first = nodes.updateValue(node, forKey: name) {
+            nodes[name] = first
+            return
+        }
         names.append(name)
-        nodes[name] = node
     }
 }
 

@@ -141,10 +141,19 @@ enum TimelineNames {
         let oldestFirst = records.sorted { a, b in
             a.time != b.time ? a.time < b.time : a.viewPath.utf8.lexicographicallyPrecedes(b.viewPath.utf8)
         }
-        var listing = Listing()
+        // Names taken so far, as `Listing.insertUnique` compares them (String equality). Sized
+        // at once: each growth would hash every name again (100,000 at most in a timeline).
+        var taken = Set<String>(minimumCapacity: records.count)
         var named: [(name: String, record: TimelineRecord)] = []
+        named.reserveCapacity(records.count)
         for record in oldestFirst {
-            let name = listing.insertUnique(wanted(record), Node(source: .directory, size: 0, modified: record.time, gitPath: ""))
+            let wanted = wanted(record)
+            var name = wanted
+            var n = 2
+            while !taken.insert(name).inserted {
+                name = NameMapping.suffixed(wanted, n)
+                n += 1
+            }
             named.append((name, record))
         }
         return named.reversed()
@@ -152,7 +161,40 @@ enum TimelineNames {
 
     /// A title or type fit for a file name: '/' becomes '-', control characters and runs of
     /// white space one space, no leading dot, trimmed.
+    ///
+    /// Asked of every record each time the timeline is worked out (after each commit shown):
+    /// a text it would leave as it is, as most titles are, is returned without a copy, and
+    /// only scalars past ASCII are looked up in Unicode's tables (`cleanByScalars` is the
+    /// rule as written; `CorePartsTests.testTimelineCleanTable` holds the two to one answer).
     static func clean(_ text: String) -> String {
+        isClean(text) ? text : cleanByScalars(text)
+    }
+
+    /// Whether `cleanByScalars` returns `text` unchanged: no '/', no control character, no
+    /// white space but single ASCII spaces between words, no leading dot.
+    static func isClean(_ text: String) -> Bool {
+        var afterSpace = true  // a leading space is trimmed: not clean
+        var first = true
+        for scalar in text.unicodeScalars {
+            let value = scalar.value
+            if value == 0x20 {
+                if afterSpace { return false }
+                afterSpace = true
+            } else if value < 0x80 {
+                // ASCII's other white space (tab to carriage return) are control characters.
+                if value < 0x20 || value == 0x7F || value == 0x2F || (first && value == 0x2E) { return false }
+                afterSpace = false
+            } else {
+                if scalar.properties.isWhitespace || scalar.properties.generalCategory == .control { return false }
+                afterSpace = false
+            }
+            first = false
+        }
+        return first || !afterSpace  // empty, or not ending in a space
+    }
+
+    /// `clean`'s rule, scalar by scalar.
+    static func cleanByScalars(_ text: String) -> String {
         var out = ""
         var space = false
         for scalar in text.unicodeScalars {

@@ -177,6 +177,44 @@ final class CorePartsTests: XCTestCase {
         }
     }
 
+    // MARK: TimelineNames.clean
+
+    /// Titles made fit for a link's name: a row per rule. `clean` (which returns a text it
+    /// would not change as it is) must answer as the rule scalar by scalar does, on each row
+    /// and on texts built at random from the same pieces.
+    func testTimelineCleanTable() {
+        let rows: [(text: String, clean: String)] = [
+            ("Annual physical", "Annual physical"),
+            ("Allergy — increase prescribed", "Allergy — increase prescribed"),
+            ("", ""),
+            ("A/B test", "A-B test"),
+            ("two  spaces", "two spaces"),
+            ("tab\there", "tab here"),
+            ("  leading and trailing  ", "leading and trailing"),
+            ("trailing ", "trailing"),
+            ("no\u{A0}break\u{3000}ideographic", "no break ideographic"),
+            ("next\u{85}line", "next line"),
+            ("bell\u{7}and\u{7F}delete", "bell and delete"),
+            (".hidden", "hidden"),
+            ("...dots", "dots"),
+            ("\t.after a tab", "after a tab"),
+            ("middle. dot.", "middle. dot."),
+            ("zero\u{200B}width", "zero\u{200B}width"),
+            ("e \u{301}accent", "e \u{301}accent"),
+            ("陈美玲 🥜", "陈美玲 🥜"),
+        ]
+        for row in rows {
+            XCTAssertEqual(TimelineNames.clean(row.text), row.clean, "\(row.text.debugDescription)")
+            XCTAssertEqual(TimelineNames.cleanByScalars(row.text), row.clean, "rule: \(row.text.debugDescription)")
+        }
+        let pieces = [" ", "  ", "\t", "\n", ".", "/", "x", "é", "\u{301}", "\u{A0}", "\u{3000}", "\u{85}", "\u{7F}", "\u{200B}", "—", "Title"]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<5_000 {
+            let text = (0..<Int.random(in: 0...8, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
+            XCTAssertEqual(TimelineNames.clean(text), TimelineNames.cleanByScalars(text), "\(text.debugDescription)")
+        }
+    }
+
     // MARK: ScratchNames
 
     /// readdir's order: bytes of the UTF-8, a prefix first. A row per case; the pairs are also
