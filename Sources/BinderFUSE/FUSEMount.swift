@@ -130,7 +130,13 @@ public final class FUSEMount {
     /// The operations table. Built in this library (not in `main.swift`, whose top level is
     /// MainActor-isolated: a closure from there would trap on libfuse's threads).
     static func installOperations(into ops: inout fuse_operations) {
-        ops.`init` = { _, config in
+        ops.`init` = { connection, config in
+            // The kernel keeps each link's target (`.binder`'s views are links, 100,000 in a
+            // timeline): a second `ls -l` reads them without a readlink round trip each. What
+            // `.binder` shows changes with the commit shown, and each change invalidates every
+            // name there the kernel was given (`shownCommitChanged`), its cached target with it;
+            // elsewhere a link's target never changes under one inode (a new link is a new one).
+            if let connection { _ = binder_fuse_want_cache_symlinks(connection) }
             if let config {
                 // Names and attributes change only through this mount (which invalidates what it
                 // changes): let the kernel cache them.

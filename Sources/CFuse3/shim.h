@@ -25,6 +25,15 @@ static inline int binder_fuse_forget_entry(struct fuse *f, unsigned long parent,
     return fuse_lowlevel_notify_inval_entry(fuse_get_session(f), parent, name, strlen(name));
 }
 
+/* FUSE_CAP_CACHE_SYMLINKS (kernel >= 4.20): the kernel keeps a link's target in its page cache
+   and asks readlink once per inode, until the inode is invalidated (fuse_invalidate_path drops
+   the pages with the attributes). Asked for when the kernel offers it; returns whether it did. */
+static inline int binder_fuse_want_cache_symlinks(struct fuse_conn_info *conn) {
+    if (!(conn->capable & FUSE_CAP_CACHE_SYMLINKS)) return 0;
+    conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+    return 1;
+}
+
 static inline struct fuse_args binder_fuse_args_empty(void) {
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
     return args;

@@ -101,6 +101,34 @@ final class ViewsMountTests: MountedFixtureTestCase {
         XCTAssertEqual(try shell("cat '\(link)'").stdout, String(decoding: content, as: UTF8.self))
     }
 
+    /// The kernel keeps each link's target once read (FUSE_CAP_CACHE_SYMLINKS). A link that
+    /// keeps its name while its record moves (same day, category and title) must lead to the
+    /// record's new place once the move is committed, not to where the kernel last read.
+    func testALinkWhoseRecordMovesLeadsToItsNewPlace() throws {
+        let link = "\(mnt)/.binder/timeline/2025-02-25 labs Lipid Panel.md"
+        let tagLink = "\(mnt)/.binder/tags/drug/2025-02-25 allergies Penicillin allergy.md"
+        // Both targets read, by `ls -l` (readdirplus) and by readlink after a lookup.
+        XCTAssertEqual(try shell("ls -l '\(mnt)/.binder/timeline' '\(mnt)/.binder/tags/drug' > /dev/null").status, 0)
+        XCTAssertEqual(try shell("readlink '\(link)'").stdout, "../../labs/2025-02-25-lipid-panel.md\n")
+        XCTAssertEqual(try shell("readlink '\(tagLink)'").stdout, "../../../allergies/2025-02-25-penicillin.md\n")
+
+        let moves = try shell("""
+            mv '\(mnt)/labs/2025-02-25-lipid-panel.md' '\(mnt)/labs/lipids.md' && \
+            mv '\(mnt)/allergies/2025-02-25-penicillin.md' '\(mnt)/allergies/penicillin.md'
+            """)
+        XCTAssertEqual(moves.status, 0, moves.stderr)
+        try eventually(2, "the timeline link leads to the moved record") {
+            try shell("readlink '\(link)'").stdout == "../../labs/lipids.md\n"
+        }
+        try eventually(2, "the tag link leads to the moved record") {
+            try shell("readlink '\(tagLink)'").stdout == "../../../allergies/penicillin.md\n"
+        }
+        XCTAssertEqual(try shell("cmp '\(link)' '\(mnt)/labs/lipids.md' && cmp '\(tagLink)' '\(mnt)/allergies/penicillin.md'").status, 0)
+        // `ls -l` shows the new targets too.
+        let listed = try shell("ls -l '\(mnt)/.binder/timeline' | grep 'Lipid Panel'").stdout
+        XCTAssertTrue(listed.hasSuffix("-> ../../labs/lipids.md\n"), listed)
+    }
+
     func testEveryChangeInBinderIsEROFS() throws {
         let attempts = [
             "touch '\(mnt)/.binder/new'",
