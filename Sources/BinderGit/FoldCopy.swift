@@ -16,9 +16,15 @@ internal import BinderCrypto
 ///   (`TreeDelta`: the entries the two share are copied, in one pass over each tree), or whole
 ///   when there is none. A tree whole in an older pack (the base of that pack's deltas) becomes
 ///   a delta in turn, so each folder keeps one whole tree per fold pack, not one per fold.
-/// - Whole commits go to the pack builder (small; they are deltified there), unless a delta
-///   of their pack is made against one. (A delta's base is always in the delta's pack, and an
-///   object is taken from the newest pack holding it: every base is in the copy.)
+/// - Whole commits are copied byte for byte too, as are the commit deltas of packs folded
+///   before with their bases. (A delta's base is always in the delta's pack, and an object is
+///   taken from the newest pack holding it: every base is in the copy.) They went to the pack
+///   builder once, which deltified them into a pack of their own: a fold then wrote two packs
+///   of about as many objects each (a commit against a blob and two trees a save), which the
+///   next fold's geometric rule, finding two packs within a factor of two, always rolled up
+///   again, so that every fold rewrote every object saved since the binder was written
+///   (docs/BENCHMARKS.md, "One pack a fold"). Now a fold writes one pack, and a second only for
+///   loose objects (merges, `binder new`), which the builder packs.
 ///
 /// Each copied entry's bytes are checked against the CRC-32 its source index holds as they are
 /// copied, and each tree delta is applied and compared with the tree before it is written: a
@@ -35,7 +41,7 @@ struct FoldCopy {
 
     /// How an entry of a source pack goes into the new pack.
     enum Entry {
-        /// Its bytes as they are (a whole commit a delta is made against).
+        /// Its bytes as they are (a whole commit or tag).
         case copied(Source)
         /// A delta, naming its base by id: its first `header` bytes are the type and size, its
         /// delta data (a zlib stream) starts at `body`.
@@ -50,20 +56,23 @@ struct FoldCopy {
         static let offsetDelta: UInt8 = 6, referenceDelta: UInt8 = 7
     }
 
-    /// Commits, trees and deltas, in the order they are written: before the blobs, so that a
-    /// history walk reads them together (`PackOrder`).
+    /// Commits and tags (whole, or deltas of them), written first, newest first (the source
+    /// packs are taken newest first, and each lists its commits so): a history walk reads them
+    /// together (`PackOrder`).
+    private(set) var commits: [Entry] = []
+    /// Trees and the other deltas, written next.
     private(set) var entries: [Entry] = []
     /// Whole blobs, written last.
     private(set) var blobs: [Source] = []
     /// Every object taken (written once, from the newest pack that holds it).
     private var taken: Set<ObjectID> = []
 
-    var isEmpty: Bool { entries.isEmpty && blobs.isEmpty }
-    var count: Int { entries.count + blobs.count }
+    var isEmpty: Bool { commits.isEmpty && entries.isEmpty && blobs.isEmpty }
+    var count: Int { commits.count + entries.count + blobs.count }
 
-    /// Takes what this copy writes of the pack indexed by `index`; returns the rest (whole
-    /// commits, in pack order) for the pack builder. Nil when the pack or its index cannot be
-    /// read as such (nothing is taken from it then: the builder gets it all).
+    /// Takes what this copy writes of the pack indexed by `index`: all of it. Nil when the pack
+    /// or its index cannot be read as such (nothing is taken from it then: the pack builder
+    /// gets it all); else what is left for the builder, which is nothing.
     static func split(index: String, into copy: inout FoldCopy) -> [ObjectID]? {
         let pack = String(index.dropLast(4)) + ".pack"
         guard let indexed = PackOrder.entriesInPackOrder(ofIndex: index) else { return nil }
@@ -93,27 +102,38 @@ struct FoldCopy {
             parsed.append((Source(id: entry.id, pack: pack, offset: entry.offset, length: length, crc: entry.crc),
                            header.type, header.header, header.body, header.base))
         }
-        let basesHere = Set(parsed.compactMap(\.base))
-        var rest: [ObjectID] = []
+        // What each delta is a version of: its base's type, down its chain (packs folded
+        // before this change hold commits as deltas of commits, from libgit2's builder).
+        var wholeType: [ObjectID: UInt8] = [:]
+        for entry in parsed where entry.base == nil { wholeType[entry.source.id] = entry.type }
+        let baseOf = Dictionary(parsed.compactMap { entry in entry.base.map { (entry.source.id, $0) } }, uniquingKeysWith: { first, _ in first })
+        func resolvedType(_ id: ObjectID) -> UInt8? {
+            var id = id
+            for _ in 0...baseOf.count {  // a chain is no longer than the deltas (a cycle stops here)
+                if let type = wholeType[id] { return type }
+                guard let base = baseOf[id] else { return nil }
+                id = base
+            }
+            return nil
+        }
         for entry in parsed where !copy.taken.contains(entry.source.id) {
-            let id = entry.source.id
             switch entry.type {
             case EntryType.blob:
                 copy.blobs.append(entry.source)
             case EntryType.tree:
                 copy.entries.append(.tree(entry.source))
             case EntryType.offsetDelta, EntryType.referenceDelta:
-                copy.entries.append(.delta(entry.source, base: entry.base!, header: entry.header, body: entry.body))
-            default:  // a commit or tag
-                guard basesHere.contains(id) else {
-                    rest.append(id)
-                    continue
+                let delta = Entry.delta(entry.source, base: entry.base!, header: entry.header, body: entry.body)
+                switch resolvedType(entry.source.id) {
+                case EntryType.commit, EntryType.tag: copy.commits.append(delta)
+                default: copy.entries.append(delta)
                 }
-                copy.entries.append(.copied(entry.source))
+            default:  // a commit or tag
+                copy.commits.append(.copied(entry.source))
             }
-            copy.taken.insert(id)
+            copy.taken.insert(entry.source.id)
         }
-        return rest
+        return []
     }
 
     /// What an entry's first bytes say: its type, where its delta data or content starts
@@ -185,7 +205,7 @@ struct FoldCopy {
                         checksum: pack.checksum)
     }
 
-    /// The entries, then the blobs. Returns each one's id, offset and CRC.
+    /// The commits, the other entries, then the blobs. Returns each one's id, offset and CRC.
     private func writeEntries(to stream: inout PackStream, readTree: (ObjectID) throws(GitError) -> [UInt8]) throws(GitError)
         -> [PackWriter.IndexedObject] {
         var written: [PackWriter.IndexedObject] = []
@@ -193,7 +213,7 @@ struct FoldCopy {
         var sources = SourcePacks()
         defer { sources.close() }
         var trees = TreeBases()
-        for entry in entries {
+        for entry in commits + entries {
             let offset = stream.written
             switch entry {
             case .copied(let source):

@@ -70,7 +70,8 @@ extension GitRepository {
     }
 
     /// Folds packs geometrically (as `git repack --geometric=2`): the smallest packs, and the
-    /// loose objects, are rolled up (into two new packs: `fold`) until every pack left holds at
+    /// loose objects, are rolled up (into one new pack, and one more for loose objects: `fold`)
+    /// until every pack left holds at
     /// least twice the objects of all smaller ones together. Each commit writes a small pack
     /// (`commitChanges`) and calls for a fold now and then, so the repository keeps a number of
     /// packs logarithmic in its size, and each object is rewritten a logarithmic number of
@@ -105,10 +106,10 @@ extension GitRepository {
         return FoldPlan(packs: packs.prefix(rolled).map(\.index), loose: loose)
     }
 
-    /// Rolls the plan's packs and loose objects into new packs (see `foldPacks`): the blobs,
-    /// trees and deltas written by `FoldCopy` into one (blobs and deltas copied as they are,
+    /// Rolls the plan's packs and loose objects into new packs (see `foldPacks`): the packs'
+    /// objects written by `FoldCopy` into one (blobs, commits and deltas copied as they are,
     /// trees as deltas against a newer version of their folder, found without a search), the
-    /// commits and the loose objects through libgit2's pack builder into the other.
+    /// loose objects, if any, through libgit2's pack builder into another.
     public func fold(_ plan: FoldPlan) throws(GitError) -> RepackResult {
         guard !plan.isEmpty else { return RepackResult(objects: 0, looseRemoved: 0, packsRemoved: 0) }
         return try locked { () throws(GitError) in

@@ -43,7 +43,7 @@ final class FoldCopyTests: XCTestCase {
         XCTAssertEqual(before.count, 12)
         XCTAssertEqual(try GitRepository.open(path: path).foldPacks().packsRemoved, 12)
         let packs = GitRepository.packIndexes(in: path + "/objects/pack")
-        XCTAssertEqual(packs.count, 2)
+        XCTAssertEqual(packs.count, 1)
         for index in packs { XCTAssertNoThrow(try git("verify-pack", index, in: path)) }
         // The blobs' entries are the very bytes the commit packs held (the same CRC-32s).
         XCTAssertEqual(try blobEntries(), before)
