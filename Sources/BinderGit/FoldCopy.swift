@@ -23,7 +23,7 @@ internal import BinderCrypto
 ///   of about as many objects each (a commit against a blob and two trees a save), which the
 ///   next fold's geometric rule, finding two packs within a factor of two, always rolled up
 ///   again, so that every fold rewrote every object saved since the binder was written
-///   (docs/BENCHMARKS.md, "One pack a fold"). Now a fold writes one pack, and a second only for
+///   (docs/BENCHMARKS.md, "Links kept by the kernel, and one pack a fold"). Now a fold writes one pack, and a second only for
 ///   loose objects (merges, `binder new`), which the builder packs.
 ///
 /// Each copied entry's bytes are checked against the CRC-32 its source index holds as they are
@@ -70,23 +70,23 @@ struct FoldCopy {
     var isEmpty: Bool { commits.isEmpty && entries.isEmpty && blobs.isEmpty }
     var count: Int { commits.count + entries.count + blobs.count }
 
-    /// Takes what this copy writes of the pack indexed by `index`: all of it. Nil when the pack
-    /// or its index cannot be read as such (nothing is taken from it then: the pack builder
-    /// gets it all); else what is left for the builder, which is nothing.
-    static func split(index: String, into copy: inout FoldCopy) -> [ObjectID]? {
+    /// Takes every object of the pack indexed by `index` that the copy does not hold yet.
+    /// False when the pack or its index cannot be read as such: nothing is taken from it then
+    /// (the pack builder gets it all).
+    static func take(index: String, into copy: inout FoldCopy) -> Bool {
         let pack = String(index.dropLast(4)) + ".pack"
-        guard let indexed = PackOrder.entriesInPackOrder(ofIndex: index) else { return nil }
+        guard let indexed = PackOrder.entriesInPackOrder(ofIndex: index) else { return false }
         let fd = open(pack, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
+        guard fd >= 0 else { return false }
         defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0, info.st_size >= 32 else { return nil }
+        guard fstat(fd, &info) == 0, info.st_size >= 32 else { return false }
         let end = UInt64(info.st_size) - 20  // the pack's checksum follows the last entry
         var idAt: [UInt64: ObjectID] = [:]
         idAt.reserveCapacity(indexed.count)
         for entry in indexed { idAt[entry.offset] = entry.id }
         let ids = Set(indexed.map(\.id))
-        guard ids.count == indexed.count else { return nil }
+        guard ids.count == indexed.count else { return false }
 
         // Every entry's header read before anything is taken: a pack that turns out malformed
         // is left to the builder entirely.
@@ -94,11 +94,11 @@ struct FoldCopy {
         parsed.reserveCapacity(indexed.count)
         for (i, entry) in indexed.enumerated() {
             let next = i + 1 < indexed.count ? indexed[i + 1].offset : end
-            guard entry.offset >= 12, next > entry.offset, next <= end else { return nil }
+            guard entry.offset >= 12, next > entry.offset, next <= end else { return false }
             let length = Int(next - entry.offset)
             var head = [UInt8](repeating: 0, count: min(length, 64))
             guard pread(fd, &head, head.count, off_t(entry.offset)) == head.count,
-                  let header = Self.header(head, at: entry.offset, idAt: idAt), header.base.map(ids.contains) ?? true else { return nil }
+                  let header = Self.header(head, at: entry.offset, idAt: idAt), header.base.map(ids.contains) ?? true else { return false }
             parsed.append((Source(id: entry.id, pack: pack, offset: entry.offset, length: length, crc: entry.crc),
                            header.type, header.header, header.body, header.base))
         }
@@ -133,7 +133,7 @@ struct FoldCopy {
             }
             copy.taken.insert(entry.source.id)
         }
-        return []
+        return true
     }
 
     /// What an entry's first bytes say: its type, where its delta data or content starts

@@ -71,8 +71,7 @@ extension GitRepository {
 
     /// Folds packs geometrically (as `git repack --geometric=2`): the smallest packs, and the
     /// loose objects, are rolled up (into one new pack, and one more for loose objects: `fold`)
-    /// until every pack left holds at
-    /// least twice the objects of all smaller ones together. Each commit writes a small pack
+    /// until every pack left holds at least twice the objects of all smaller ones together. Each commit writes a small pack
     /// (`commitChanges`) and calls for a fold now and then, so the repository keeps a number of
     /// packs logarithmic in its size, and each object is rewritten a logarithmic number of
     /// times, where folding only small packs and repacking everything every thousand commits
@@ -131,9 +130,12 @@ extension GitRepository {
             var folded: [String] = []
             for index in Self.newestFirst(plan.packs) {
                 // A pack that cannot be opened (removed meanwhile) is left alone.
-                guard let pack = try? Self.onePackDatabase(index),
-                      let ids = FoldCopy.split(index: index, into: &copy) ?? Self.objectIDs(in: pack) else { continue }
-                for id in ids { try addLocked(id, from: pack, to: &order) }
+                guard let pack = try? Self.onePackDatabase(index) else { continue }
+                // A pack `FoldCopy` cannot read as such goes through the builder whole.
+                if !FoldCopy.take(index: index, into: &copy) {
+                    guard let ids = Self.objectIDs(in: pack) else { continue }
+                    for id in ids { try addLocked(id, from: pack, to: &order) }
+                }
                 folded.append(index)
             }
             try order.insert(into: builder)

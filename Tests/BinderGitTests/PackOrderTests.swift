@@ -85,6 +85,38 @@ final class PackOrderTests: XCTestCase {
         try assertRepositoryComplete(path, tip: made.last!, commits: 45)
     }
 
+    /// A pack written by libgit2's builder (a repack, or a fold before folds wrote one pack)
+    /// holds commits as deltas of other commits: a fold copies them as they are and still puts
+    /// them with the commits, newest first, in the one pack it writes.
+    func testAFoldPutsCommitDeltasWithTheCommits() throws {
+        let (tmp, path, repo) = try newRepository()
+        defer { withExtendedLifetime(tmp) {} }  // the folder lives as long as the test
+        var made: [ObjectID] = []
+        // Commits long enough alike for the builder to store them as deltas (binder's own
+        // messages are short; a merge's or stock git's need not be).
+        let body = String(repeating: "a message long enough that a delta is worth it. ", count: 12)
+        for i in 0..<30 {
+            let record = Array("{\"content\":\"record \(i)\"}\n".utf8)
+            made.append(try repo.commitChanges(onto: made.last,
+                                               changes: [.write(path: "visits/r\(i).json", blob: try GitRepository.blobID(of: record))],
+                                               message: "Save \(i)\n\n\(body)", author: testAuthor, blobs: [record]))
+        }
+        _ = try repo.repack()
+        let repacked = try XCTUnwrap(GitRepository.packIndexes(in: path + "/objects/pack").first)
+        // verify-pack gives a delta's depth and base after its offset.
+        let commitDeltas = lines(try git("verify-pack", "-v", repacked)).filter { line in
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            return fields.count == 7 && fields[1] == "commit"
+        }
+        XCTAssertFalse(commitDeltas.isEmpty, "the builder deltified no commit: the case this test is for is missing")
+        try save(repo, 30..<60, after: &made)
+        XCTAssertEqual(try GitRepository.open(path: path).foldPacks().packsRemoved, 31)
+        let packs = GitRepository.packIndexes(in: path + "/objects/pack")
+        XCTAssertEqual(packs.count, 1)
+        try assertLaidOut(try XCTUnwrap(packs.first), commits: made.reversed(), objects: 240)
+        try assertRepositoryComplete(path, tip: made.last!, commits: 60)
+    }
+
     /// A pack index that is short, of another version or cut anywhere gives no order (the
     /// fold then takes the ids as the pack lists them), never a crash.
     func testAMalformedIndexGivesNoOrder() throws {
