@@ -23,8 +23,9 @@ internal import BinderCrypto
 ///   of about as many objects each (a commit against a blob and two trees a save), which the
 ///   next fold's geometric rule, finding two packs within a factor of two, always rolled up
 ///   again, so that every fold rewrote every object saved since the binder was written
-///   (docs/BENCHMARKS.md, "Links kept by the kernel, and one pack a fold"). Now a fold writes one pack, and a second only for
-///   loose objects (merges, `binder new`), which the builder packs.
+///   (docs/BENCHMARKS.md, "Links kept by the kernel, and one pack a fold"). Now a fold writes
+///   one pack, and a second only for loose objects (merges, `binder new`), which the builder
+///   packs.
 ///
 /// Each copied entry's bytes are checked against the CRC-32 its source index holds as they are
 /// copied, and each tree delta is applied and compared with the tree before it is written: a

@@ -71,11 +71,12 @@ extension GitRepository {
 
     /// Folds packs geometrically (as `git repack --geometric=2`): the smallest packs, and the
     /// loose objects, are rolled up (into one new pack, and one more for loose objects: `fold`)
-    /// until every pack left holds at least twice the objects of all smaller ones together. Each commit writes a small pack
-    /// (`commitChanges`) and calls for a fold now and then, so the repository keeps a number of
-    /// packs logarithmic in its size, and each object is rewritten a logarithmic number of
-    /// times, where folding only small packs and repacking everything every thousand commits
-    /// fell behind a fast writer (1,599 packs after 10,000 saves; docs/BENCHMARKS.md).
+    /// until every pack left holds at least twice the objects of all smaller ones together.
+    /// Each commit writes a small pack (`commitChanges`) and calls for a fold now and then, so
+    /// the repository keeps a number of packs logarithmic in its size, and each object is
+    /// rewritten a logarithmic number of times, where folding only small packs and repacking
+    /// everything every thousand commits fell behind a fast writer (1,599 packs after 10,000
+    /// saves; docs/BENCHMARKS.md).
     ///
     /// Crash safety is `repack`'s: the new packs are durable before anything is removed, and a
     /// pack or loose object is removed only when the new packs hold it (a pack a commit is
