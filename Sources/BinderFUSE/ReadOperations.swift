@@ -92,11 +92,11 @@ enum ReadOperations {
         do {
             let entries = try fs.view.list(path)
             info.pointee.fh = fs.openFolders.open(entries)
-            // Folders change through this mount (the kernel then drops its copy itself) or by
-            // sync (which invalidates them): the kernel may keep what readdir returned.
-            if !BinderView.isControlPath(path) {
-                binder_fi_set_cache_dir(info)
-            } else {
+            // No folder asks the kernel to keep its listing (`cache_readdir`). libfuse 3.14's
+            // path API does not pass that flag on (3.16 does: libfuse#822), and a kernel that
+            // keeps listings fills its copy from whichever handle reads first: one opened
+            // before a change and read after it would leave the old listing cached.
+            if BinderView.isControlPath(path) {
                 // readdirplus gives the kernel each name with its attributes.
                 fs.controlNames.listed(path, names: entries.map(\.name))
             }

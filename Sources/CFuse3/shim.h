@@ -44,9 +44,6 @@ static inline void binder_fi_set_keep_cache(struct fuse_file_info *fi, int on) {
 static inline void binder_fi_set_direct_io(struct fuse_file_info *fi, int on) { fi->direct_io = on ? 1 : 0; }
 /* FOPEN_NOFLUSH: close() of this handle sends no FLUSH request (kernel >= 5.16). */
 static inline void binder_fi_set_noflush(struct fuse_file_info *fi, int on) { fi->noflush = on ? 1 : 0; }
-/* From opendir: FOPEN_CACHE_DIR (the kernel keeps readdir results) and FOPEN_KEEP_CACHE (across
- * opens); the kernel drops them when the folder changes through the mount or is invalidated. */
-static inline void binder_fi_set_cache_dir(struct fuse_file_info *fi) { fi->cache_readdir = 1; fi->keep_cache = 1; }
 
 static inline enum fuse_fill_dir_flags binder_fill_dir_plus(void) { return FUSE_FILL_DIR_PLUS; }
 

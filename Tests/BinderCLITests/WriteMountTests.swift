@@ -251,6 +251,37 @@ final class FileOperationTests: XCTestCase {
                        "Pat Example <pat@example.org>|Add visits entry\n")
     }
 
+    /// A folder handle opened before a change and read after it lists what the folder held
+    /// when it was opened; what it read must not become the folder's listing for later readers
+    /// (a kernel that keeps listings, `cache_readdir`, fills its copy from whichever handle
+    /// reads first).
+    func testAFolderReadAcrossAChangeLeavesNoStaleListing() throws {
+        let binder = try MountedBinder()
+        defer { binder.unmount() }
+        try binder.mount()
+        let mnt = binder.mountpoint
+        let folder = binder.path("allergies")
+        let name = "2026-06-01-shellfish.md"
+        func readAll(_ handle: OpaquePointer) -> Set<String> {
+            var names = Set<String>()
+            while let entry = readdir(handle) {
+                names.insert(withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) })
+            }
+            return names
+        }
+        func listed() throws -> Set<String> { Set(try FileManager.default.contentsOfDirectory(atPath: folder)) }
+        for (change, present) in [("printf '# Shellfish\\n' > allergies/\(name)", true), ("rm allergies/\(name)", false)] {
+            _ = try listed()
+            let handle = try XCTUnwrap(opendir(folder))
+            XCTAssertEqual(try shell(change, in: mnt).status, 0, change)
+            let seen = readAll(handle)
+            closedir(handle)
+            XCTAssertEqual(seen.contains(name), !present, "the handle lists the folder as it was opened (\(change))")
+            XCTAssertEqual(try listed().contains(name), present, change)
+            XCTAssertEqual(try shell("ls allergies", in: mnt).stdout.split(separator: "\n").contains(Substring(name)), present, change)
+        }
+    }
+
     func testRsyncTruncateAttributesAndOpenFiles() throws {
         let binder = try MountedBinder()
         defer { binder.unmount() }
