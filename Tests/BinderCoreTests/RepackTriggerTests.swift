@@ -56,7 +56,9 @@ final class RepackTriggerTests: XCTestCase {
         XCTAssertLessThanOrEqual(repository.packCount(), 45)
         XCTAssertEqual(try view.list("folder3").filter { $0.name.hasSuffix(".md") }.count, 300)
         // Each pack folded away was let go: the view's instance keeps none open or mapped
-        // (libgit2 alone kept all of them, and searched them on every save).
+        // (libgit2 alone kept all of them, and searched them on every save), once the databases
+        // it replaced are freed.
+        GitRepository.waitForReplacedDatabases()
         let removedPacks = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").compactMap {
             try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0)
         } + String(decoding: try Data(contentsOf: URL(fileURLWithPath: "/proc/self/maps")), as: UTF8.self).split(separator: "\n").map(String.init)

@@ -173,9 +173,11 @@ final class CommitPackTests: XCTestCase {
             }.count + String(decoding: try Data(contentsOf: URL(fileURLWithPath: "/proc/self/maps")), as: UTF8.self)
                 .split(separator: "\n").filter { $0.contains(path) && $0.hasSuffix("(deleted)") }.count
         }
-        // Both instances read and write on after the folds, and hold no removed pack.
+        // Both instances read and write on after the folds, and hold no removed pack once the
+        // databases they replaced are freed (on a queue of their own).
         tip = try save(repo, 96, onto: tip)
         XCTAssertEqual(try reader.readBlob(try GitRepository.blobID(of: Array("entries 96\n".utf8))), Array("entries 96\n".utf8))
+        GitRepository.waitForReplacedDatabases()
         XCTAssertEqual(try removedPacksHeld(), 0)
         try assertRepositoryComplete(path, tip: tip!, commits: 97)
     }
