@@ -119,9 +119,9 @@ public final class GitRepository: @unchecked Sendable {
     /// with a fresh one (the repository's own, as `open` makes it), which knows only the packs
     /// there are now; the old one, and with it the removed packs' files and mappings, is
     /// freed on `replacedDatabases`. The commit staging database reads through to disk the
-    /// same way and is made again when next needed. Should opening fail (out of file descriptors), the old database
-    /// stays in use (it still reads every object: removed packs stay open) and the next call
-    /// tries again.
+    /// same way and is made again when next needed. Should opening fail (out of file
+    /// descriptors), the old database stays in use (it still reads every object: removed packs
+    /// stay open) and the next call tries again.
     private func forgetRemovedPacksLocked() {
         let removals = Self.packRemovals.load(ordering: .acquiring)
         guard removals != packRemovalsSeen else { return }
