@@ -14,6 +14,18 @@ enum NameMapping {
         return "\(stem)-\(n)\(ext)"
     }
 
+    /// `name` if it is free, else the first of `name-2`, `name-3`… (`suffixed`) that is: the
+    /// one rule for names two sources want, in listings and in the timeline.
+    static func firstFree(_ name: String, isTaken: (String) -> Bool) -> String {
+        var candidate = name
+        var n = 2
+        while isTaken(candidate) {
+            candidate = suffixed(name, n)
+            n += 1
+        }
+        return candidate
+    }
+
     /// ("photo", ".jpg") for "photo.jpg"; ("x", "") for "x"; (".env", "") for ".env".
     static func splitExtension(_ name: String) -> (stem: String, ext: String) {
         guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return (name, "") }

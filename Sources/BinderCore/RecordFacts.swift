@@ -141,19 +141,14 @@ enum TimelineNames {
         let oldestFirst = records.sorted { a, b in
             a.time != b.time ? a.time < b.time : a.viewPath.utf8.lexicographicallyPrecedes(b.viewPath.utf8)
         }
-        // Names taken so far, as `Listing.insertUnique` compares them (String equality). Sized
-        // at once: each growth would hash every name again (100,000 at most in a timeline).
+        // Names taken so far, compared as a listing's are (String equality). Sized at once:
+        // each growth would hash every name again (100,000 at most in a timeline).
         var taken = Set<String>(minimumCapacity: records.count)
         var named: [(name: String, record: TimelineRecord)] = []
         named.reserveCapacity(records.count)
         for record in oldestFirst {
-            let wanted = wanted(record)
-            var name = wanted
-            var n = 2
-            while !taken.insert(name).inserted {
-                name = NameMapping.suffixed(wanted, n)
-                n += 1
-            }
+            let name = NameMapping.firstFree(wanted(record)) { taken.contains($0) }
+            taken.insert(name)
             named.append((name, record))
         }
         return named.reversed()
