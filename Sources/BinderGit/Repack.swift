@@ -130,11 +130,10 @@ extension GitRepository {
             var copy = FoldCopy()
             var folded: [String] = []
             for index in Self.newestFirst(plan.packs) {
-                // A pack that cannot be opened (removed meanwhile) is left alone.
-                guard let pack = try? Self.onePackDatabase(index) else { continue }
-                // A pack `FoldCopy` cannot read as such goes through the builder whole.
+                // A pack `FoldCopy` cannot read as such goes through the builder whole; one that
+                // cannot be opened at all (removed meanwhile) is left alone.
                 if !FoldCopy.take(index: index, into: &copy) {
-                    guard let ids = Self.objectIDs(in: pack) else { continue }
+                    guard let pack = try? Self.onePackDatabase(index), let ids = Self.objectIDs(in: pack) else { continue }
                     for id in ids { try addLocked(id, from: pack, to: &order) }
                 }
                 folded.append(index)
