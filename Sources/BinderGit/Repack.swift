@@ -276,14 +276,23 @@ extension GitRepository {
         return split
     }
 
-    /// The number of objects a pack index (version 2) lists: the last entry of its fan-out
-    /// table. Nil when the file is not a version 2 index.
+    /// The number of objects a pack index lists: the last entry of its fan-out table, which a
+    /// version 2 index puts after its 8-byte header and a version 1 index (stock git still
+    /// writes one when asked, `pack.indexVersion`; libgit2 reads it) at its start. Nil when
+    /// the file is neither; such a pack is never folded.
     static func objectCount(ofIndex index: String) -> Int? {
         guard let handle = FileHandle(forReadingAtPath: index) else { return nil }
         defer { try? handle.close() }
-        guard let header = try? handle.read(upToCount: 8 + 256 * 4), header.count == 8 + 256 * 4,
-              Array(header.prefix(8)) == [0xFF, 0x74, 0x4F, 0x63, 0, 0, 0, 2] else { return nil }
-        return header.suffix(4).reduce(0) { $0 << 8 | Int($1) }
+        guard let read = try? handle.read(upToCount: 8 + 256 * 4), read.count == 8 + 256 * 4 else { return nil }
+        let header = [UInt8](read)
+        func word(_ at: Int) -> Int { header[at..<at + 4].reduce(0) { $0 << 8 | Int($1) } }
+        if header.prefix(8).elementsEqual([0xFF, 0x74, 0x4F, 0x63, 0, 0, 0, 2]) { return word(8 + 255 * 4) }
+        // A version 1 index has no header: its fan-out, 24 bytes an object (offset and id),
+        // then the pack's checksum and its own. The size must match exactly.
+        guard !header.prefix(4).elementsEqual([0xFF, 0x74, 0x4F, 0x63]) else { return nil }  // another version
+        let count = word(255 * 4)
+        guard let size = try? handle.seekToEnd(), size == UInt64(256 * 4 + count * 24 + 40) else { return nil }
+        return count
     }
 
     /// Every loose object's id (`objects/xx/yyyy…`).

@@ -117,6 +117,41 @@ final class PackOrderTests: XCTestCase {
         try assertRepositoryComplete(path, tip: made.last!, commits: 60)
     }
 
+    /// A pack `FoldCopy` cannot read as such (here its index is of version 1, which stock git
+    /// still writes and libgit2 still reads) goes to the pack builder whole: the fold removes it
+    /// all the same, loses nothing, and leaves packs it can copy next time.
+    func testAFoldRollsAPackItCannotCopyThroughTheBuilder() throws {
+        let (tmp, path, repo) = try newRepository()
+        defer { withExtendedLifetime(tmp) {} }  // the folder lives as long as the test
+        var made: [ObjectID] = []
+        try save(repo, 0..<3, after: &made)
+        // Packed by stock git: libgit2's builder, given the same objects, would write the same
+        // bytes under the same name, and the fold would keep that pack rather than roll it.
+        try git("-c", "repack.writeBitmaps=false", "-c", "pack.writeReverseIndex=false", "repack", "-a", "-d", "-q", in: path)
+        let index = try XCTUnwrap(GitRepository.packIndexes(in: path + "/objects/pack").first)
+        let pack = String(index.dropLast(4)) + ".pack"
+        try FileManager.default.removeItem(atPath: index)
+        try git("-c", "pack.writeReverseIndex=false", "index-pack", "--index-version=1", "-o", index, pack, in: path)
+        XCTAssertEqual(GitRepository.objectCount(ofIndex: index), 12, "the fold plan counts a version-1 index's objects")
+        let cut = tmp.sub("cut.idx")
+        try Data(try XCTUnwrap(FileManager.default.contents(atPath: index)).dropLast(1)).write(to: URL(fileURLWithPath: cut))
+        XCTAssertNil(GitRepository.objectCount(ofIndex: cut), "a version-1 index one byte short")
+        var copy = FoldCopy()
+        XCTAssertFalse(FoldCopy.take(index: index, into: &copy), "FoldCopy read a version-1 index: the case this test is for is missing")
+        XCTAssertTrue(copy.isEmpty)
+        try save(repo, 3..<23, after: &made)
+        XCTAssertEqual(try GitRepository.open(path: path).foldPacks().packsRemoved, 21)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: pack))
+        let packs = GitRepository.packIndexes(in: path + "/objects/pack")
+        XCTAssertFalse(packs.isEmpty)
+        for index in packs {
+            var next = FoldCopy()
+            XCTAssertTrue(FoldCopy.take(index: index, into: &next), "a fold wrote \(index) and cannot copy it")
+        }
+        XCTAssertEqual(packs.reduce(0) { $0 + ((try? self.layout($1).count) ?? 0) }, 4 * 23, "objects in the packs")
+        try assertRepositoryComplete(path, tip: made.last!, commits: 23)
+    }
+
     /// A pack index that is short, of another version or cut anywhere gives no order (the
     /// fold then takes the ids as the pack lists them), never a crash.
     func testAMalformedIndexGivesNoOrder() throws {
