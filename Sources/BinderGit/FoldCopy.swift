@@ -301,7 +301,7 @@ struct TreeBases {
                 guard let delta = found else { continue }
                 try stream.appendEntryHeader(type: FoldCopy.EntryType.referenceDelta, size: delta.count)
                 try stream.append(base.id.bytes)
-                try stream.appendStream(delta)
+                try stream.appendStream(delta, of: .tree)
                 return
             }
         }
@@ -310,7 +310,7 @@ struct TreeBases {
             held += content.count
         }
         try stream.appendEntryHeader(type: FoldCopy.EntryType.tree, size: content.count)
-        try stream.appendStream(content)
+        try stream.appendStream(content, of: .tree)
     }
 }
 

@@ -89,10 +89,10 @@ struct PackStream {
                     UInt8(truncatingIfNeeded: adler >> 8), UInt8(truncatingIfNeeded: adler)])
     }
 
-    /// `content` as a zlib stream: deflated at zlib's fastest level when that gains a tenth
+    /// `content` as a zlib stream: deflated when that gains a tenth
     /// (`PackWriter.deflatedIfSmaller`), else stored.
-    mutating func appendStream(_ content: [UInt8]) throws(GitError) {
-        if let deflated = PackWriter.deflatedIfSmaller(content) {
+    mutating func appendStream(_ content: [UInt8], of kind: PackWriter.StreamContent) throws(GitError) {
+        if let deflated = PackWriter.deflatedIfSmaller(content, as: kind) {
             try append(deflated)
         } else {
             try appendStored(content)

@@ -21,9 +21,9 @@ struct PackObject {
 /// (docs/BENCHMARKS.md, "Issue 13: a save's fixed cost").
 ///
 /// Trees are stored, not compressed (zlib streams of stored deflate blocks): `foldPacks` and
-/// `repack` compress them, and find their deltas, off the save path. Blobs are deflated at
-/// zlib's fastest level when that saves a tenth (`deflatedIfSmaller`), since folds copy them
-/// as they are. The pack is streamed to its file (`PackStream`), never whole in memory. It
+/// `repack` compress them, and find their deltas, off the save path. Blobs are deflated
+/// (Huffman coding only: `BlobDeflater`) when that saves a tenth (`deflatedIfSmaller`), since
+/// folds copy them as they are. The pack is streamed to its file (`PackStream`), never whole in memory. It
 /// holds no deltas, so it is complete in itself and
 /// stock git reads it (`git verify-pack`, `index-pack`, `fsck`: `PackWriterTests`).
 enum PackWriter {
@@ -129,34 +129,50 @@ enum PackWriter {
     private static func appendEntry(_ object: PackObject, to stream: inout PackStream) throws(GitError) {
         try stream.appendEntryHeader(type: object.kind.rawValue, size: object.content.count)
         if object.kind == .blob {
-            try stream.appendStream(object.content)
+            try stream.appendStream(object.content, of: .ciphertext)
         } else {
             try stream.appendStored(object.content)
         }
     }
 
-    /// `content` as a zlib stream at zlib's fastest level, when that saves a tenth or more:
-    /// a document's NIP-44 payload is base64 (about a quarter smaller deflated, for some
-    /// 20 µs per 4 KB), an attachment's ciphertext is not compressible and stays stored.
-    /// Blobs are compressed here, once, because folds copy them as they are (`FoldCopy`).
-    /// A large blob is judged by its first 16 KB first, so that an attachment's megabytes are
-    /// not deflated only to be stored after all.
-    static func deflatedIfSmaller(_ content: [UInt8]) -> [UInt8]? {
-        guard content.count >= 64 else { return nil }
-        let sample = 16 << 10
-        if content.count > 4 * sample, deflatedIfSmaller(content[..<sample]) == nil { return nil }
-        return deflatedIfSmaller(content[...])
+    /// What a zlib stream holds, which decides how it is deflated.
+    enum StreamContent {
+        /// A blob: NIP-44's base64 or an attachment's ciphertext (`BlobDeflater`: Huffman
+        /// coding only, a stream kept between saves).
+        case ciphertext
+        /// A tree or a delta of one: names and ids (zlib's fastest level).
+        case tree
     }
 
-    private static func deflatedIfSmaller(_ content: ArraySlice<UInt8>) -> [UInt8]? {
-        var length = CZlib.compressBound(UInt(content.count))
-        var out = [UInt8](repeating: 0, count: Int(length))
-        let rc = out.withUnsafeMutableBufferPointer { out in
-            content.withUnsafeBufferPointer { CZlib.compress2(out.baseAddress!, &length, $0.baseAddress!, UInt(content.count), Z_BEST_SPEED) }
+    /// `content` as a zlib stream, when that saves a tenth or more: a document's NIP-44
+    /// payload is base64 (about a quarter smaller deflated), an attachment's ciphertext is not
+    /// compressible and stays stored. Blobs are compressed here, once, because folds copy them
+    /// as they are (`FoldCopy`). A large blob is judged by its first 16 KB first, so that an
+    /// attachment's megabytes are not deflated only to be stored after all.
+    static func deflatedIfSmaller(_ content: [UInt8], as kind: StreamContent) -> [UInt8]? {
+        guard content.count >= 64 else { return nil }
+        let sample = 16 << 10
+        if content.count > 4 * sample, deflatedIfSmaller(content[..<sample], as: kind) == nil { return nil }
+        return deflatedIfSmaller(content[...], as: kind)
+    }
+
+    private static func deflatedIfSmaller(_ content: ArraySlice<UInt8>, as kind: StreamContent) -> [UInt8]? {
+        let limit = content.count - content.count / 10
+        switch kind {
+        case .ciphertext:
+            return content.withUnsafeBytes { bytes in
+                BlobDeflater.withDeflater { $0.deflated(bytes, limit: limit) } ?? nil
+            }
+        case .tree:
+            var length = CZlib.compressBound(UInt(content.count))
+            var out = [UInt8](repeating: 0, count: Int(length))
+            let rc = out.withUnsafeMutableBufferPointer { out in
+                content.withUnsafeBufferPointer { CZlib.compress2(out.baseAddress!, &length, $0.baseAddress!, UInt(content.count), Z_BEST_SPEED) }
+            }
+            guard rc == Z_OK, Int(length) <= limit else { return nil }
+            out.removeLast(out.count - Int(length))
+            return out
         }
-        guard rc == Z_OK, Int(length) <= content.count - content.count / 10 else { return nil }
-        out.removeLast(out.count - Int(length))
-        return out
     }
 
     // MARK: - Index

@@ -5,4 +5,10 @@
  * deltas. (The Adler-32 that ends a stored zlib stream is BinderGit's own; zlib's is its
  * test oracle.) */
 #include <zlib.h>
+
+/* deflateInit2 is a macro (it passes zlib's version and z_stream's size). A stream for
+ * ciphertext: the fastest level, a 32 KB window, Huffman coding only (no string matching). */
+static inline int binder_deflate_init_huffman(z_streamp stream) {
+    return deflateInit2(stream, Z_BEST_SPEED, Z_DEFLATED, 15, 8, Z_HUFFMAN_ONLY);
+}
 #endif

@@ -58,13 +58,13 @@ final class FoldCopyTests: XCTestCase {
     func testASaveDeflatesOnlyWhatCompresses() {
         var random = SystemRandomNumberGenerator()
         let noise = (0..<300_000).map { _ in UInt8.random(in: 0...255, using: &random) }
-        XCTAssertNil(PackWriter.deflatedIfSmaller(noise))
-        XCTAssertNil(PackWriter.deflatedIfSmaller(Array(noise.prefix(4_000))))
-        XCTAssertNil(PackWriter.deflatedIfSmaller(Array("{\"a\":1}".utf8)))
+        XCTAssertNil(PackWriter.deflatedIfSmaller(noise, as: .ciphertext))
+        XCTAssertNil(PackWriter.deflatedIfSmaller(Array(noise.prefix(4_000)), as: .ciphertext))
+        XCTAssertNil(PackWriter.deflatedIfSmaller(Array("{\"a\":1}".utf8), as: .ciphertext))
         let base64 = Array(Data(noise.prefix(3_000)).base64EncodedString().utf8)
-        XCTAssertLessThan(PackWriter.deflatedIfSmaller(base64)?.count ?? .max, base64.count * 9 / 10)
+        XCTAssertLessThan(PackWriter.deflatedIfSmaller(base64, as: .ciphertext)?.count ?? .max, base64.count * 9 / 10)
         // Compressible after its first 16 KB only: judged by the sample, stored.
-        XCTAssertNil(PackWriter.deflatedIfSmaller(Array(noise.prefix(20_000)) + Array(repeating: 0x41, count: 200_000)))
+        XCTAssertNil(PackWriter.deflatedIfSmaller(Array(noise.prefix(20_000)) + Array(repeating: 0x41, count: 200_000), as: .ciphertext))
     }
 
     /// A blob entry whose bytes no longer match its index's CRC-32 fails the fold: no pack is
