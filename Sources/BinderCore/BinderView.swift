@@ -146,9 +146,10 @@ public final class BinderView: Sendable {
             // Room for all at once: grown by doubling, the old and the new array of a folder of
             // 100,000 records were 9.5 MB together at the peak of each `ls`.
             entries.reserveCapacity(listing.nodes.count + 1)
-            for name in listing.sortedNames where !hidden.contains(join(path, name)) {
+            // Nearly always both are empty: then no path is made per name.
+            for name in listing.sortedNames where hidden.isEmpty || !hidden.contains(join(path, name)) {
                 guard let node = listing.nodes[name] else { continue }
-                if let size = writing[join(path, name)] {
+                if !writing.isEmpty, let size = writing[join(path, name)] {
                     // A file being written shows the size it has now.
                     entries.append((name, NodeAttributes(kind: .file, size: size, modified: node.modified, readOnly: false)))
                 } else {

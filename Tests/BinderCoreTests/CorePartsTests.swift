@@ -4,6 +4,7 @@ import BinderFormat
 import BinderGit
 import Foundation
 import SystemPackage
+import Synchronization
 import XCTest
 
 /// The parts of the core one by one, without a kernel: the edit buffer, scratch names, name
@@ -107,6 +108,54 @@ final class CorePartsTests: XCTestCase {
         XCTAssertEqual(cache.usage.bytes, 0)
         cache.put(source(1), try SecureBytes(copying: [1, 2, 3]))
         XCTAssertEqual(cache.get(source(1))?.copyBytes(), [1, 2, 3])
+    }
+
+    // MARK: Listing
+
+    /// A listing's sorted names are kept between asks, and follow every change of the copy
+    /// that changed, never of the copies made before it: a table of steps, each checked
+    /// against sorting the names afresh.
+    func testSortedNamesFollowEveryChangeAndNoOtherCopy() {
+        func node(_ size: Int) -> Node {
+            Node(source: .document(blob: ObjectID(bytes: [UInt8](repeating: 7, count: 20))!), size: size,
+                 modified: Timestamp(seconds: 5), gitPath: "visits/x.json")
+        }
+        func expected(_ listing: Listing) -> [String] { listing.nodes.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) } }
+        var listing = Listing()
+        for name in ["b.md", "a.md", "É.md", "a-2.md", "Z.md"] { _ = listing.insertUnique(name, node(1)) }
+        XCTAssertEqual(listing.sortedNames, expected(listing))
+        XCTAssertEqual(listing.sortedNames, ["Z.md", "a-2.md", "a.md", "b.md", "É.md"])
+        // (step, change) on a fresh copy of the last listing; every copy made so far must still
+        // list what it held.
+        let steps: [(String, (inout Listing) -> Void)] = [
+            ("insert", { _ = $0.insertUnique("c.md", node(2)) }),
+            ("insert a taken name", { _ = $0.insertUnique("a.md", node(3)) }),
+            ("remove", { $0.nodes.removeValue(forKey: "b.md") }),
+            ("replace a node", { $0.nodes["Z.md"] = node(9) }),
+            ("set a new name", { $0.nodes["0.md"] = node(4) }),
+            ("empty", { $0.nodes.removeAll() }),
+            ("refill", { $0.nodes["only.md"] = node(5) }),
+        ]
+        var copies: [(Listing, [String])] = [(listing, expected(listing))]
+        for (step, change) in steps {
+            var next = copies.last!.0
+            _ = next.sortedNames  // filled before the change, shared with the copy it came from
+            change(&next)
+            XCTAssertEqual(next.sortedNames, expected(next), step)
+            XCTAssertEqual(next.sortedNames, expected(next), step + ", asked again")
+            copies.append((next, expected(next)))
+            for (copy, names) in copies { XCTAssertEqual(copy.sortedNames, names, "a copy made before \(step)") }
+        }
+        // Asked from many threads at once, one listing gives one answer.
+        var wide = Listing()
+        for i in 0..<5_000 { wide.nodes["r\(i * 7919 % 5_000).md"] = node(i) }
+        let shared = wide
+        let answers = Mutex<Set<[String]>>([])
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            let names = shared.sortedNames
+            answers.withLock { _ = $0.insert(names) }
+        }
+        XCTAssertEqual(answers.withLock { $0 }, [expected(wide)])
     }
 
     // MARK: ViewPath
