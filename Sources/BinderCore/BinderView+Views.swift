@@ -18,11 +18,8 @@ extension BinderView {
         guard case .folder(let folder, _) = try controlNode(path) else { throw .notDirectory(path) }
         let listing = try controlListing(folder)
         var entries: [(name: String, attributes: NodeAttributes)] = []
-        entries.reserveCapacity(listing.names.count)
-        for name in listing.names {
-            guard let node = listing.nodes[name] else { continue }
-            entries.append((name, try attributes(of: node)))
-        }
+        entries.reserveCapacity(listing.entries.count)
+        for (name, node) in listing.entries { entries.append((name, try attributes(of: node))) }
         return entries
     }
 
@@ -64,7 +61,7 @@ extension BinderView {
         // `.binder` itself is never cached (its status changes by itself): its few names are
         // answered without building its listing, as every lookup below it passes through here.
         if folder == .root { if let node = rootNode(name) { return node } else { throw .notFound(path) } }
-        guard let node = try controlListing(folder).nodes[name] else { throw .notFound(path) }
+        guard let node = try controlListing(folder).node(named: name) else { throw .notFound(path) }
         return node
     }
 
@@ -254,7 +251,7 @@ extension BinderView {
                 listing.append(name.first, .file(record.node))
             }
         }
-        if listing.names.isEmpty && !viewFolder.isEmpty { throw .notFound(Self.controlDirectory + "/deleted/" + viewFolder) }
+        if listing.isEmpty && !viewFolder.isEmpty { throw .notFound(Self.controlDirectory + "/deleted/" + viewFolder) }
         return listing
     }
 
