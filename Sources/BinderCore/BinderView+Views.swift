@@ -165,8 +165,8 @@ extension BinderView {
     private func historyListing(_ viewFolder: String, snapshot: Snapshot) throws(ViewError) -> ControlListing {
         var listing = ControlListing()
         let current = try? listings.listing(viewFolder)
-        for name in current?.sortedNames ?? [] {
-            if let node = current?.nodes[name], let entry = historyNode(viewFolder, name, node) { listing.append(name, entry) }
+        for (name, node) in current?.sortedEntries ?? [] {
+            if let entry = historyNode(viewFolder, name, node) { listing.append(name, entry) }
         }
         var found = current != nil || viewFolder.isEmpty
         for record in try deletedRecords(snapshot) {

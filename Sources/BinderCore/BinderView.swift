@@ -147,8 +147,7 @@ public final class BinderView: Sendable {
             // 100,000 records were 9.5 MB together at the peak of each `ls`.
             entries.reserveCapacity(listing.nodes.count + 1)
             // Nearly always both are empty: then no path is made per name.
-            for name in listing.sortedNames where hidden.isEmpty || !hidden.contains(join(path, name)) {
-                guard let node = listing.nodes[name] else { continue }
+            for (name, node) in listing.sortedEntries where hidden.isEmpty || !hidden.contains(join(path, name)) {
                 if !writing.isEmpty, let size = writing[join(path, name)] {
                     // A file being written shows the size it has now.
                     entries.append((name, NodeAttributes(kind: .file, size: size, modified: node.modified, readOnly: false)))
@@ -159,14 +158,19 @@ public final class BinderView: Sendable {
         }
         let listed = entries.count
         if path.isEmpty && viewsVisible { entries.append((Self.controlDirectory, folderAttributes(readOnly: true))) }
-        var shown = Set(entries.map(\.name))
-        for (name, attributes) in overlayEntries(in: path) where !shown.contains(name) {
-            entries.append((name, attributes))
-            shown.insert(name)
-        }
-        for pending in scratch.pendingFolders where ViewPath.split(pending).parent == path {
-            let name = ViewPath.split(pending).name
-            if shown.insert(name).inserted { entries.append((name, folderAttributes(readOnly: false))) }
+        let overlay = overlayEntries(in: path)
+        let pendingNames = scratch.pendingFolders.filter { ViewPath.split($0).parent == path }.map { ViewPath.split($0).name }
+        // Nearly always neither: then the listing's names are not gathered into a set (a third
+        // of the daemon's time for an `ls` of a folder of 100,000 records).
+        if !overlay.isEmpty || !pendingNames.isEmpty {
+            var shown = Set(entries.map(\.name))
+            for (name, attributes) in overlay where !shown.contains(name) {
+                entries.append((name, attributes))
+                shown.insert(name)
+            }
+            for name in pendingNames where shown.insert(name).inserted {
+                entries.append((name, folderAttributes(readOnly: false)))
+            }
         }
         // The listing's names come sorted; only scratch files and pending folders need placing.
         guard entries.count > listed else { return entries }

@@ -189,9 +189,9 @@ private struct IndexWriter {
 
     mutating func listing(_ listing: Listing) {
         count(listing.nodes.count)
-        for name in listing.sortedNames {
+        for (name, node) in listing.sortedEntries {
             string(name)
-            if let node = listing.nodes[name] { self.node(node) }
+            self.node(node)
         }
     }
 

@@ -118,18 +118,23 @@ struct Listing: Sendable {
         // holds and nothing has filled yet is kept (a listing being built changes 100,000
         // times); any other is replaced, never emptied, since copies made before share it.
         didSet {
-            if !isKnownUniquelyReferenced(&order) || order.isFilled { order = SortedNames() }
+            if !isKnownUniquelyReferenced(&order) || order.isFilled { order = SortedEntries() }
         }
     }
 
-    /// The names sorted, worked out at the first `sortedNames` after a change and kept for the
-    /// copies made since: each `ls` of a folder of 100,000 records sorted its names afresh, half
-    /// of the daemon's time for it.
-    private var order = SortedNames()
+    /// The entries sorted, worked out at the first `sortedEntries` after a change and kept for
+    /// the copies made since: each `ls` of a folder of 100,000 records sorted its names
+    /// afresh, half of the daemon's time for it, then looked each one up again.
+    private var order = SortedEntries()
 
-    var sortedNames: [String] {
-        order.names { nodes.keys.sorted(by: ViewPath.precedesBytewise) }
+    /// The entries sorted bytewise by name, with their nodes.
+    var sortedEntries: [(name: String, node: Node)] {
+        order.entries {
+            nodes.sorted { ViewPath.precedesBytewise($0.key, $1.key) }.map { (name: $0.key, node: $0.value) }
+        }
     }
+
+    var sortedNames: [String] { sortedEntries.map(\.name) }
 
     /// Adds `node` under `name`, or under `name-2`, `name-3`… (before the extension) if the
     /// name is taken. Sources are added in a fixed order, so the choice is stable.
@@ -140,20 +145,20 @@ struct Listing: Sendable {
     }
 }
 
-/// A listing's names in order, once worked out (`Listing.sortedNames`). Shared by copies of
-/// one listing, which the listing cache hands to any thread: the lock guards the names.
-final class SortedNames: Sendable {
-    private let sorted = Mutex<[String]?>(nil)
+/// A listing's entries in order, once worked out (`Listing.sortedEntries`). Shared by copies
+/// of one listing, which the listing cache hands to any thread: the lock guards the entries.
+final class SortedEntries: Sendable {
+    private let sorted = Mutex<[(name: String, node: Node)]?>(nil)
 
     var isFilled: Bool { sorted.withLock { $0 != nil } }
 
-    /// The names, from `sort` the first time.
-    func names(_ sort: () -> [String]) -> [String] {
+    /// The entries, from `sort` the first time.
+    func entries(_ sort: () -> [(name: String, node: Node)]) -> [(name: String, node: Node)] {
         sorted.withLock { sorted in
             if let sorted { return sorted }
-            let names = sort()
-            sorted = names
-            return names
+            let entries = sort()
+            sorted = entries
+            return entries
         }
     }
 }

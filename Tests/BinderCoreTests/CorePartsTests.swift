@@ -112,10 +112,10 @@ final class CorePartsTests: XCTestCase {
 
     // MARK: Listing
 
-    /// A listing's sorted names are kept between asks, and follow every change of the copy
+    /// A listing's sorted entries are kept between asks, and follow every change of the copy
     /// that changed, never of the copies made before it: a table of steps, each checked
-    /// against sorting the names afresh.
-    func testSortedNamesFollowEveryChangeAndNoOtherCopy() {
+    /// against sorting the names afresh and against the listing's own nodes.
+    func testSortedEntriesFollowEveryChangeAndNoOtherCopy() {
         func node(_ size: Int) -> Node {
             Node(source: .document(blob: ObjectID(bytes: [UInt8](repeating: 7, count: 20))!), size: size,
                  modified: Timestamp(seconds: 5), gitPath: "visits/x.json")
@@ -144,7 +144,10 @@ final class CorePartsTests: XCTestCase {
             XCTAssertEqual(next.sortedNames, expected(next), step)
             XCTAssertEqual(next.sortedNames, expected(next), step + ", asked again")
             copies.append((next, expected(next)))
-            for (copy, names) in copies { XCTAssertEqual(copy.sortedNames, names, "a copy made before \(step)") }
+            for (copy, names) in copies {
+                XCTAssertEqual(copy.sortedNames, names, "a copy made before \(step)")
+                XCTAssertTrue(copy.sortedEntries.allSatisfy { copy.nodes[$0.name] === $0.node }, "a copy's nodes after \(step)")
+            }
         }
         // Asked from many threads at once, one listing gives one answer.
         var wide = Listing()
