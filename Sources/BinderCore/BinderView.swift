@@ -160,7 +160,7 @@ public final class BinderView: Sendable {
         if path.isEmpty && viewsVisible { entries.append((Self.controlDirectory, folderAttributes(readOnly: true))) }
         let overlay = overlayEntries(in: path)
         let pendingNames = scratch.pendingFolders.filter { ViewPath.split($0).parent == path }.map { ViewPath.split($0).name }
-        // Nearly always neither: then the listing's names are not gathered into a set (a third
+        // Nearly always neither: then the listing's names are not gathered into a set (a quarter
         // of the daemon's time for an `ls` of a folder of 100,000 records).
         if !overlay.isEmpty || !pendingNames.isEmpty {
             var shown = Set(entries.map(\.name))

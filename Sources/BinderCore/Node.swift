@@ -114,7 +114,7 @@ extension Node {
 /// The listing of one folder of the view: names sorted bytewise, as `readdir` returns them.
 struct Listing: Sendable {
     var nodes: [String: Node] = [:] {
-        // Any change: the names are sorted again when next asked for. A box no other copy
+        // Any change: the entries are sorted again when next asked for. A box no other copy
         // holds and nothing has filled yet is kept (a listing being built changes 100,000
         // times); any other is replaced, never emptied, since copies made before share it.
         didSet {

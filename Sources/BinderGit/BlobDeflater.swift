@@ -27,7 +27,8 @@ final class BlobDeflater: @unchecked Sendable {
         stream.deallocate()
     }
 
-    /// Deflaters not in use: at most two are kept (a save and a fold may deflate at once).
+    /// Deflaters not in use. Saves deflate one blob at a time (under the repository's lock),
+    /// so one is nearly always enough; a second is kept for another instance writing meanwhile.
     private static let idle = Mutex<[BlobDeflater]>([])
 
     /// Runs `body` with a deflater of its own; nil if none could be made (out of memory: the
