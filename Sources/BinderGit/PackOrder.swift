@@ -57,7 +57,7 @@ struct PackOrder {
         return data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> [IndexEntry]? in
             let header = 8, fanout = 256 * 4
             guard bytes.count >= header + fanout,
-                  bytes.prefix(8).elementsEqual([0xFF, 0x74, 0x4F, 0x63, 0, 0, 0, 2]) else { return nil }
+                  bytes.prefix(8).elementsEqual(PackWriter.indexHeader) else { return nil }
             func word(_ at: Int) -> UInt32 { bytes[at..<at + 4].reduce(0) { $0 << 8 | UInt32($1) } }
             let count = Int(word(header + fanout - 4))
             let names = header + fanout, crcs = names + count * 20, offsets = crcs + count * 4

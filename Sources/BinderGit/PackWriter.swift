@@ -177,12 +177,15 @@ enum PackWriter {
 
     // MARK: - Index
 
+    /// What a version-2 pack index starts with: "\377tOc", then the version. (A version-1
+    /// index has no header: `objectCount(ofIndex:)`.)
+    static let indexHeader: [UInt8] = [0xFF, 0x74, 0x4F, 0x63, 0, 0, 0, 2]
+
     /// A version-2 pack index: fan-out table, sorted ids, CRC-32s, offsets (with the 64-bit
     /// table for offsets of 2 GiB and more), the pack's checksum, and its own.
     static func index(of entries: [IndexedObject], packChecksum: [UInt8]) -> [UInt8] {
         let sorted = entries.sorted { $0.id < $1.id }
-        var index: [UInt8] = [0xFF, 0x74, 0x4F, 0x63]  // "\377tOc"
-        appendBigEndian(2, to: &index)
+        var index = indexHeader
         let ids = sorted.map(\.id.bytes)
         var fanout = [UInt32](repeating: 0, count: 256)
         for id in ids { fanout[Int(id[0])] += 1 }

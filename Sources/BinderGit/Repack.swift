@@ -286,10 +286,10 @@ extension GitRepository {
         guard let read = try? handle.read(upToCount: 8 + 256 * 4), read.count == 8 + 256 * 4 else { return nil }
         let header = [UInt8](read)
         func word(_ at: Int) -> Int { header[at..<at + 4].reduce(0) { $0 << 8 | Int($1) } }
-        if header.prefix(8).elementsEqual([0xFF, 0x74, 0x4F, 0x63, 0, 0, 0, 2]) { return word(8 + 255 * 4) }
+        if header.prefix(8).elementsEqual(PackWriter.indexHeader) { return word(8 + 255 * 4) }
         // A version 1 index has no header: its fan-out, 24 bytes an object (offset and id),
         // then the pack's checksum and its own. The size must match exactly.
-        guard !header.prefix(4).elementsEqual([0xFF, 0x74, 0x4F, 0x63]) else { return nil }  // another version
+        guard !header.prefix(4).elementsEqual(PackWriter.indexHeader.prefix(4)) else { return nil }  // another version
         let count = word(255 * 4)
         guard let size = try? handle.seekToEnd(), size == UInt64(256 * 4 + count * 24 + 40) else { return nil }
         return count
