@@ -134,8 +134,6 @@ struct Listing: Sendable {
         }
     }
 
-    var sortedNames: [String] { sortedEntries.map(\.name) }
-
     /// Adds `node` under `name`, or under `name-2`, `name-3`… (before the extension) if the
     /// name is taken. Sources are added in a fixed order, so the choice is stable.
     mutating func insertUnique(_ name: String, _ node: Node) -> String {

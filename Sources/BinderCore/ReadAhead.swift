@@ -27,10 +27,11 @@ public final class ReadAhead: Sendable {
         /// Files of the current folder a worker has read ahead and no reader has opened yet.
         var prefetched: Set<Node.Source> = []
         /// The folder read most recently (jobs of another one are dropped), at which commit,
-        /// and its names in order (sorted once, not per open).
+        /// and how many entries its listing had (its order is the listing's own,
+        /// `Listing.sortedEntries`).
         var folder = ""
         var folderCommit: ObjectID?
-        var names: [String] = []
+        var listedCount = 0
         var workers = 0
         var stopped = false
     }
@@ -55,21 +56,21 @@ public final class ReadAhead: Sendable {
                 decrypt: @escaping @Sendable (Job) -> Void) {
         guard window > 0 else { return }
         let (folder, name) = ViewPath.split(path)
-        let following = state.withLock { state -> ArraySlice<String> in
-            if state.folder != folder || state.folderCommit != commit || state.names.count != listing.nodes.count {
+        state.withLock { state in
+            if state.folder != folder || state.folderCommit != commit || state.listedCount != listing.nodes.count {
                 state.pending.removeAll()
                 state.prefetched.removeAll()
                 state.folder = folder
                 state.folderCommit = commit
-                state.names = listing.sortedNames
+                state.listedCount = listing.nodes.count
             }
-            let after = Self.firstIndex(after: name, in: state.names)
-            return state.names[after..<min(after + window, state.names.count)]
         }
+        let entries = listing.sortedEntries
+        let after = Self.firstIndex(after: name, in: entries)
         var jobs: [Job] = []
         var bytes = 0
-        for next in following {
-            guard let node = listing.nodes[next], !node.isDirectory, cache.get(node.source) == nil else { continue }
+        for (next, node) in entries[after..<min(after + window, entries.count)] {
+            guard !node.isDirectory, cache.get(node.source) == nil else { continue }
             bytes += node.size
             if bytes > cache.capacity / 4 { break }
             jobs.append(Job(path: join(folder, next), node: node, commit: commit))
@@ -87,12 +88,12 @@ public final class ReadAhead: Sendable {
         }
     }
 
-    /// The index of the first name after `name` in bytewise order (binary search).
-    static func firstIndex(after name: String, in names: [String]) -> Int {
-        var low = 0, high = names.count
+    /// The index of the first entry after `name` in bytewise order (binary search).
+    static func firstIndex(after name: String, in entries: [(name: String, node: Node)]) -> Int {
+        var low = 0, high = entries.count
         while low < high {
             let mid = (low + high) / 2
-            if ViewPath.precedesBytewise(name, names[mid]) { high = mid } else { low = mid + 1 }
+            if ViewPath.precedesBytewise(name, entries[mid].name) { high = mid } else { low = mid + 1 }
         }
         return low
     }

@@ -123,8 +123,8 @@ final class CorePartsTests: XCTestCase {
         func expected(_ listing: Listing) -> [String] { listing.nodes.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) } }
         var listing = Listing()
         for name in ["b.md", "a.md", "É.md", "a-2.md", "Z.md"] { _ = listing.insertUnique(name, node(1)) }
-        XCTAssertEqual(listing.sortedNames, expected(listing))
-        XCTAssertEqual(listing.sortedNames, ["Z.md", "a-2.md", "a.md", "b.md", "É.md"])
+        XCTAssertEqual(listing.sortedEntries.map(\.name), expected(listing))
+        XCTAssertEqual(listing.sortedEntries.map(\.name), ["Z.md", "a-2.md", "a.md", "b.md", "É.md"])
         // (step, change) on a fresh copy of the last listing; every copy made so far must still
         // list what it held.
         let steps: [(String, (inout Listing) -> Void)] = [
@@ -139,13 +139,13 @@ final class CorePartsTests: XCTestCase {
         var copies: [(Listing, [String])] = [(listing, expected(listing))]
         for (step, change) in steps {
             var next = copies.last!.0
-            _ = next.sortedNames  // filled before the change, shared with the copy it came from
+            _ = next.sortedEntries.map(\.name)  // filled before the change, shared with the copy it came from
             change(&next)
-            XCTAssertEqual(next.sortedNames, expected(next), step)
-            XCTAssertEqual(next.sortedNames, expected(next), step + ", asked again")
+            XCTAssertEqual(next.sortedEntries.map(\.name), expected(next), step)
+            XCTAssertEqual(next.sortedEntries.map(\.name), expected(next), step + ", asked again")
             copies.append((next, expected(next)))
             for (copy, names) in copies {
-                XCTAssertEqual(copy.sortedNames, names, "a copy made before \(step)")
+                XCTAssertEqual(copy.sortedEntries.map(\.name), names, "a copy made before \(step)")
                 XCTAssertTrue(copy.sortedEntries.allSatisfy { copy.nodes[$0.name] === $0.node }, "a copy's nodes after \(step)")
             }
         }
@@ -155,7 +155,7 @@ final class CorePartsTests: XCTestCase {
         let shared = wide
         let answers = Mutex<Set<[String]>>([])
         DispatchQueue.concurrentPerform(iterations: 8) { _ in
-            let names = shared.sortedNames
+            let names = shared.sortedEntries.map(\.name)
             answers.withLock { _ = $0.insert(names) }
         }
         XCTAssertEqual(answers.withLock { $0 }, [expected(wide)])
