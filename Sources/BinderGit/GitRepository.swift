@@ -45,6 +45,8 @@ public final class GitRepository: @unchecked Sendable {
     /// Whether `commitChanges` may take the spliced path (tests turn it off to compare with
     /// the general one). Set before use, not while other threads commit.
     var splicedCommitsEnabled = true
+    /// The last count `aheadBehind` made. Use only inside `locked { }`.
+    var lastCount: CommitCount?
     /// How many commits took the spliced path (for tests). Use only inside `locked { }`.
     var splicedCommitCount = 0
 

@@ -25,6 +25,7 @@ enum LibGit2 {
         // Packs are read through mapped windows; with the defaults every page read once
         // stays mapped, so a mount that read a 126 MB pack held it all as resident memory.
         precondition(binder_git_set_pack_windows(packWindowSize, packMappedLimit) == 0, "GIT_OPT_SET_MWINDOW_* failed")
+        precondition(binder_git_set_cache_max_size(objectCacheLimit) == 0, "GIT_OPT_SET_CACHE_MAX_SIZE failed")
     }()
 
     /// Hash each object again when it is read (process-wide), for a process that checks a
@@ -41,6 +42,10 @@ enum LibGit2 {
     /// held 14 MB of pack, and at 4 MiB cold `tar`, a history walk and saves took the same time
     /// (docs/BENCHMARKS.md).
     static let packMappedLimit = 4 << 20
+    /// At most this much of parsed commits and trees kept by libgit2 (its count: the objects'
+    /// own sizes). With the default, 256 MiB, counting a binder's 38,000 commits for its status
+    /// left 16 MiB of them in the daemon for good.
+    static let objectCacheLimit = 4 << 20
 }
 
 /// Owns a `git_repository *`.

@@ -190,24 +190,62 @@ extension GitRepository {
     }
 
     /// How many commits `local` has that `upstream` lacks, and the reverse. A nil side counts
-    /// as an empty history.
+    /// as an empty history. Asked at every read of a mount's status: the last answer is kept,
+    /// and a local branch that only moved forward is counted from where it was (see
+    /// `CommitCount`), so that a status read costs the commits made since, not the history.
     public func aheadBehind(local: ObjectID?, upstream: ObjectID?) throws(GitError) -> (ahead: Int, behind: Int) {
-        switch (local, upstream) {
-        case (nil, nil): return (0, 0)
-        case (let local?, nil): return (try countCommits(from: local), 0)
-        case (nil, let upstream?): return (0, try countCommits(from: upstream))
-        case (let local?, let upstream?):
-            return try locked { () throws(GitError) in
+        try locked { () throws(GitError) in
+            if let last = lastCount, last.local == local, last.upstream == upstream { return (last.ahead, last.behind) }
+            let counted: (ahead: Int, behind: Int)
+            switch (local, upstream) {
+            case (nil, nil): counted = (0, 0)
+            case (let local?, nil): counted = (try countCommitsLocked(from: local, since: lastCount), 0)
+            case (nil, let upstream?): counted = (0, try countReachableLocked(from: upstream, hiding: nil))
+            case (let local?, let upstream?):
                 var ahead = 0, behind = 0
                 var a = local.oid, b = upstream.oid
                 try check(git_graph_ahead_behind(&ahead, &behind, repo.pointer, &a, &b), "count commits ahead/behind")
-                return (ahead, behind)
+                counted = (ahead, behind)
             }
+            lastCount = CommitCount(local: local, upstream: upstream, ahead: counted.ahead, behind: counted.behind)
+            return counted
         }
     }
 
-    private func countCommits(from start: ObjectID) throws(GitError) -> Int {
-        try log(from: start).count
+    /// The commits reachable from `tip`: those reachable from the tip counted last, plus the
+    /// new ones, when that tip is an ancestor of this one (the branch moved forward); all of
+    /// them otherwise. Lock held.
+    private func countCommitsLocked(from tip: ObjectID, since last: CommitCount?) throws(GitError) -> Int {
+        if let last, last.upstream == nil, let before = last.local {
+            var a = tip.oid, b = before.oid
+            if git_graph_descendant_of(repo.pointer, &a, &b) == 1 {
+                return last.ahead + (try countReachableLocked(from: tip, hiding: before))
+            }
+        }
+        return try countReachableLocked(from: tip, hiding: nil)
+    }
+
+    /// How many commits are reachable from `tip` and not from `hidden`, walked in no order and
+    /// never read whole (libgit2 parses only their parents). Lock held.
+    private func countReachableLocked(from tip: ObjectID, hiding hidden: ObjectID?) throws(GitError) -> Int {
+        let operation = "count the commits of \(tip)"
+        var pointer: OpaquePointer?
+        try check(git_revwalk_new(&pointer, repo.pointer), operation)
+        let walk = RevwalkHandle(pointer!)
+        var start = tip.oid
+        try check(git_revwalk_push(walk.pointer, &start), operation)
+        if let hidden {
+            var hide = hidden.oid
+            try check(git_revwalk_hide(walk.pointer, &hide), operation)
+        }
+        var count = 0
+        var oid = git_oid()
+        while true {
+            let rc = git_revwalk_next(&oid, walk.pointer)
+            if rc == GIT_ITEROVER.rawValue { return count }
+            try check(rc, operation)
+            count += 1
+        }
     }
 
     // MARK: - Configuration
@@ -272,4 +310,12 @@ private func withStringArray<T>(_ strings: [String], _ body: (git_strarray) -> T
     return pointers.withUnsafeMutableBufferPointer { buffer in
         body(git_strarray(strings: buffer.baseAddress, count: buffer.count))
     }
+}
+
+/// An answer of `GitRepository.aheadBehind`, kept for the next question.
+struct CommitCount {
+    let local: ObjectID?
+    let upstream: ObjectID?
+    let ahead: Int
+    let behind: Int
 }

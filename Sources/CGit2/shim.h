@@ -42,4 +42,11 @@ static inline int binder_git_set_pack_windows(size_t window_size, size_t mapped_
     return git_libgit2_opts(GIT_OPT_SET_MWINDOW_MAPPED_LIMIT, mapped_limit);
 }
 
+/* GIT_OPT_SET_CACHE_MAX_SIZE: the bytes of parsed objects (commits and trees up to 4 KiB
+ * each) libgit2 keeps across reads, in all repositories of the process. The default is
+ * 256 MiB, so every commit a history walk read stayed in memory. */
+static inline int binder_git_set_cache_max_size(ssize_t bytes) {
+    return git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, bytes);
+}
+
 #endif
