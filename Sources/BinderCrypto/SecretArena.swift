@@ -26,10 +26,12 @@ public enum SecureMemoryError: Swift.Error, Equatable, CustomStringConvertible {
 /// - **medium** (≤ `largestRun`): a run of whole pages, first fit in a region;
 /// - **large**: a guarded, locked mapping of its own (few: the cache bound divided by a megabyte).
 ///
-/// Every free byte of a region is zero: regions are zeroed when mapped and every slot or run
-/// is zeroed when it is given back (before the lock is taken), so an allocation hands out zero
-/// memory without touching it. Secrets share a region with each other, not with anything else;
-/// an overrun past a region's end hits its guard page.
+/// Every free byte of a region is zero: every slot or run is zeroed when it is given back
+/// (before the lock is taken), so an allocation hands out zero memory without touching it.
+/// Only pages in use (by a slab or a run) are locked and resident: a region's free pages go
+/// back to the kernel (`release(pages:)`), which gives them again as zero, so a region mapped
+/// for a burst costs its address space, not memory. Secrets share a region with each other,
+/// not with anything else; an overrun past a region's end hits its guard page.
 ///
 /// All bookkeeping (regions, slabs, free lists) is guarded by the one `state` lock; the objects
 /// below are only touched while it is held.
@@ -54,6 +56,8 @@ final class SecretArena: Sendable {
     /// A `sodium_malloc`ed region of `regionPages` pages. Guarded by `SecretArena.state`.
     final class Region: @unchecked Sendable {
         let base: UnsafeMutableRawPointer
+        /// When it was mapped, among all regions (the older ones are filled first).
+        let age: Int
         /// Which pages are in use (by a slab or a run).
         var used: [Bool]
         var freePages: Int
@@ -62,8 +66,9 @@ final class SecretArena: Sendable {
         /// Empty slabs kept for their class (see `release`): they do not keep the region alive.
         var idleSlabs: [Slab] = []
 
-        init(base: UnsafeMutableRawPointer) {
+        init(base: UnsafeMutableRawPointer, age: Int) {
             self.base = base
+            self.age = age
             used = [Bool](repeating: false, count: SecretArena.regionPages)
             freePages = SecretArena.regionPages
         }
@@ -120,12 +125,16 @@ final class SecretArena: Sendable {
     }
 
     struct State: ~Copyable {
+        /// Oldest first.
         var regions: [Region] = []
+        var regionsMapped = 0
         /// Per size class, the slabs that have a free slot.
         var partial = [[Slab]](repeating: [], count: SecretArena.classCount)
         /// Bytes handed out (rounded to slot, page or dedicated size), for tests and the bench.
         var bytesInUse = 0
         var dedicatedCount = 0
+        /// Pages of the dedicated mappings' data, in bytes.
+        var dedicatedBytes = 0
         /// Tests only (`SecureBytes.limitForTesting`): allocations that would take `bytesInUse`
         /// past this fail as if the kernel refused another region. Nothing else sets it.
         var testLimit = Int.max
@@ -159,6 +168,7 @@ final class SecretArena: Sendable {
         state.withLock {
             $0.bytesInUse += count
             $0.dedicatedCount += 1
+            $0.dedicatedBytes += (count + Self.page - 1) / Self.page * Self.page
         }
         return (pointer, .dedicated(pointer, bytes: count))
     }
@@ -210,6 +220,7 @@ final class SecretArena: Sendable {
                 if slab.freeSlots.count == slab.capacity {
                     if state.partial[slab.classIndex].count > 1 {
                         Self.unlist(slab, &state)
+                        Self.release(pages: slab.base, Self.slabBytes)
                         slab.region.giveRun(slab.firstPage, Self.slabPages)
                     } else {
                         slab.region.idleSlabs.append(slab)
@@ -219,6 +230,8 @@ final class SecretArena: Sendable {
             }
         case .run(let region, let firstPage, let pages):
             sodium_memzero(pointer, pages * Self.page)
+            // Still ours until the lock hands the pages back.
+            Self.release(pages: pointer, pages * Self.page)
             state.withLock { state in
                 region.giveRun(firstPage, pages)
                 state.bytesInUse -= pages * Self.page
@@ -229,6 +242,7 @@ final class SecretArena: Sendable {
             state.withLock {
                 $0.bytesInUse -= bytes
                 $0.dedicatedCount -= 1
+                $0.dedicatedBytes -= (bytes + Self.page - 1) / Self.page * Self.page
             }
         }
     }
@@ -237,7 +251,10 @@ final class SecretArena: Sendable {
         try state.withLock { (state) throws(SecureMemoryError) -> (UnsafeMutableRawPointer, Allocation) in
             try state.checkTestLimit(Self.slotBytes(ofClass: classIndex))
             let slab: Slab
-            if let partial = state.partial[classIndex].last {
+            // The slab of the oldest region: a region mapped for a burst (read-ahead on a full
+            // cache) then empties as its secrets are dropped, and is unmapped. Taking the
+            // newest slab kept such a region alive for a few slots: 8 MiB mapped for 200 KB.
+            if let partial = state.partial[classIndex].min(by: { $0.region.age < $1.region.age }) {
                 slab = partial
             } else {
                 let (region, first) = try Self.takeRun(Self.slabPages, &state)
@@ -257,15 +274,37 @@ final class SecretArena: Sendable {
     /// A free run of `pages` pages in some region, mapping a new region when none has one.
     private static func takeRun(_ pages: Int, _ state: inout State) throws(SecureMemoryError) -> (Region, Int) {
         for region in state.regions {
-            if let first = region.takeRun(pages) { return (region, first) }
+            if let first = region.takeRun(pages) {
+                lock(pages: region.base + first * page, pages * page)
+                return (region, first)
+            }
         }
         guard let base = sodium_malloc(regionBytes) else { throw .exhausted(bytes: regionBytes) }
-        // sodium_malloc fills with garbage; the arena's invariant is that free memory is zero.
-        sodium_memzero(base, regionBytes)
-        let region = Region(base: base)
+        // sodium_malloc fills with garbage (and locks it); the arena's invariant is that free
+        // memory is zero, and here also that it is not resident.
+        release(pages: base, regionBytes)
+        let region = Region(base: base, age: state.regionsMapped)
+        state.regionsMapped += 1
         state.regions.append(region)
         guard let first = region.takeRun(pages) else { throw .exhausted(bytes: pages * page) }
+        lock(pages: region.base + first * page, pages * page)
         return (region, first)
+    }
+
+    /// Locks pages just taken from a region (best effort, as libsodium: RLIMIT_MEMLOCK may
+    /// refuse), which also makes them resident. They read as zero: see `release(pages:)`.
+    private static func lock(pages start: UnsafeMutableRawPointer, _ bytes: Int) {
+        _ = mlock(start, bytes)
+    }
+
+    /// Gives zeroed pages of a region back to the kernel: unlocked, then dropped, so that they
+    /// stop counting in the daemon's memory and read as zero when next touched (anonymous
+    /// private memory). A region's free pages used to stay locked and resident until the whole
+    /// region was free: after a cache full of documents was read over by one of attachments,
+    /// the regions held the documents' pages and the attachments new mappings besides.
+    private static func release(pages start: UnsafeMutableRawPointer, _ bytes: Int) {
+        _ = munlock(start, bytes)
+        _ = madvise(start, bytes, MADV_DONTNEED)
     }
 
     /// Unmaps a region nothing uses any more (idle slabs aside), keeping the last one (for the
@@ -296,6 +335,22 @@ final class SecretArena: Sendable {
         slab.partialIndex = -1
     }
 
+    /// The bytes `allocation` takes (see `SecureBytes.footprint`).
+    static func footprint(of allocation: Allocation) -> Int {
+        switch allocation {
+        case .slot(let slab, _): return slab.slotBytes
+        case .run(_, _, let pages): return pages * page
+        case .dedicated(_, let bytes): return (bytes + page - 1) / page * page
+        }
+    }
+
+    /// The bytes an allocation of `count` would take.
+    static func footprint(ofCount count: Int) -> Int {
+        let count = max(count, 1)
+        if count <= largestSlot { return slotBytes(ofClass: classIndex(count)) }
+        return (count + page - 1) / page * page
+    }
+
     // MARK: Size classes: 16-byte steps up to 128, then eight classes per doubling.
 
     static let classCount = classIndex(largestSlot) + 1
@@ -319,6 +374,8 @@ final class SecretArena: Sendable {
         var regions: Int
         var dedicated: Int
         var bytesInUse: Int
+        /// Bytes mapped: the regions' and the dedicated mappings' data.
+        var mappedBytes: Int
         /// Each region's data as an address range.
         var regionRanges: [Range<UInt>]
     }
@@ -331,6 +388,7 @@ final class SecretArena: Sendable {
     var usage: Usage {
         state.withLock { state in
             Usage(regions: state.regions.count, dedicated: state.dedicatedCount, bytesInUse: state.bytesInUse,
+                  mappedBytes: state.regions.count * Self.regionBytes + state.dedicatedBytes,
                   regionRanges: state.regions.map {
                       let start = UInt(bitPattern: $0.base)
                       return start..<(start + UInt(Self.regionBytes))

@@ -47,6 +47,13 @@ public final class SecureBytes: @unchecked Sendable {
         }
     }
 
+    /// The secret memory this buffer takes: its size rounded up to its slot, its pages, or its
+    /// own mapping's pages.
+    public var footprint: Int { SecretArena.footprint(of: allocation) }
+
+    /// The secret memory a buffer of `count` bytes would take (see `footprint`).
+    public static func footprint(ofCount count: Int) -> Int { SecretArena.footprint(ofCount: count) }
+
     deinit {
         SecretArena.shared.release(base, allocation)
     }
@@ -61,6 +68,13 @@ public final class SecureBytes: @unchecked Sendable {
 
     /// Bytes of secret memory handed out now, rounded to slot, page or mapping size (tests).
     package static var bytesInUseForTesting: Int { SecretArena.shared.usage.bytesInUse }
+
+    /// Secret memory now: bytes handed out (rounded to slot, page or mapping size) and bytes
+    /// mapped for it (whole regions and dedicated mappings).
+    public static var memoryInUse: (handedOut: Int, mapped: Int) {
+        let usage = SecretArena.shared.usage
+        return (usage.bytesInUse, usage.mappedBytes)
+    }
 
     /// How many regions the secret-memory arena holds now (for the benchmark).
     public static var arenaRegions: Int { SecretArena.shared.usage.regions }

@@ -98,6 +98,66 @@ final class SecretArenaTests: XCTestCase {
         }
     }
 
+    /// Only pages in use are resident: a run given back leaves memory at once (mincore), and
+    /// reads as zero when touched again. A region mapped for a burst is filled last and given
+    /// back once the burst's secrets are gone, though the older region was freed in part in
+    /// between: new secrets go to the oldest region's slabs.
+    func testFreePagesLeaveMemoryAndABurstRegionIsUnmapped() throws {
+        let arena = SecretArena()
+        // A run: resident while in use, not once given back.
+        let (run, runAllocation) = try arena.allocate(300_000)
+        let runBytes = SecretArena.footprint(of: runAllocation)
+        memset(run, 0xAB, 300_000)
+        XCTAssertEqual(residentPages(run, runBytes), runBytes / SecretArena.page)
+        arena.release(run, runAllocation)
+        XCTAssertEqual(residentPages(run, runBytes), 0, "a freed run's pages stay resident")
+        XCTAssertTrue(UnsafeRawBufferPointer(start: run, count: runBytes).allSatisfy { $0 == 0 })
+
+        // Fill the first region with 4 KB secrets and spill into a second.
+        var first: [(UnsafeMutableRawPointer, SecretArena.Allocation)] = []
+        var burst: [(UnsafeMutableRawPointer, SecretArena.Allocation)] = []
+        while arena.usage.regions < 2 || burst.count < 100 {
+            let allocation = try arena.allocate(4_000)
+            memset(allocation.0, 0x5A, 4_000)
+            if arena.usage.regions < 2 { first.append(allocation) } else { burst.append(allocation) }
+        }
+        let ranges = arena.usage.regionRanges
+        XCTAssertEqual(ranges.count, 2)
+        func region(_ pointer: UnsafeMutableRawPointer) -> Int? {
+            ranges.firstIndex { $0.contains(UInt(bitPattern: pointer)) }
+        }
+        // Every other secret of the first region goes, then one of the burst's first (the
+        // slab it leaves is the last to have a free slot); as many new ones all land in the
+        // first region.
+        var kept: [(UnsafeMutableRawPointer, SecretArena.Allocation)] = []
+        for (index, allocation) in first.enumerated() {
+            if index % 2 == 0 { arena.release(allocation.0, allocation.1) } else { kept.append(allocation) }
+        }
+        let leaving = burst.removeFirst()
+        arena.release(leaving.0, leaving.1)
+        for _ in 0..<(first.count / 2) {
+            let allocation = try arena.allocate(4_000)
+            XCTAssertEqual(region(allocation.0), region(first[0].0), "a new secret went to the newer region")
+            kept.append(allocation)
+        }
+        // The burst's secrets go: so does its region.
+        for allocation in burst { arena.release(allocation.0, allocation.1) }
+        XCTAssertEqual(arena.usage.regions, 1)
+        for allocation in kept { arena.release(allocation.0, allocation.1) }
+        XCTAssertEqual(arena.usage.bytesInUse, 0)
+    }
+
+    /// How many of the pages from `start` (page-aligned) for `count` bytes are resident.
+    private func residentPages(_ start: UnsafeMutableRawPointer, _ count: Int) -> Int {
+        let pages = (count + SecretArena.page - 1) / SecretArena.page
+        var vector = [UInt8](repeating: 0, count: pages)
+        guard mincore(start, count, &vector) == 0 else {
+            XCTFail("mincore: \(errno)")
+            return -1
+        }
+        return vector.filter { $0 & 1 != 0 }.count
+    }
+
     /// 100,000 cached secrets (documents of 200 B – 2 KB) take a few regions, not 100,000
     /// mappings: /proc/self/maps stays under 1,000 lines. Freeing them gives the regions back.
     func testHundredThousandSecretsUseFewMappings() throws {
