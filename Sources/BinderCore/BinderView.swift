@@ -204,6 +204,7 @@ public final class BinderView: Sendable {
     /// changed, or it cannot be read as listed (the reader's own open then reports why).
     func decryptAhead(_ job: ReadAhead.Job) {
         guard plaintext.get(job.node.source) == nil, listings.snapshot.commit == job.commit else { return }
+        plaintext.makeRoom(for: job.node.size)
         let reader = ContentReader(repository: repository, key: key, listings: listings)
         guard let bytes = try? reader.produce(job.node, path: job.path), bytes.count == job.node.size,
               listings.snapshot.commit == job.commit else { return }
@@ -283,6 +284,7 @@ public final class BinderView: Sendable {
         // A read-ahead worker may be decrypting this very file: its result, not a second run.
         readAhead.waitIfInFlight(node.source)
         if let cached = plaintext.get(node.source) { return cached }
+        plaintext.makeRoom(for: node.size)
         let bytes: SecureBytes
         do { bytes = try ContentReader(repository: repository, key: key, listings: listings).produce(node, path: path) } catch {
             logger.error("read failed: \(error)")
@@ -344,6 +346,7 @@ public final class BinderView: Sendable {
     /// Status of the mount as `key: value` lines; paths and reasons, no plaintext.
     func statusText() -> String {
         let stats = statistics
+        let memory = SecureBytes.memoryInUse
         var text = """
         commit: \(commit?.hex ?? "none")
         cached_bytes: \(stats.cachedBytes)
@@ -351,6 +354,8 @@ public final class BinderView: Sendable {
         listed_folders: \(stats.listedFolders)
         git_object_reads: \(stats.objectReads)
         listing_decryptions: \(stats.listingDecryptions)
+        secret_memory_used: \(memory.handedOut)
+        secret_memory_mapped: \(memory.mapped)
 
         """
         if let refusal = refusals.last {

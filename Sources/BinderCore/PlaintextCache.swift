@@ -19,6 +19,8 @@ final class PlaintextCache: Sendable {
     }
 
     private struct Entries: ~Copyable {
+        /// The entries' secret memory (`SecureBytes.footprint`, their sizes rounded as the
+        /// arena rounds them): what the bound bounds.
         var size = 0
         /// Each key's slot.
         var slotOf: [Node.Source: Int] = [:]
@@ -52,7 +54,7 @@ final class PlaintextCache: Sendable {
             unlink(i)
             guard let slot = slots[i] else { return }
             slotOf.removeValue(forKey: slot.key)
-            size -= slot.bytes.count
+            size -= slot.bytes.footprint
             slots[i] = nil
             free.append(i)
         }
@@ -68,7 +70,7 @@ final class PlaintextCache: Sendable {
                 i = slots.count - 1
             }
             slotOf[key] = i
-            size += bytes.count
+            size += bytes.footprint
             linkNewest(i)
         }
     }
@@ -88,13 +90,28 @@ final class PlaintextCache: Sendable {
         }
     }
 
-    /// Stores `bytes` unless it alone is larger than the whole cache; evicts the least recently
-    /// used entries to make room.
+    /// Evicts the least recently used entries until `bytes` more would fit: called before a
+    /// file of that size is decrypted, so that its secret memory is taken after the memory of
+    /// what it will push out is given back, not before (a full cache read on, 3 MB at a time,
+    /// held the cache's size and the new file's at once).
+    func makeRoom(for bytes: Int) {
+        let footprint = SecureBytes.footprint(ofCount: bytes)
+        guard footprint <= capacity else { return }
+        state.withLock { state in
+            while state.size + footprint > capacity, state.oldest >= 0 {
+                state.remove(state.oldest)
+            }
+        }
+    }
+
+    /// Stores `bytes` unless it alone takes more than the whole cache; evicts the least
+    /// recently used entries to make room.
     func put(_ key: Node.Source, _ bytes: SecureBytes) {
-        guard bytes.count <= capacity else { return }
+        let footprint = bytes.footprint
+        guard footprint <= capacity else { return }
         state.withLock { state in
             if let old = state.slotOf[key] { state.remove(old) }
-            while state.size + bytes.count > capacity, state.oldest >= 0 {
+            while state.size + footprint > capacity, state.oldest >= 0 {
                 state.remove(state.oldest)
             }
             state.insert(key, bytes)
@@ -107,6 +124,6 @@ final class PlaintextCache: Sendable {
         }
     }
 
-    /// Bytes and entries held.
+    /// Secret memory (see `Entries.size`) and entries held.
     var usage: (bytes: Int, entries: Int) { state.withLock { ($0.size, $0.slotOf.count) } }
 }

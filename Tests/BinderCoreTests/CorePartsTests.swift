@@ -58,7 +58,8 @@ final class CorePartsTests: XCTestCase {
     // MARK: PlaintextCache
 
     /// The cache against a plain model of least-recently-used eviction, over a seeded stream of
-    /// gets and puts of varied sizes: the same entries held, the same bytes, the bound kept.
+    /// gets, puts of varied sizes and room made ahead of a decryption: the same entries held,
+    /// the same secret memory (sizes rounded as the arena rounds them), the bound kept.
     func testPlaintextCacheEvictsTheLeastRecentlyUsedLikeAModel() throws {
         let capacity = 1_000
         let cache = PlaintextCache(capacity: capacity)
@@ -72,17 +73,25 @@ final class CorePartsTests: XCTestCase {
         func source(_ key: Int) -> Node.Source {
             .document(blob: ObjectID(hex: String(format: "%040x", key))!)
         }
+        func held() -> Int { model.reduce(0) { $0 + SecureBytes.footprint(ofCount: $1.size) } }
+        func evict(toFit size: Int) {
+            while held() + SecureBytes.footprint(ofCount: size) > capacity, !model.isEmpty { model.removeFirst() }
+        }
         for step in 0..<20_000 {
             let key = Int(next() % 64)
-            if next() % 3 == 0 {
+            switch next() % 7 {
+            case 0, 1:
                 let size = Int(next() % 300) + 1
                 let bytes = try SecureBytes(copying: [UInt8](repeating: UInt8(truncatingIfNeeded: key), count: size))
                 cache.put(source(key), bytes)
                 model.removeAll { $0.key == key }
-                var total = model.reduce(0) { $0 + $1.size }
-                while total + size > capacity, !model.isEmpty { total -= model.removeFirst().size }
+                evict(toFit: size)
                 model.append((key, size))
-            } else {
+            case 2:
+                let size = Int(next() % 300) + 1
+                cache.makeRoom(for: size)
+                evict(toFit: size)
+            default:
                 let got = cache.get(source(key))
                 if let index = model.firstIndex(where: { $0.key == key }) {
                     let entry = model.remove(at: index)
@@ -95,7 +104,7 @@ final class CorePartsTests: XCTestCase {
             }
             let usage = cache.usage
             XCTAssertEqual(usage.entries, model.count, "step \(step)")
-            XCTAssertEqual(usage.bytes, model.reduce(0) { $0 + $1.size }, "step \(step)")
+            XCTAssertEqual(usage.bytes, held(), "step \(step)")
             XCTAssertLessThanOrEqual(usage.bytes, capacity)
         }
         // Larger than the whole cache: not kept, nothing evicted for it.
