@@ -325,6 +325,8 @@ struct MountCommand: ParsableCommand {
         let control = startControl(sync: sync, shares: shares, locker: locker, state: state, logger: logger)
         writerLock?.record(WriterLock.Holder(pid: getpid(), command: "mount", mountpoint: mountpoint, control: control?.path))
         ready()
+        // What starting the mount ran stops counting in its memory (see `CodePages`).
+        CodePages.releaseStartupCode()
         if !isReadOnly { view.packIfDue() }
         locker.start()
         let status = mount.run()

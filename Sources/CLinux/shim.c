@@ -132,3 +132,54 @@ long binder_fs_type(const char *path) {
     if (statfs(path, &info) != 0) return -1;
     return (long)info.f_type;
 }
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+/* See clinux.h. One pass over /proc/self/smaps: a mapping's header line, then its fields; the
+   decision for a mapping is taken at its last field (VmFlags), once Anonymous and Locked are
+   known. Executable mappings only: the dynamic loader writes (relocates) read-only data before
+   protecting it, and a library loaded while this runs could be written between the read of its
+   fields and the madvise, which would throw the writes away; code is never written. */
+long binder_release_code_pages(void) {
+    FILE *smaps = fopen("/proc/self/smaps", "re");
+    if (smaps == NULL) return -1;
+    char line[4096];
+    unsigned long start = 0, end = 0;
+    int candidate = 0;
+    long anonymous = -1, locked = -1, released = 0;
+    int continued = 0;
+    while (fgets(line, sizeof line, smaps) != NULL) {
+        unsigned long a, b;
+        char perms[8];
+        int path_at = 0;
+        /* The rest of a line longer than the buffer (a long path) is never read as a line of
+           its own; its mapping is left alone. */
+        int was_continued = continued;
+        continued = strchr(line, '\n') == NULL;
+        if (was_continued || continued) {
+            candidate = 0;
+            continue;
+        }
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &a, &b, perms, &path_at) == 3) {
+            start = a;
+            end = b;
+            /* Code of a file named by a path: readable, executable, not writable, private. */
+            candidate = strcmp(perms, "r-xp") == 0 && path_at > 0 && line[path_at] == '/';
+            anonymous = -1;
+            locked = -1;
+        } else if (strncmp(line, "Anonymous:", 10) == 0) {
+            anonymous = strtol(line + 10, NULL, 10);
+        } else if (strncmp(line, "Locked:", 7) == 0) {
+            locked = strtol(line + 7, NULL, 10);
+        } else if (strncmp(line, "VmFlags:", 8) == 0) {
+            /* No private copy (Anonymous 0): every page is the file's, and comes back from it. */
+            if (candidate && anonymous == 0 && locked == 0
+                && madvise((void *)start, end - start, MADV_DONTNEED) == 0) released += (long)(end - start);
+            candidate = 0;
+        }
+    }
+    fclose(smaps);
+    return released;
+}

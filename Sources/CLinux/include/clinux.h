@@ -10,6 +10,10 @@ int binder_set_nondumpable(void);
 /* mallopt(M_MMAP_THRESHOLD) and mallopt(M_ARENA_MAX) (mallopt's constants are macros); 0 when
    both were taken, -1 otherwise. */
 int binder_malloc_tune(int mmap_threshold, int arena_max);
+/* Drops from this process's page tables the pages of its code (private, executable mappings
+   of files that hold no private copy): they stay in the page cache, and come back at the next
+   touch. The bytes of the mappings so released, or -1 when /proc/self/smaps cannot be read. */
+long binder_release_code_pages(void);
 /* The file system type (statfs f_type: TMPFS_MAGIC, RAMFS_MAGIC…) of the one holding path; -1 and errno on failure. */
 long binder_fs_type(const char *path);
 int binder_pipe_cloexec(int fds[2]);
