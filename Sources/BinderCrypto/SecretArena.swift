@@ -17,9 +17,9 @@ public enum SecureMemoryError: Swift.Error, Equatable, CustomStringConvertible {
 ///
 /// One `sodium_malloc` per secret costs four kernel mappings (guard page, data, guard page,
 /// the allocation's header page), and the kernel allows 65,530: a cache of 20,000 documents
-/// exhausted it. Here a region is one `sodium_malloc` of `regionBytes` (guard pages on both
-/// sides, `mlock`ed where the system allows, excluded from core dumps), and secrets are carved
-/// out of it:
+/// exhausted it. Here a region is one mapping of `regionBytes` (guard pages on both sides,
+/// excluded from core dumps, its pages in use `mlock`ed where the system allows), and secrets
+/// are carved out of it:
 ///
 /// - **small** (≤ `largestSlot`): a slot in a slab, a run of `slabPages` pages cut into equal
 ///   slots of one size class (eight classes per doubling: at most 12.5% rounding waste);
@@ -53,7 +53,7 @@ final class SecretArena: Sendable {
         case dedicated(UnsafeMutableRawPointer, bytes: Int)
     }
 
-    /// A `sodium_malloc`ed region of `regionPages` pages. Guarded by `SecretArena.state`.
+    /// A guarded mapping of `regionPages` pages (`mapGuarded`). Guarded by `SecretArena.state`.
     final class Region: @unchecked Sendable {
         let base: UnsafeMutableRawPointer
         /// When it was mapped, among all regions (the older ones are filled first).
@@ -164,7 +164,7 @@ final class SecretArena: Sendable {
             }
         }
         try state.withLock { (state) throws(SecureMemoryError) in try state.checkTestLimit(count) }
-        guard let pointer = Self.mapGuarded(count) else { throw .exhausted(bytes: count) }
+        guard let pointer = Self.mapGuarded(count, locked: true) else { throw .exhausted(bytes: count) }
         state.withLock {
             $0.bytesInUse += count
             $0.dedicatedCount += 1
@@ -173,12 +173,14 @@ final class SecretArena: Sendable {
         return (pointer, .dedicated(pointer, bytes: count))
     }
 
-    /// A mapping of its own for a large secret: a guard page, the data's pages (locked where
-    /// the system allows, left out of core dumps), a guard page; the data (16-byte aligned)
-    /// ends less than 16 bytes before the trailing guard. Not `sodium_malloc`: that fills the
-    /// pages with garbage, which would then be zeroed again, two passes over megabytes that
-    /// a fresh anonymous mapping gives as zero already.
-    private static func mapGuarded(_ count: Int) -> UnsafeMutableRawPointer? {
+    /// A guarded mapping: a guard page, the data's pages (left out of core dumps; locked where
+    /// the system allows, if `locked`), a guard page; the data (16-byte aligned) ends less than
+    /// 16 bytes before the trailing guard. A large secret has one of its own, locked; a region
+    /// is one (`count` is `regionBytes`, whole pages), not locked: its pages are locked as they
+    /// are taken (`lock(pages:)`). Not `sodium_malloc`: that fills the pages with garbage,
+    /// which would then be zeroed again, two passes over megabytes that a fresh anonymous
+    /// mapping gives as zero already.
+    private static func mapGuarded(_ count: Int, locked: Bool) -> UnsafeMutableRawPointer? {
         guard count <= Int.max - 3 * page else { return nil }
         let dataBytes = (count + page - 1) / page * page
         let total = dataBytes + 2 * page
@@ -190,7 +192,7 @@ final class SecretArena: Sendable {
             return nil
         }
         _ = madvise(data, dataBytes, MADV_DONTDUMP)
-        _ = mlock(data, dataBytes)  // best effort, as libsodium: RLIMIT_MEMLOCK may refuse
+        if locked { _ = mlock(data, dataBytes) }  // best effort, as libsodium: RLIMIT_MEMLOCK may refuse
         return data + (dataBytes - count) / 16 * 16
     }
 
@@ -279,10 +281,10 @@ final class SecretArena: Sendable {
                 return (region, first)
             }
         }
-        guard let base = sodium_malloc(regionBytes) else { throw .exhausted(bytes: regionBytes) }
-        // sodium_malloc fills with garbage (and locks it); the arena's invariant is that free
-        // memory is zero, and here also that it is not resident.
-        release(pages: base, regionBytes)
+        // Fresh anonymous pages: zero, and not resident until taken. (sodium_malloc filled its
+        // regions with garbage, then zeroing them made all 8 MiB resident, and sodium_free
+        // zeroed them all again when they were empty.)
+        guard let base = mapGuarded(regionBytes, locked: false) else { throw .exhausted(bytes: regionBytes) }
         let region = Region(base: base, age: state.regionsMapped)
         state.regionsMapped += 1
         state.regions.append(region)
@@ -315,7 +317,8 @@ final class SecretArena: Sendable {
         for slab in region.idleSlabs { unlist(slab, &state) }
         region.idleSlabs.removeAll()
         state.regions.remove(at: index)
-        sodium_free(region.base)
+        // Nothing to zero: its free pages are, and its idle slabs' slots were when freed.
+        munmap(region.base - page, regionBytes + 2 * page)
     }
 
     private static func list(_ slab: Slab, _ state: inout State) {
