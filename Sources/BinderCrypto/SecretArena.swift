@@ -29,7 +29,7 @@ public enum SecureMemoryError: Swift.Error, Equatable, CustomStringConvertible {
 /// Every free byte of a region is zero: every slot or run is zeroed when it is given back
 /// (before the lock is taken), so an allocation hands out zero memory without touching it.
 /// Only pages in use (by a slab or a run) are locked and resident: a region's free pages go
-/// back to the kernel (`release(pages:)`), which gives them again as zero, so a region mapped
+/// back to the kernel (`dropPages(_:_:)`), which gives them again as zero, so a region mapped
 /// for a burst costs its address space, not memory. Secrets share a region with each other,
 /// not with anything else; an overrun past a region's end hits its guard page.
 ///
@@ -127,6 +127,7 @@ final class SecretArena: Sendable {
     struct State: ~Copyable {
         /// Oldest first.
         var regions: [Region] = []
+        /// Regions mapped so far (the next one's age).
         var regionsMapped = 0
         /// Per size class, the slabs that have a free slot.
         var partial = [[Slab]](repeating: [], count: SecretArena.classCount)
@@ -177,7 +178,7 @@ final class SecretArena: Sendable {
     /// the system allows, if `locked`), a guard page; the data (16-byte aligned) ends less than
     /// 16 bytes before the trailing guard. A large secret has one of its own, locked; a region
     /// is one (`count` is `regionBytes`, whole pages), not locked: its pages are locked as they
-    /// are taken (`lock(pages:)`). Not `sodium_malloc`: that fills the pages with garbage,
+    /// are taken (`lockPages(_:_:)`). Not `sodium_malloc`: that fills the pages with garbage,
     /// which would then be zeroed again, two passes over megabytes that a fresh anonymous
     /// mapping gives as zero already.
     private static func mapGuarded(_ count: Int, locked: Bool) -> UnsafeMutableRawPointer? {
@@ -222,7 +223,7 @@ final class SecretArena: Sendable {
                 if slab.freeSlots.count == slab.capacity {
                     if state.partial[slab.classIndex].count > 1 {
                         Self.unlist(slab, &state)
-                        Self.release(pages: slab.base, Self.slabBytes)
+                        Self.dropPages(slab.base, Self.slabBytes)
                         slab.region.giveRun(slab.firstPage, Self.slabPages)
                     } else {
                         slab.region.idleSlabs.append(slab)
@@ -233,7 +234,7 @@ final class SecretArena: Sendable {
         case .run(let region, let firstPage, let pages):
             sodium_memzero(pointer, pages * Self.page)
             // Still ours until the lock hands the pages back.
-            Self.release(pages: pointer, pages * Self.page)
+            Self.dropPages(pointer, pages * Self.page)
             state.withLock { state in
                 region.giveRun(firstPage, pages)
                 state.bytesInUse -= pages * Self.page
@@ -277,7 +278,7 @@ final class SecretArena: Sendable {
     private static func takeRun(_ pages: Int, _ state: inout State) throws(SecureMemoryError) -> (Region, Int) {
         for region in state.regions {
             if let first = region.takeRun(pages) {
-                lock(pages: region.base + first * page, pages * page)
+                lockPages(region.base + first * page, pages * page)
                 return (region, first)
             }
         }
@@ -289,13 +290,13 @@ final class SecretArena: Sendable {
         state.regionsMapped += 1
         state.regions.append(region)
         guard let first = region.takeRun(pages) else { throw .exhausted(bytes: pages * page) }
-        lock(pages: region.base + first * page, pages * page)
+        lockPages(region.base + first * page, pages * page)
         return (region, first)
     }
 
     /// Locks pages just taken from a region (best effort, as libsodium: RLIMIT_MEMLOCK may
-    /// refuse), which also makes them resident. They read as zero: see `release(pages:)`.
-    private static func lock(pages start: UnsafeMutableRawPointer, _ bytes: Int) {
+    /// refuse), which also makes them resident. They read as zero: see `dropPages(_:_:)`.
+    private static func lockPages(_ start: UnsafeMutableRawPointer, _ bytes: Int) {
         _ = mlock(start, bytes)
     }
 
@@ -303,8 +304,8 @@ final class SecretArena: Sendable {
     /// stop counting in the daemon's memory and read as zero when next touched (anonymous
     /// private memory). A region's free pages used to stay locked and resident until the whole
     /// region was free: after a cache full of documents was read over by one of attachments,
-    /// the regions held the documents' pages and the attachments new mappings besides.
-    private static func release(pages start: UnsafeMutableRawPointer, _ bytes: Int) {
+    /// the regions held the documents' pages and the attachments' new mappings besides.
+    private static func dropPages(_ start: UnsafeMutableRawPointer, _ bytes: Int) {
         _ = munlock(start, bytes)
         _ = madvise(start, bytes, MADV_DONTNEED)
     }
