@@ -164,12 +164,13 @@ final class SecretArena: Sendable {
                 return (region.base + first * Self.page, .run(region, firstPage: first, pages: pages))
             }
         }
-        try state.withLock { (state) throws(SecureMemoryError) in try state.checkTestLimit(count) }
+        let bytes = Self.footprint(ofCount: count)
+        try state.withLock { (state) throws(SecureMemoryError) in try state.checkTestLimit(bytes) }
         guard let pointer = Self.mapGuarded(count, locked: true) else { throw .exhausted(bytes: count) }
         state.withLock {
-            $0.bytesInUse += count
+            $0.bytesInUse += bytes
             $0.dedicatedCount += 1
-            $0.dedicatedBytes += (count + Self.page - 1) / Self.page * Self.page
+            $0.dedicatedBytes += bytes
         }
         return (pointer, .dedicated(pointer, bytes: count))
     }
@@ -242,10 +243,11 @@ final class SecretArena: Sendable {
             }
         case .dedicated(let base, let bytes):
             Self.unmapGuarded(base, bytes)
+            let footprint = Self.footprint(of: allocation)
             state.withLock {
-                $0.bytesInUse -= bytes
+                $0.bytesInUse -= footprint
                 $0.dedicatedCount -= 1
-                $0.dedicatedBytes -= (bytes + Self.page - 1) / Self.page * Self.page
+                $0.dedicatedBytes -= footprint
             }
         }
     }

@@ -106,6 +106,17 @@ final class HostileBinderTests: XCTestCase {
         XCTAssertEqual(try shell("cat imaging/big-scan.pdf > /dev/null && grep -r -c Unicode . >/dev/null; tar cf - . | wc -c", in: binder.mountpoint).status, 0)
         XCTAssertLessThanOrEqual(try binder.statusValue("cached_bytes"), 2 << 20)
         XCTAssertGreaterThan(try binder.statusValue("cached_entries"), 0)
+        // The cache counts what its entries take of secret memory; all of it is in use, and
+        // mapped. Only pages in use are locked: not whole 8 MiB regions, nor the 10 MB scan
+        // decrypted once and dropped (the rest: keys, a slab kept per size class).
+        let cached = try binder.statusValue("cached_bytes"), used = try binder.statusValue("secret_memory_used")
+        XCTAssertLessThanOrEqual(cached, used)
+        XCTAssertLessThanOrEqual(used, try binder.statusValue("secret_memory_mapped"))
+        let pid = try XCTUnwrap(daemonPID(binder.mountpoint))
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let lockedKiB = try XCTUnwrap(status.split(separator: "\n").first { $0.hasPrefix("VmLck:") }
+            .flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true)[1]) })
+        XCTAssertLessThanOrEqual(lockedKiB, 6 << 10, "\(lockedKiB) KiB locked for a 2 MiB cache")
         // Content larger than the cache is still served whole while open.
         XCTAssertEqual(sha256Hex(try binder.read("imaging/big-scan.pdf")), sha256Hex(bigAttachment))
     }
