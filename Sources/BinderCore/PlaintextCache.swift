@@ -59,6 +59,11 @@ final class PlaintextCache: Sendable {
             free.append(i)
         }
 
+        /// Evicts the least recently used entries until `footprint` more fits (or none is left).
+        mutating func evict(toFit footprint: Int, within capacity: Int) {
+            while size + footprint > capacity, oldest >= 0 { remove(oldest) }
+        }
+
         mutating func insert(_ key: Node.Source, _ bytes: SecureBytes) {
             let slot = Slot(key: key, bytes: bytes, newer: -1, older: -1)
             let i: Int
@@ -97,11 +102,7 @@ final class PlaintextCache: Sendable {
     func makeRoom(for bytes: Int) {
         let footprint = SecureBytes.footprint(ofCount: bytes)
         guard footprint <= capacity else { return }
-        state.withLock { state in
-            while state.size + footprint > capacity, state.oldest >= 0 {
-                state.remove(state.oldest)
-            }
-        }
+        state.withLock { $0.evict(toFit: footprint, within: capacity) }
     }
 
     /// Stores `bytes` unless it alone takes more than the whole cache; evicts the least
@@ -111,9 +112,7 @@ final class PlaintextCache: Sendable {
         guard footprint <= capacity else { return }
         state.withLock { state in
             if let old = state.slotOf[key] { state.remove(old) }
-            while state.size + footprint > capacity, state.oldest >= 0 {
-                state.remove(state.oldest)
-            }
+            state.evict(toFit: footprint, within: capacity)
             state.insert(key, bytes)
         }
     }

@@ -346,7 +346,7 @@ final class SecretArena: Sendable {
         switch allocation {
         case .slot(let slab, _): return slab.slotBytes
         case .run(_, _, let pages): return pages * page
-        case .dedicated(_, let bytes): return (bytes + page - 1) / page * page
+        case .dedicated(_, let bytes): return footprint(ofCount: bytes)
         }
     }
 
