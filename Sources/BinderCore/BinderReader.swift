@@ -17,20 +17,29 @@ public enum BinderReader {
     }
 
     public static func decryptDocument(_ stored: [UInt8], key: NIP44.ConversationKey) throws -> SecureBytes {
+        try stored.withUnsafeBytes { (b) throws in try decryptDocument(b, key: key) }
+    }
+
+    /// A stored document decrypted where it lies (a blob in libgit2's buffer).
+    public static func decryptDocument(_ stored: UnsafeRawBufferPointer, key: NIP44.ConversationKey) throws -> SecureBytes {
         // Some writers may end the file with a newline; the payload itself never contains one.
         var end = stored.count
         while end > 0, stored[end - 1] == 0x0A || stored[end - 1] == 0x0D || stored[end - 1] == 0x20 { end -= 1 }
+        let payload = UnsafeRawBufferPointer(start: stored.baseAddress, count: end)
         do {
-            return try stored.withUnsafeBytes { (b) throws in
-                try NIP44.decrypt(payload: UnsafeRawBufferPointer(rebasing: b[..<end]), key: key)
-            }
-        } catch let error as NIP44.Error {
+            return try NIP44.decrypt(payload: payload, key: key)
+        } catch {
             throw Error.decrypt(error)
         }
     }
 
     /// A stored `.json` document, decrypted and parsed.
     public static func readDocument(_ stored: [UInt8], key: NIP44.ConversationKey, gitPath: String) throws -> MedicalDocument {
+        try parseDocument(try decryptDocument(stored, key: key), gitPath: gitPath)
+    }
+
+    /// A stored `.json` document read where it lies, decrypted and parsed.
+    public static func readDocument(_ stored: UnsafeRawBufferPointer, key: NIP44.ConversationKey, gitPath: String) throws -> MedicalDocument {
         try parseDocument(try decryptDocument(stored, key: key), gitPath: gitPath)
     }
 

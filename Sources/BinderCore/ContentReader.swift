@@ -17,10 +17,15 @@ struct ContentReader {
         case .directory:
             throw .isDirectory(path)
         case .raw(let blob):
-            let bytes = try readObject(blob, gitPath: gitPath)
-            return try ViewError.needingSecretMemory(path) { () throws(SecureMemoryError) in try SecureBytes(copying: bytes) }
+            let stored = try readObject(blob, gitPath: gitPath)
+            return try ViewError.needingSecretMemory(path) { () throws(SecureMemoryError) in
+                try stored.withUnsafeBytes { (bytes) throws(SecureMemoryError) in try SecureBytes(copying: bytes) }
+            }
         case .sidecar(let blob):
-            do { return try Sidecar.decrypt(try readObject(blob, gitPath: gitPath), key: key) } catch let error as ViewError {
+            do {
+                let stored = try readObject(blob, gitPath: gitPath)
+                return try stored.withUnsafeBytes { (bytes) throws(Sidecar.Error) in try Sidecar.decrypt(bytes, key: key) }
+            } catch let error as ViewError {
                 throw error
             } catch Sidecar.Error.secretMemory(let error) {
                 throw .storage(path: path, reason: error.description, code: .noMemory)
@@ -44,7 +49,9 @@ struct ContentReader {
 
     /// A document, decrypted and parsed.
     func document(_ blob: ObjectID, gitPath: String) throws -> MedicalDocument {
-        try BinderReader.readDocument(try readObject(blob, gitPath: gitPath), key: key, gitPath: gitPath)
+        try readObject(blob, gitPath: gitPath).withUnsafeBytes { (stored) throws in
+            try BinderReader.readDocument(stored, key: key, gitPath: gitPath)
+        }
     }
 
     private func decoded(_ blob: ObjectID, gitPath: String) throws(ViewError) -> MedicalDocument {
@@ -54,9 +61,11 @@ struct ContentReader {
         }
     }
 
-    private func readObject(_ id: ObjectID, gitPath: String) throws(ViewError) -> [UInt8] {
+    /// The blob, read under the repository's lock and decrypted after it from libgit2's buffer
+    /// (no copy of the ciphertext: `StoredBlob`).
+    private func readObject(_ id: ObjectID, gitPath: String) throws(ViewError) -> StoredBlob {
         listings.objectReads.add(1, ordering: .relaxed)
-        do { return try repository.readBlob(id) } catch {
+        do { return try repository.blob(id) } catch {
             throw .storage(path: gitPath, reason: "\(error)", code: Committer.code(of: error))
         }
     }

@@ -91,6 +91,11 @@ public enum Sidecar {
 
     /// Decrypts a sidecar of either format to the attachment's original bytes.
     public static func decrypt(_ bytes: [UInt8], key: NIP44.ConversationKey) throws(Sidecar.Error) -> SecureBytes {
+        try bytes.withBytes { (b) throws(Sidecar.Error) in try decrypt(b, key: key) }
+    }
+
+    /// Decrypts a sidecar of either format, read where it lies (a blob in libgit2's buffer).
+    public static func decrypt(_ bytes: UnsafeRawBufferPointer, key: NIP44.ConversationKey) throws(Sidecar.Error) -> SecureBytes {
         guard !bytes.isEmpty else { throw .empty }
         switch format(of: bytes) {
         case .dek: return try decryptDEK(bytes, key: key)
@@ -103,30 +108,26 @@ public enum Sidecar {
     /// text is decrypted `chunkBytes` at a time into scratch memory (zeroed after) and decoded
     /// straight into the attachment's secret buffer, whose size the text's length and last two
     /// characters give. Text wrapped into lines takes the whole-text path (`content(ofText:)`).
-    static func decryptDEK(_ bytes: [UInt8], key: NIP44.ConversationKey) throws(Sidecar.Error) -> SecureBytes {
+    static func decryptDEK(_ b: UnsafeRawBufferPointer, key: NIP44.ConversationKey) throws(Sidecar.Error) -> SecureBytes {
         Sodium.ensureReady()
-        guard bytes.count >= 3 else { throw .truncated("no wrapped-key length") }
-        let wrappedLength = Int(bytes[1]) << 8 | Int(bytes[2])
+        guard b.count >= 3 else { throw .truncated("no wrapped-key length") }
+        let wrappedLength = Int(b[1]) << 8 | Int(b[2])
         let header = 3 + wrappedLength + aeadNonceSize
-        guard bytes.count >= header + aeadTagSize else {
-            throw .truncated("\(bytes.count) bytes, header and tag need \(header + aeadTagSize)")
+        guard b.count >= header + aeadTagSize else {
+            throw .truncated("\(b.count) bytes, header and tag need \(header + aeadTagSize)")
         }
         let hex: SecureBytes
         do {
-            hex = try bytes.withBytes { (b) throws(NIP44.Error) in
-                try NIP44.decrypt(payload: UnsafeRawBufferPointer(rebasing: b[3..<(3 + wrappedLength)]), key: key)
-            }
+            hex = try NIP44.decrypt(payload: UnsafeRawBufferPointer(rebasing: b[3..<(3 + wrappedLength)]), key: key)
         } catch { throw .wrappedKey(error) }
-        return try bytes.withBytes { (b) throws(Sidecar.Error) -> SecureBytes in
-            try withDEK(hex: hex) { (dek) throws(Sidecar.Error) -> SecureBytes in
-                let nonce = UnsafeRawBufferPointer(rebasing: b[(3 + wrappedLength)..<header])
-                let ciphertext = UnsafeRawBufferPointer(rebasing: b[header..<(b.count - aeadTagSize)])
-                let tag = UnsafeRawBufferPointer(rebasing: b[(b.count - aeadTagSize)...])
-                guard poly1305Matches(ciphertext: ciphertext, tag: tag, key: dek, nonce: nonce) else {
-                    throw .authenticationFailed
-                }
-                return try decryptText(ciphertext, key: dek, nonce: nonce)
+        return try withDEK(hex: hex) { (dek) throws(Sidecar.Error) -> SecureBytes in
+            let nonce = UnsafeRawBufferPointer(rebasing: b[(3 + wrappedLength)..<header])
+            let ciphertext = UnsafeRawBufferPointer(rebasing: b[header..<(b.count - aeadTagSize)])
+            let tag = UnsafeRawBufferPointer(rebasing: b[(b.count - aeadTagSize)...])
+            guard poly1305Matches(ciphertext: ciphertext, tag: tag, key: dek, nonce: nonce) else {
+                throw .authenticationFailed
             }
+            return try decryptText(ciphertext, key: dek, nonce: nonce)
         }
     }
 
@@ -244,11 +245,11 @@ public enum Sidecar {
     }
 
     /// The bytes a legacy sidecar's base64 holds (line breaks and spaces ignored).
-    static func legacyRaw(_ bytes: [UInt8]) -> [UInt8]? {
+    static func legacyRaw(_ bytes: some Collection<UInt8>) -> [UInt8]? {
         Base64.decode(bytes.filter { $0 != UInt8(ascii: "\n") && $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: " ") })
     }
 
-    static func decryptLegacy(_ bytes: [UInt8], key: NIP44.ConversationKey) throws(Sidecar.Error) -> SecureBytes {
+    static func decryptLegacy(_ bytes: UnsafeRawBufferPointer, key: NIP44.ConversationKey) throws(Sidecar.Error) -> SecureBytes {
         guard let raw = legacyRaw(bytes) else { throw .legacyNotBase64 }
         guard raw.count >= 1 + 32 + 32 else { throw .truncated("legacy sidecar of \(raw.count) bytes") }
         guard raw[0] == 0xFF else { throw .legacyNotBase64 }

@@ -203,12 +203,12 @@ public final class GitRepository: @unchecked Sendable {
 
     /// The content of blob `id`.
     public func readBlob(_ id: ObjectID) throws(GitError) -> [UInt8] {
-        try locked { () throws(GitError) in
-            let blob = try lookupBlobLocked(id)
-            let size = Int(git_blob_rawsize(blob.pointer))
-            guard size > 0, let content = git_blob_rawcontent(blob.pointer) else { return [] }
-            return [UInt8](UnsafeRawBufferPointer(start: content, count: size))
-        }
+        try blob(id).withUnsafeBytes { [UInt8]($0) }
+    }
+
+    /// Blob `id` as libgit2 read it, for reading after the lock is let go without a copy.
+    public func blob(_ id: ObjectID) throws(GitError) -> StoredBlob {
+        try locked { () throws(GitError) in StoredBlob(try lookupBlobLocked(id)) }
     }
 
     /// Stores `bytes` as a blob (fsynced) and returns its id. Storing content
@@ -341,4 +341,29 @@ private final class ReplacedDatabases: @unchecked Sendable {
     private var held: (OdbHandle, CommitStaging?)?
     init(_ odb: OdbHandle, _ staging: CommitStaging?) { held = (odb, staging) }
     func free() { held = nil }
+}
+
+/// A blob's content in libgit2's own buffer (inflated from its pack), held by this owner once the
+/// repository's lock is let go: a 3 MB attachment is then decrypted from the one copy of its
+/// ciphertext, not from a second one taken under the lock.
+///
+/// Reading and freeing the blob without the lock is safe because nothing else refers to it:
+/// libgit2 caches no blob (`LibGit2.ready` pins the blob cache limit at 0), so the blob and
+/// its buffer belong to this handle alone, and its buffer is not tied to the pack it came from
+/// (which a fold may remove meanwhile). Not Sendable: it is read where it was looked up.
+public final class StoredBlob {
+    private let handle: BlobHandle
+
+    init(_ handle: BlobHandle) { self.handle = handle }
+
+    /// The content's length in bytes.
+    public var count: Int { Int(git_blob_rawsize(handle.pointer)) }
+
+    /// Runs `body` over the content (empty for an empty blob); the bytes live as long as `self`.
+    public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        let size = count
+        guard size > 0, let content = git_blob_rawcontent(handle.pointer) else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        defer { withExtendedLifetime(handle) {} }
+        return try body(UnsafeRawBufferPointer(start: content, count: size))
+    }
 }

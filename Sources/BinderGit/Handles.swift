@@ -2,7 +2,8 @@ internal import CGit2
 
 // One owning class per libgit2 resource type: each wraps exactly one pointer
 // and frees it in deinit. None of these is Sendable: they are created, used
-// and released only while GitRepository's lock is held (see GitRepository).
+// and released only while GitRepository's lock is held (see GitRepository),
+// but for a blob handed out in a `StoredBlob` (see there why that is safe).
 
 /// Process-wide libgit2 setup, done once, lazily and thread-safely (a Swift
 /// `static let` initialiser runs exactly once). libgit2 is never shut down.
@@ -26,6 +27,8 @@ enum LibGit2 {
         // stays mapped, so a mount that read a 126 MB pack held it all as resident memory.
         precondition(binder_git_set_pack_windows(packWindowSize, packMappedLimit) == 0, "GIT_OPT_SET_MWINDOW_* failed")
         precondition(binder_git_set_cache_max_size(objectCacheLimit) == 0, "GIT_OPT_SET_CACHE_MAX_SIZE failed")
+        // No blob is cached (libgit2's default, pinned here): `StoredBlob` relies on it.
+        precondition(binder_git_set_blob_cache_limit(0) == 0, "GIT_OPT_SET_CACHE_OBJECT_LIMIT failed")
     }()
 
     /// Hash each object again when it is read (process-wide), for a process that checks a

@@ -49,4 +49,10 @@ static inline int binder_git_set_cache_max_size(ssize_t bytes) {
     return git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, bytes);
 }
 
+/* GIT_OPT_SET_CACHE_OBJECT_LIMIT for blobs: the largest blob kept in the object cache. 0 (also
+ * libgit2's default) caches none, so a looked-up blob is referenced by its caller alone. */
+static inline int binder_git_set_blob_cache_limit(size_t bytes) {
+    return git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_BLOB, bytes);
+}
+
 #endif

@@ -182,6 +182,33 @@ final class CommitPackTests: XCTestCase {
         try assertRepositoryComplete(path, tip: tip!, commits: 97)
     }
 
+    /// A blob handed out of the lock (`StoredBlob`, how the mount decrypts without copying the
+    /// ciphertext) keeps its bytes after a fold removed the pack it came from and the database
+    /// that read it was freed, and after the freed memory was used again.
+    func testABlobHandedOutKeepsItsBytesAfterItsPackIsFoldedAway() throws {
+        let tmp = try TemporaryDirectory()
+        let path = tmp.sub("r.git")
+        let repo = try GitRepository.create(path: path, bare: true)
+        let reader = try GitRepository.open(path: path)
+        var tip: ObjectID?
+        for i in 0..<32 { tip = try save(repo, i, onto: tip) }
+        let contents = (0..<32).map { Array("entries \($0)\n".utf8) }
+        let held = try contents.map { try reader.blob(try GitRepository.blobID(of: $0)) }
+        let packsBefore = packIndexes(path)
+        XCTAssertGreaterThan(try GitRepository.open(path: path).foldPacks().packsRemoved, 0)
+        XCTAssertTrue(packsBefore.isDisjoint(with: packIndexes(path)), "the fold left none of the packs the blobs came from")
+        // The reader's next use replaces its database; the old one is freed on its queue.
+        XCTAssertEqual(try reader.readBlob(try GitRepository.blobID(of: contents[0])), contents[0])
+        GitRepository.waitForReplacedDatabases()
+        let churn = (0..<2_000).map { [UInt8](repeating: UInt8($0 % 251), count: 64 + $0 % 700) }
+        for (blob, content) in zip(held, contents) {
+            XCTAssertEqual(blob.count, content.count)
+            XCTAssertEqual(blob.withUnsafeBytes { [UInt8]($0) }, content)
+        }
+        XCTAssertEqual(churn.count, 2_000)
+        try assertRepositoryComplete(path, tip: tip!, commits: 32)
+    }
+
     /// kill -9 of a process committing in a loop, at many points: every commit it had
     /// acknowledged (written to a file after `commitChanges` returned) is on `main`, and git
     /// finds the repository sound. Folds run in between, so some kills land in them.
