@@ -66,6 +66,10 @@ enum FrontMatterYAML {
     /// to pass it to libyaml with both implicit flags set, which drops it from the output.
     /// The text written is the same either way (FrontMatterTests); the rendering is faster.
     ///
+    /// The tags hold Yams' rule-less resolver (`.basic`): no scalar's tag is left to it, and a
+    /// list's or a mapping's resolves by its kind alone. Naming `.default` compiled its ICU
+    /// regular expressions in the daemon at its first rendering (see `PlainScalarTag`).
+    ///
     /// The tags are made once per rendering, not once per node: each `Tag` made with Yams'
     /// defaults builds a `Constructor`, three dictionaries of closures, which took a fifth of
     /// a cold `grep -r`'s rendering. A scalar's tag is never changed once explicit, so one
@@ -76,11 +80,11 @@ enum FrontMatterYAML {
         private let null: Tag, bool: Tag, int: Tag, float: Tag, str: Tag
 
         init() {
-            null = Tag(.null, .default, constructor)
-            bool = Tag(.bool, .default, constructor)
-            int = Tag(.int, .default, constructor)
-            float = Tag(.float, .default, constructor)
-            str = Tag(.str, .default, constructor)
+            null = Tag(.null, .basic, constructor)
+            bool = Tag(.bool, .basic, constructor)
+            int = Tag(.int, .basic, constructor)
+            float = Tag(.float, .basic, constructor)
+            str = Tag(.str, .basic, constructor)
         }
 
         func node(for value: JSONValue) -> Node {
@@ -94,12 +98,12 @@ enum FrontMatterYAML {
             case let .string(text):
                 return Node(text, str, scalarStyle(for: text, isKey: false))
             case let .array(elements):
-                return Node(elements.map(node(for:)), Tag(.implicit, .default, constructor), sequenceStyle(for: elements))
+                return Node(elements.map(node(for:)), Tag(.implicit, .basic, constructor), sequenceStyle(for: elements))
             case let .object(object):
                 let pairs = object.map { entry in
                     (Node(entry.key, str, scalarStyle(for: entry.key, isKey: true)), node(for: entry.value))
                 }
-                return Node(pairs, Tag(.implicit, .default, constructor), .block)
+                return Node(pairs, Tag(.implicit, .basic, constructor), .block)
             }
         }
     }
@@ -118,71 +122,8 @@ enum FrontMatterYAML {
     }
 
     /// The tag YAML gives a plain (unquoted, untagged) scalar with this text, by Yams'
-    /// default resolver: the rules writing and reading must agree on.
-    static func plainTag(_ text: String) -> Tag.Name {
-        // Each default rule (bool, int, float, merge, null, timestamp, value) matches only
-        // text that is empty, starts with one of these bytes, or (through `$` matching
-        // before a final line break, which makes the null rule's empty alternative match)
-        // is a lone line break. Skipping the regular expressions for other text makes
-        // rendering several times faster; a test checks agreement with Yams.
-        if let first = text.utf8.first, !resolvableFirstBytes.contains(first),
-           !lineBreaks.contains(where: { $0.hasSameUTF8(as: text) }) {
-            return .str
-        }
-        // The apps' own timestamps (`2026-02-09T14:30:00.000Z`), in every document twice,
-        // match YAML's timestamp rule; say so without running the resolver's expressions.
-        if isAppTimestamp(text) { return .timestamp }
-        if let tag = wordTag(text) { return tag }
-        return resolverTag(text)
-    }
-
-    /// The tag of text that starts with an ASCII letter and ends with a printable ASCII
-    /// byte (keys such as `type` and `tags`, most words), without the regular expressions:
-    /// of the default rules only bool's and null's match text starting with a letter, each a
-    /// fixed list of words; the last byte rules out a final line break, before which `$`
-    /// would also match. Nil for other text.
-    static func wordTag(_ text: String) -> Tag.Name? {
-        let bytes = text.utf8
-        guard let first = bytes.first, let last = bytes.last,
-              (first | 0x20) >= UInt8(ascii: "a"), (first | 0x20) <= UInt8(ascii: "z"),
-              last > 0x20, last < 0x7F else { return nil }
-        guard bytes.count <= 5 else { return .str }
-        if boolWords.contains(text) { return .bool }
-        if nullWords.contains(text) { return .null }
-        return .str
-    }
-
-    private static let boolWords: Set<String> = ["yes", "Yes", "YES", "no", "No", "NO", "true", "True", "TRUE", "false", "False",
-                                                 "FALSE", "on", "On", "ON", "off", "Off", "OFF"]
-    private static let nullWords: Set<String> = ["null", "Null", "NULL"]
-
-    /// `YYYY-MM-DDTHH:MM:SS[.fraction]Z`, ASCII digits only.
-    static func isAppTimestamp(_ text: String) -> Bool {
-        let bytes = text.utf8
-        guard bytes.count >= 20, bytes.count <= 40 else { return false }
-        func digit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
-        for (index, byte) in bytes.enumerated() {
-            switch index {
-            case 4, 7: guard byte == UInt8(ascii: "-") else { return false }
-            case 10: guard byte == UInt8(ascii: "T") else { return false }
-            case 13, 16: guard byte == UInt8(ascii: ":") else { return false }
-            case 0...18: guard digit(byte) else { return false }
-            case 19: guard byte == UInt8(ascii: "Z") ? index == bytes.count - 1 : byte == UInt8(ascii: ".") else { return false }
-            default:
-                if index == bytes.count - 1 { guard byte == UInt8(ascii: "Z") else { return false } }
-                else { guard digit(byte) else { return false } }
-            }
-        }
-        return true
-    }
-
-    /// Yams' default resolver itself, without the shortcut.
-    static func resolverTag(_ text: String) -> Tag.Name {
-        Resolver.default.resolveTag(of: Node(text))
-    }
-
-    private static let resolvableFirstBytes = Set("yYnNtTfFoO0123456789+-.<~=".utf8)
-    private static let lineBreaks = ["\n", "\r", "\r\n", "\u{85}", "\u{2028}", "\u{2029}"]
+    /// default resolver: the rules writing and reading must agree on (`PlainScalarTag`).
+    static func plainTag(_ text: String) -> Tag.Name { PlainScalarTag.of(text) }
 
     /// The tag of a composed scalar: its explicit tag (quoted and block scalars carry
     /// `!!str`), else the one its plain text resolves to.
