@@ -95,8 +95,8 @@ enum PlainScalarTag {
         }
         guard let first = rest.first, first >= one, first <= nine else { return false }
         // [1-9][0-9_]* alone, or followed by one or more `:[0-5]?[0-9]` (sexagesimal).
-        guard let colon = rest.firstIndex(of: colon) else { return rest.dropFirst().allSatisfy { isDigit($0) || $0 == underscore } }
-        return rest[rest.startIndex + 1..<colon].allSatisfy { isDigit($0) || $0 == underscore } && isSexagesimalTail(rest[colon...])
+        guard let firstColon = rest.firstIndex(of: colon) else { return rest.dropFirst().allSatisfy { isDigit($0) || $0 == underscore } }
+        return rest[rest.startIndex + 1..<firstColon].allSatisfy { isDigit($0) || $0 == underscore } && isSexagesimalTail(rest[firstColon...])
     }
 
     /// `[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)? | \.[0-9_]+(?:[eE][-+][0-9]+)?
