@@ -108,22 +108,22 @@ public enum Sidecar {
     /// text is decrypted `chunkBytes` at a time into scratch memory (zeroed after) and decoded
     /// straight into the attachment's secret buffer, whose size the text's length and last two
     /// characters give. Text wrapped into lines takes the whole-text path (`content(ofText:)`).
-    static func decryptDEK(_ b: UnsafeRawBufferPointer, key: NIP44.ConversationKey) throws(Sidecar.Error) -> SecureBytes {
+    static func decryptDEK(_ bytes: UnsafeRawBufferPointer, key: NIP44.ConversationKey) throws(Sidecar.Error) -> SecureBytes {
         Sodium.ensureReady()
-        guard b.count >= 3 else { throw .truncated("no wrapped-key length") }
-        let wrappedLength = Int(b[1]) << 8 | Int(b[2])
+        guard bytes.count >= 3 else { throw .truncated("no wrapped-key length") }
+        let wrappedLength = Int(bytes[1]) << 8 | Int(bytes[2])
         let header = 3 + wrappedLength + aeadNonceSize
-        guard b.count >= header + aeadTagSize else {
-            throw .truncated("\(b.count) bytes, header and tag need \(header + aeadTagSize)")
+        guard bytes.count >= header + aeadTagSize else {
+            throw .truncated("\(bytes.count) bytes, header and tag need \(header + aeadTagSize)")
         }
         let hex: SecureBytes
         do {
-            hex = try NIP44.decrypt(payload: UnsafeRawBufferPointer(rebasing: b[3..<(3 + wrappedLength)]), key: key)
+            hex = try NIP44.decrypt(payload: UnsafeRawBufferPointer(rebasing: bytes[3..<(3 + wrappedLength)]), key: key)
         } catch { throw .wrappedKey(error) }
         return try withDEK(hex: hex) { (dek) throws(Sidecar.Error) -> SecureBytes in
-            let nonce = UnsafeRawBufferPointer(rebasing: b[(3 + wrappedLength)..<header])
-            let ciphertext = UnsafeRawBufferPointer(rebasing: b[header..<(b.count - aeadTagSize)])
-            let tag = UnsafeRawBufferPointer(rebasing: b[(b.count - aeadTagSize)...])
+            let nonce = UnsafeRawBufferPointer(rebasing: bytes[(3 + wrappedLength)..<header])
+            let ciphertext = UnsafeRawBufferPointer(rebasing: bytes[header..<(bytes.count - aeadTagSize)])
+            let tag = UnsafeRawBufferPointer(rebasing: bytes[(bytes.count - aeadTagSize)...])
             guard poly1305Matches(ciphertext: ciphertext, tag: tag, key: dek, nonce: nonce) else {
                 throw .authenticationFailed
             }

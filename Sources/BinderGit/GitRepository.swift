@@ -363,7 +363,6 @@ public final class StoredBlob {
     public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         let size = count
         guard size > 0, let content = git_blob_rawcontent(handle.pointer) else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
-        defer { withExtendedLifetime(handle) {} }
-        return try body(UnsafeRawBufferPointer(start: content, count: size))
+        return try withExtendedLifetime(handle) { () throws(E) -> R in try body(UnsafeRawBufferPointer(start: content, count: size)) }
     }
 }
