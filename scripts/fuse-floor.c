@@ -4,6 +4,11 @@
 // Built and driven by scripts/fuse-floor (see docs/BENCHMARKS.md, "The FUSE floor").
 // With LINKS=N in the environment it also serves /links: N symbolic links in one folder, as
 // .binder/timeline is; with CACHE_SYMLINKS=1 the kernel keeps the links' targets.
+// With NO_OPEN=1 open answers ENOSYS, after which the kernel sends no OPEN and no RELEASE for
+// any file (FUSE_CAP_NO_OPEN_SUPPORT); its files then have no noflush, and libfuse answers
+// FLUSH with ENOSYS (no flush operation), after which the kernel sends no FLUSH either. With
+// CLOSE_FLUSH=1 a flush operation answers 0, so every close() still asks the file system, as
+// one that stores a file when it is closed must (binder: close() returns once committed).
 // usage: fuse-floor SOURCE MOUNTPOINT
 #define FUSE_USE_VERSION 31
 #include <fuse.h>
@@ -71,8 +76,10 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t o
 }
 static int fs_opendir(const char *path, struct fuse_file_info *fi) { (void)path; fi->cache_readdir = 1; fi->keep_cache = 1; return 0; }
 static int fs_open(const char *path, struct fuse_file_info *fi) {
+    if (getenv("NO_OPEN")) return -ENOSYS;
     if (!find(path)) return -ENOENT; fi->keep_cache = 1; fi->noflush = 1; return 0;
 }
+static int fs_flush(const char *path, struct fuse_file_info *fi) { (void)path; (void)fi; return 0; }
 static int fs_readlink(const char *path, char *buf, size_t size) {
     struct entry *e = find(path); if (!e || !e->link) return -EINVAL;
     snprintf(buf, size, "%s", e->data); return 0;
@@ -92,6 +99,7 @@ int main(int argc, char **argv) {
             snprintf(t, sizeof t, "../../visits/2020-01-01-record-%06d.md", i); add(n, 0, strdup(t), strlen(t)); entries[count-1].link = 1; } } qsort(entries, count, sizeof *entries, cmp);
     static struct fuse_operations ops = {.init = fs_init, .getattr = fs_getattr, .readdir = fs_readdir,
                                          .opendir = fs_opendir, .open = fs_open, .read = fs_read, .readlink = fs_readlink};
+    if (getenv("CLOSE_FLUSH")) ops.flush = fs_flush;
     char *args[] = {argv[0], argv[2], "-o", "fsname=floorfs", NULL};
     return fuse_main(4, args, &ops, NULL);
 }
