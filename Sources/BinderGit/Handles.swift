@@ -39,12 +39,14 @@ enum LibGit2 {
     }
 
     /// One mapped window of a pack (libgit2's unit of mapping).
-    static let packWindowSize = 2 << 20
+    static let packWindowSize = 1 << 20
     /// At most this much of all packs mapped at once (issue 13: memory flat at any size). Each
     /// mapped page counts as the daemon's memory; at 16 MiB a mount that had read everything
-    /// held 14 MB of pack, and at 4 MiB cold `tar`, a history walk and saves took the same time
-    /// (docs/BENCHMARKS.md).
-    static let packMappedLimit = 4 << 20
+    /// held 14 MB of pack. At 4 MiB (2 MiB windows), then at 2 MiB (1 MiB windows), cold
+    /// `tar`, `grep -r` and `cp -r`, a history walk and saves took the same time as before,
+    /// and the packs' resident pages after a `tar` of the 10,000 entries went 8.0 → 5.4 MiB,
+    /// most of the rest their indexes, which libgit2 maps whole (docs/BENCHMARKS.md).
+    static let packMappedLimit = 2 << 20
     /// At most this much of parsed commits and trees kept by libgit2 (its count: the objects'
     /// own sizes). With the default, 256 MiB, counting a binder's 38,000 commits for its status
     /// left 16 MiB of them in the daemon for good.
