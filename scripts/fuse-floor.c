@@ -5,10 +5,11 @@
 // With LINKS=N in the environment it also serves /links: N symbolic links in one folder, as
 // .binder/timeline is; with CACHE_SYMLINKS=1 the kernel keeps the links' targets.
 // With NO_OPEN=1 open answers ENOSYS, after which the kernel sends no OPEN and no RELEASE for
-// any file (FUSE_CAP_NO_OPEN_SUPPORT); its files then have no noflush, and libfuse answers
-// FLUSH with ENOSYS (no flush operation), after which the kernel sends no FLUSH either. With
-// CLOSE_FLUSH=1 a flush operation answers 0, so every close() still asks the file system, as
-// one that stores a file when it is closed must (binder: close() returns once committed).
+// any file (FUSE_CAP_NO_OPEN_SUPPORT); a file opened without an OPEN carries no noflush, and
+// libfuse answers FLUSH with ENOSYS (no flush operation), after which the kernel sends no FLUSH
+// either. With CLOSE_FLUSH=1 a flush operation answers 0, so every close() still asks the file
+// system, as one that stores a file when it is closed must (binder: close() returns once
+// committed).
 // usage: fuse-floor SOURCE MOUNTPOINT
 #define FUSE_USE_VERSION 31
 #include <fuse.h>
