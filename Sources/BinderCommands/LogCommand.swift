@@ -29,7 +29,7 @@ struct LogCommand: ParsableCommand {
         let entries: [(seconds: Int64, commit: ObjectID, message: String)]
         do {
             if let path {
-                let gitPath = try Self.gitPath(of: path, mounts: MountTable.mounts(ofSource: "binder:" + BinderLocator.displayName(location)))
+                let gitPath = try Self.gitPath(of: path, mounts: WriterLock.mountPoints(gitDirectory: repository.gitDirectory))
                 let versions = try repository.versions(of: gitPath, from: tip)
                 guard !versions.isEmpty else { throw CommandFailure("\(path): no such record in the history of \(location)") }
                 entries = try versions.map { ($0.seconds, $0.commit, try repository.commit($0.commit).summary) }

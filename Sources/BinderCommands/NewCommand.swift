@@ -158,7 +158,9 @@ enum RecordTemplates {
 func binderForViews(_ argument: String?, state: StateDirectory) throws -> String {
     do { return try defaultBinder(argument, state: state) } catch {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: state.bindersDirectory)) ?? []
-        let mounted = names.filter { !$0.hasPrefix(".") && !MountTable.mounts(ofSource: "binder:" + $0).isEmpty }
+        let mounted = names.filter { name in
+            !name.hasPrefix(".") && !WriterLock.mountPoints(gitDirectory: state.bindersDirectory + "/" + name).isEmpty
+        }
         guard mounted.count == 1 else { throw error }
         return mounted[0]
     }

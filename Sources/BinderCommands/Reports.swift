@@ -178,7 +178,7 @@ struct StatusReport {
         let logPath = state.logPath(name)
         let hasLog = FileManager.default.fileExists(atPath: logPath)
         let target = SyncTarget.read(repository)
-        return StatusReport(path: path, name: name, mounts: MountTable.mounts(ofSource: "binder:" + name),
+        return StatusReport(path: path, name: name, mounts: WriterLock.mountPoints(gitDirectory: repository.gitDirectory),
                             logPath: logPath, hasLog: hasLog,
                             lastLoggedError: hasLog ? StatusCommand.lastError(inLog: logPath) : nil,
                             target: target, record: target == nil ? SyncRecord() : SyncRecord.load(repository),
@@ -193,7 +193,10 @@ struct StatusReport {
             seconds.map { iso.string(from: Date(timeIntervalSince1970: TimeInterval($0))) } ?? "never"
         }
         printOut("binder: \(path)")
-        printOut("mounted: \(mounts.isEmpty ? "no" : mounts.joined(separator: ", "))")
+        let shownMounts = mounts.map { mount in
+            MountTable.isDisconnected(mount) ? "\(mount) (its daemon has stopped: 'binder unmount \(mount)' clears it)" : mount
+        }
+        printOut("mounted: \(mounts.isEmpty ? "no" : shownMounts.joined(separator: ", "))")
         printOut("log: \(logPath)" + (hasLog ? "" : " (none yet: never mounted here)"))
         if let lastLoggedError { printOut("last logged error: \(lastLoggedError)") }
         guard let target else {

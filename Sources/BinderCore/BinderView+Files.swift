@@ -90,8 +90,13 @@ extension BinderView {
         let path = ViewPath.normalize(path)
         let (parentPath, name) = ViewPath.split(path)
         try NameRules.check(name, in: parentPath, path: path)
-        _ = try WritePlanner(binder: LiveBinder(view: self, snapshot: listings.snapshot), limits: limits).parent(of: parentPath)
-        if !ScratchNames.isScratch(name) && (try? listings.node(path)) == nil { try policy.checkNew(path) }
+        let parent = try WritePlanner(binder: LiveBinder(view: self, snapshot: listings.snapshot), limits: limits).parent(of: parentPath)
+        if !ScratchNames.isScratch(name) && (try? listings.node(path)) == nil {
+            try policy.checkNew(path)
+            // Refused here, not at the first flush: a shell's `echo x > name` ignores what
+            // close() says, and would lose the bytes without a word.
+            if case .folder = parent { try NameRules.checkStored(NameRules.gitName(shownAs: name), path: path) }
+        }
         let empty = try WriteError.needingSecretMemory(path) { () throws(SecureMemoryError) in try EditBuffer() }
         if ScratchNames.isScratch(name) {
             scratch.put(path, ScratchFile(content: try WriteError.needingSecretMemory(path) { () throws(SecureMemoryError) in try SecureBytes(zeroed: 0) },
@@ -197,9 +202,17 @@ extension BinderView {
     /// Stores the file's bytes if they changed: a scratch file in memory, anything else as one
     /// commit. Returns once the commit is durable; throws (and stores nothing) when the bytes
     /// cannot be stored.
+    ///
+    /// A handle that was truncated or created but not written stores only when `closing` (the
+    /// last close, an fsync) or when `isLastDescriptor` says this close leaves the caller no
+    /// other descriptor of the file: a shell's `> file` closes a first descriptor before it
+    /// writes, and that close must not commit the emptied record (`OpenFile.Edit.written`).
+    /// `isLastDescriptor` is asked only then, outside the file's lock.
     @discardableResult
-    public func flush(handle: UInt64, closing: Bool = false) throws(WriteError) -> Bool {
+    public func flush(handle: UInt64, closing: Bool = false, isLastDescriptor: () -> Bool = { false }) throws(WriteError) -> Bool {
         guard let file = openFiles.file(handle) else { return false }
+        let onlyTruncated = file.edit.withLock { $0.refusal == nil && $0.dirty && !$0.detached && !$0.written }
+        let closing = closing || (onlyTruncated && isLastDescriptor())
         let pending = try file.edit.withLock { (edit) throws(WriteError) -> (path: String, bytes: SecureBytes, modified: Timestamp?)? in
             if let refusal = edit.refusal { throw refusal }
             guard edit.dirty, !edit.detached, edit.written || closing else { return nil }
@@ -256,6 +269,9 @@ extension BinderView {
         let toName = ViewPath.split(to).name
         try NameRules.check(toName, in: ViewPath.split(to).parent, path: to)
         if noReplace, (try? attributes(to)) != nil { throw .exists(to) }
+        if scratch.file(from) == nil, let file = openFiles.provisional(from) {
+            return try renameNew(file, from: from, to: to)
+        }
         switch (scratch.file(from), ScratchNames.isScratch(toName)) {
         case (_?, true):
             scratch.move(from, to: to)
@@ -287,6 +303,36 @@ extension BinderView {
         }
         openFiles.forEach(at: to) { $0.detached = true }  // a replaced target's writers
         openFiles.forEach(at: from) { $0.path = to }
+    }
+
+    /// `rename` of a new file that is still open and not stored yet (`mkstemp`, write, rename,
+    /// close; or libfuse's `.fuse_hidden` name for one unlinked while open). Nothing is stored
+    /// now: the file goes on as a new file under its new name (stored at its first flush, over
+    /// the record there if any, which keeps its children as any save does), or, under a
+    /// scratch name, as a scratch file in memory.
+    private func renameNew(_ file: OpenFile, from: String, to: String) throws(WriteError) {
+        let (toParent, toName) = ViewPath.split(to)
+        if ScratchNames.isScratch(toName) {
+            let content = try WriteError.needingSecretMemory(to) { () throws(SecureMemoryError) in
+                try file.edit.withLock { (edit) throws(SecureMemoryError) in try edit.buffer.snapshot() }
+            }
+            scratch.put(to, ScratchFile(content: content, modified: Self.now()))
+        } else {
+            let parent = try WritePlanner(binder: LiveBinder(view: self, snapshot: listings.snapshot), limits: limits).parent(of: toParent)
+            if let current = try? listings.node(to), !scratch.isHidden(to) {
+                if current.isDirectory { throw .isDirectory(to) }
+                if current.isRaw { throw .readOnly(to) }
+                try policy.checkChange(to)
+            } else {
+                try policy.checkNew(to)
+                if case .folder = parent { try NameRules.checkStored(NameRules.gitName(shownAs: toName), path: to) }
+            }
+            scratch.remove(to)
+            openFiles.forEach(at: to) { $0.detached = true }  // a replaced target's writers
+        }
+        openFiles.dropProvisional(from, onlyIf: file)
+        openFiles.forEach(at: from) { $0.path = to }
+        if !ScratchNames.isScratch(toName) { openFiles.makeProvisional(file, at: to) }
     }
 
     /// `symlink`: only editors' lock files (emacs `.#name`), kept in memory.

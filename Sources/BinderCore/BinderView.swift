@@ -226,8 +226,15 @@ public final class BinderView: Sendable {
         return file.edit.withLock { $0.buffer.read(offset: offset, into: buffer) }
     }
 
-    /// Drops all plaintext (the cache, listings, open and scratch files): at unmount.
+    /// Drops all plaintext (the cache, listings, open and scratch files): at unmount. Scratch
+    /// files still there are named in the log: a file taken for one (a name like an editor's
+    /// temporary file) was never stored, and this is where its writer can learn so.
     public func close() {
+        let dropped = scratch.filePaths
+        if !dropped.isEmpty {
+            let shown = dropped.prefix(20).joined(separator: ", ") + (dropped.count > 20 ? ", …" : "")
+            logger.notice("\(dropped.count) scratch files (editors' temporary, swap and backup files, kept in memory only) are dropped at unmount: \(shown)")
+        }
         readAhead.stop()
         plaintext.removeAll()
         openFiles.removeAll()

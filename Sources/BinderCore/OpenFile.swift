@@ -88,6 +88,11 @@ final class OpenFileTable: Sendable {
         }
     }
 
+    /// `file`, still open and not stored, is now the new file at `path` (it was renamed there).
+    func makeProvisional(_ file: OpenFile, at path: String) {
+        table.withLock { $0.provisional[path] = file }
+    }
+
     var provisionalPaths: [String] { table.withLock { Array($0.provisional.keys) } }
 
     /// Applies `body` to every open file currently at `path` (unlink detaches them, rename

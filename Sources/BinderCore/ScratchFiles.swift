@@ -22,6 +22,9 @@ final class ScratchFiles: Sendable {
 
     func put(_ path: String, _ file: ScratchFile) { contents.withLock { $0.files[path] = file } }
 
+    /// The scratch files' paths (links excluded), sorted.
+    var filePaths: [String] { contents.withLock { $0.files.filter { $0.value.linkTarget == nil }.keys.sorted() } }
+
     @discardableResult
     func remove(_ path: String) -> ScratchFile? { contents.withLock { $0.files.removeValue(forKey: path) } }
 
@@ -85,13 +88,19 @@ struct ScratchFile: Sendable {
 }
 
 /// Which names are editors' and tools' scratch files (docs/PRODUCT.md, "Writing through the
-/// mount"). Rows of Tests/BinderCoreTests/ScratchNamesTests.swift.
+/// mount"). Rows of `CorePartsTests.testScratchNames`.
 enum ScratchNames {
     static func isScratch(_ name: String) -> Bool {
         if name.hasPrefix(".") || name.hasPrefix("#") || name.hasSuffix("~") { return true }   // .x.swp .#x #x# x~ .goutputstream-* rsync .x.XXXXXX
         if name == "4913" || name.hasSuffix(".swp") || name.hasSuffix(".swx") || name.hasSuffix(".tmp") { return true }
-        // sed -i writes sedXXXXXX beside the file, then renames it over the file.
-        if name.count == 9, name.hasPrefix("sed"), name.dropFirst(3).allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) {
+        // sed -i writes sedXXXXXX beside the file (six of [A-Za-z0-9]), then renames it over the
+        // file. Six lowercase letters are taken for a word ("sedatives", "sedentary"): a file
+        // kept in memory is lost at unmount, while a sed temporary file taken for a record (one
+        // run in 190) only costs a commit more.
+        let suffix = name.utf8.dropFirst(3)
+        let lower = UInt8(ascii: "a")...UInt8(ascii: "z"), upper = UInt8(ascii: "A")...UInt8(ascii: "Z"), digit = UInt8(ascii: "0")...UInt8(ascii: "9")
+        if name.utf8.count == 9, name.hasPrefix("sed"), suffix.allSatisfy({ lower ~= $0 || upper ~= $0 || digit ~= $0 }),
+           suffix.contains(where: { !(lower ~= $0) }) {
             return true
         }
         return false

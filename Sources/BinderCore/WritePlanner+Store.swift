@@ -1,3 +1,4 @@
+import BinderCrypto
 import BinderFormat
 import BinderGit
 
@@ -23,6 +24,10 @@ extension WritePlanner {
         // MARK: Saving over what is shown
 
         func replace(_ current: Node) throws(WriteError) -> WritePlan {
+            switch current.source {
+            case .sidecar, .inlineAttachment: if try isStoredAlready(current) { return .none() }
+            default: break
+            }
             switch (current.source, current.owner) {
             case (.document, _):
                 var document = try binder.document(current.gitPath)
@@ -44,6 +49,16 @@ extension WritePlanner {
             default:
                 throw .readOnly(path)
             }
+        }
+
+        /// Whether an attachment is saved again as it is stored, with no other time set: a
+        /// new sidecar (a new key, new ciphertext; an inline attachment made a sidecar) and a
+        /// commit would change nothing a reader sees (`tar --overwrite`, `cp -p` out and back).
+        private func isStoredAlready(_ attachment: Node) throws(WriteError) -> Bool {
+            guard content.count == attachment.size, modifiedTime.map(attachment.modified.matches(set:)) ?? true else { return false }
+            var stored = try binder.content(attachment, viewPath: path)
+            defer { secureZero(&stored) }
+            return stored == content
         }
 
         private func replaceChild(_ current: Node, documentPath: String, indexPath: [Int]) throws(WriteError) -> WritePlan {
@@ -80,18 +95,29 @@ extension WritePlanner {
                 let gitName = NameMapping.splitExtension(name).stem + NameMapping.documentExtension
                 try NameRules.checkStored(gitName, path: path)
                 let gitPath = join(folder, gitName)
-                guard binder.entry(gitPath) == nil else { throw .exists(path) }
+                // `X.json` may hold the reference of an attachment shown under its sidecar's
+                // name (`X.pdf`): it moves aside, as it is, and the record takes its place.
+                var moved: [PlannedChange] = []
+                if binder.entry(gitPath) != nil {
+                    guard let aside = planner.referenceMovedAside(from: gitPath) else { throw .exists(path) }
+                    moved = aside
+                }
                 var document = MedicalDocument(value: "", metadata: [:])
                 _ = try apply(to: &document, isNew: true, isChild: false, defaultType: Categories.documentType(forFolder: folder))
-                return WritePlan(changes: [try planner.documentChange(document, at: gitPath, path: path)], message: "Add \(category) entry")
+                return WritePlan(changes: moved + [try planner.documentChange(document, at: gitPath, path: path)], message: "Add \(category) entry")
             }
             try NameRules.checkStored(name + NameMapping.sidecarExtension, path: path)
-            let record = AttachmentRecord.standalone(fileName: name, folder: folder, size: content.count, created: modified ?? now)
-            guard binder.entry(record.documentPath) == nil, binder.entry(record.sidecarPath) == nil else { throw .exists(path) }
+            var record = AttachmentRecord.standalone(fileName: name, folder: folder, size: content.count, created: modified ?? now)
+            guard binder.entry(record.sidecarPath) == nil else { throw .exists(path) }
+            // The reference's name is not shown: when a record (`X.md`) holds `X.json`, it takes another.
+            if binder.entry(record.documentPath) != nil {
+                record.documentPath = planner.freeReferencePath(in: folder, stem: NameMapping.splitExtension(name).stem)
+            }
             return WritePlan(changes: [.sidecar(gitPath: record.sidecarPath, content: content),
                                        try planner.documentChange(record.document, at: record.documentPath, path: path)],
                              message: "Add attachment")
         }
+
 
         func create(childOf parent: Parent) throws(WriteError) -> WritePlan {
             var target = try planner.parentDocument(parent, path: path)
@@ -122,7 +148,7 @@ extension WritePlanner {
             let parsed: (metadata: JSONObject?, value: String)
             do { parsed = try FrontMatter.parse(content) } catch { throw .invalid(path: path, reason: "\(error)") }
             let previous = document.metadata
-            if !isNew, modified == nil, parsed.value == document.value, (parsed.metadata ?? previous) == previous { return false }
+            if !isNew, parsed.value == document.value, sameAsStored(parsed.metadata, previous) { return false }
             var metadata = parsed.metadata ?? previous
             if metadata["type"]?.stringValue == nil {
                 metadata["type"] = previous["type"] ?? .string(defaultType ?? Categories.defaultType)
@@ -137,15 +163,31 @@ extension WritePlanner {
                 }
             } else {
                 metadata["updated"] = updated(written: parsed.metadata?["updated"], previous: previous["updated"],
-                                              keepAbsent: isChild && previous["updated"] == nil)
+                                              keepAbsent: isChild && (isNew || document.value.isEmpty && previous["updated"] == nil))
             }
             document.metadata = metadata
             document.value = parsed.value
             return true
         }
 
-        /// An `updated:` the writer changed (and that reads as a time); else now. A child that has none and is written without one stays without (the
-        /// apps' children carry only `created`; their time is their parent's).
+        /// Whether a save of the stored value with front matter `written` changes nothing: the
+        /// same metadata (what it leaves out of `type`, `created` and `updated` is kept, as a
+        /// change would keep it), and no time set on the file other than the one shown. Tools
+        /// that copy a record out and back (`cp -p`, `rsync -a`, `tar --overwrite`) set the time
+        /// they read; a file written without front matter keeps the stored metadata.
+        private func sameAsStored(_ written: JSONObject?, _ previous: JSONObject) -> Bool {
+            var metadata = written ?? previous
+            for field in ["type", "created", "updated"] where metadata[field] == nil { metadata[field] = previous[field] }
+            guard metadata == previous else { return false }
+            guard let modifiedTime else { return true }
+            return WritePlanner.shownTime(previous)?.matches(set: modifiedTime) ?? false
+        }
+
+        /// An `updated:` the writer changed (and that reads as a time); else now. A new child
+        /// written without one is made without (the apps' children carry only `created`), and
+        /// so is the first content of an empty child (the one made when `X.children/Y.children/`
+        /// came before `Y.md`); a child changed later takes one, so that its time moves and
+        /// backups (`rsync`, which compares sizes and times) see the change.
         private func updated(written: JSONValue?, previous: JSONValue?, keepAbsent: Bool) -> JSONValue? {
             if let written, written != previous, let text = written.stringValue, Timestamps.parse(text) != nil { return written }
             if keepAbsent && written == nil { return nil }
@@ -161,6 +203,28 @@ extension WritePlanner {
             }
         }
         return nil
+    }
+
+    /// An attachment's reference is named after its file (`X.json` for `X.pdf`), as a record
+    /// is (`X.json` for `X.md`), but its name is never shown: when a record needs the name,
+    /// the reference moves aside, as it is. The changes that move the reference at `gitPath`
+    /// to a free name; nil when what is there is not an attachment's reference.
+    func referenceMovedAside(from gitPath: String) -> [PlannedChange]? {
+        guard let entry = binder.entry(gitPath), entry.kind == .blob,
+              let document = try? binder.document(gitPath),
+              document.type == "attachment_ref", document.value.hasSuffix(NameMapping.sidecarExtension) else { return nil }
+        let (folder, name) = ViewPath.split(gitPath)
+        let stem = String(name.dropLast(NameMapping.documentExtension.count))
+        return [.delete(gitPath: gitPath), .blob(gitPath: freeReferencePath(in: folder, stem: stem), id: entry.id)]
+    }
+
+    /// A name in `folder` for an attachment's reference that no entry holds: `stem-2.json`,
+    /// `stem-3.json`… (a record saved later under that name moves it aside again).
+    func freeReferencePath(in folder: String, stem: String) -> String {
+        let fitted = NameMapping.fitting(stem, maxBytes: NameRules.maximumBytes - 16)
+        var n = 2
+        while binder.entry(join(folder, "\(fitted)-\(n)" + NameMapping.documentExtension)) != nil { n += 1 }
+        return join(folder, "\(fitted)-\(n)" + NameMapping.documentExtension)
     }
 
     /// The document a new child goes into, made (empty) when its `.children` folder was made

@@ -225,6 +225,10 @@ struct WritePlanner {
             if replaced.isDirectory {
                 guard binder.names(in: to).isEmpty else { throw .notEmpty(to) }
                 if binder.gitFolders[to] != nil { plan.changes.append(.delete(gitPath: to)) }
+            } else if let kept = try childrenKept(replacing: replaced, by: source, to: to) {
+                // The record takes the place of the one it replaces, with that one's children.
+                plan.changes += [.delete(gitPath: source.gitPath), try documentChange(kept, at: replaced.gitPath, path: to)]
+                return plan
             } else {
                 plan.changes += try removal(of: replaced, path: to).changes
             }
@@ -260,10 +264,28 @@ struct WritePlanner {
         return plan
     }
 
+    /// A record renamed over a record with children (a tool's save by a temporary file it
+    /// renames, `mv new.md X.md`): rename(2) replaces a file and leaves the folder beside it, so
+    /// `X.children/` stays: the source's document with the replaced one's children. Nil when
+    /// the replaced record has no children (it is replaced whole); refused when the source has
+    /// children of its own, which would have to go where the others are.
+    private func childrenKept(replacing replaced: Node, by source: Node, to: String) throws(WriteError) -> MedicalDocument? {
+        guard case .document = replaced.source, replaced.owner == nil, case .document = source.source, source.owner == nil else { return nil }
+        let children = try binder.document(replaced.gitPath).children
+        guard !children.isEmpty else { return nil }
+        var document = try binder.document(source.gitPath)
+        guard document.children.isEmpty else {
+            throw .notEmpty(NameMapping.splitExtension(to).stem + NameMapping.childrenSuffix)
+        }
+        document.children = children
+        return document
+    }
+
     /// The changes that move `source` without re-encrypting it, or nil when it must be stored
     /// anew (between a folder and a `.children` folder, document <-> attachment, …). A git path
     /// it would write that holds another record (not in `freed`) refuses the move with EEXIST,
-    /// as creating that name would: `a.txt` beside `a.md` would take `a.json`.
+    /// as creating that name would; an attachment's reference there moves aside (a record
+    /// takes its name) or the attachment's own reference takes a free name.
     private func moveAsStored(_ source: Node, from: String, to: String, target: Parent,
                               freed: Set<String>) throws(WriteError) -> [PlannedChange]? {
         let claim = { (gitPath: String) throws(WriteError) in
@@ -285,10 +307,13 @@ struct WritePlanner {
             document.value = sidecarName
             let stem = NameMapping.splitExtension(toName).stem
             try claim(join(folder, sidecarName))
-            try claim(join(folder, stem + NameMapping.documentExtension))
+            var referencePath = join(folder, stem + NameMapping.documentExtension)
+            if binder.entry(referencePath) != nil && !freed.contains(referencePath) {
+                referencePath = freeReferencePath(in: folder, stem: stem)
+            }
             return [.delete(gitPath: reference), .delete(gitPath: source.gitPath),
                     .blob(gitPath: join(folder, sidecarName), id: blob),
-                    try documentChange(document, at: join(folder, stem + NameMapping.documentExtension), path: to)]
+                    try documentChange(document, at: referencePath, path: to)]
         case (_, .children(let fromDocument, let fromIndex), .children(let toDocument, let toIndex))
             where fromDocument == toDocument && fromIndex == toIndex && !source.isDirectory:
             // Within one `.children` folder: the child keeps its place and takes the new name.
@@ -326,8 +351,13 @@ struct WritePlanner {
                               claim: (String) throws(WriteError) -> Void) throws(WriteError) -> [PlannedChange] {
         let gitName = String(name.dropLast(NameMapping.markdownExtension.count)) + NameMapping.documentExtension
         try NameRules.checkStored(gitName, path: path)
-        try claim(join(folder, gitName))
-        var changes: [PlannedChange] = [.delete(gitPath: source.gitPath), .blob(gitPath: join(folder, gitName), id: blob)]
+        var changes: [PlannedChange] = [.delete(gitPath: source.gitPath)]
+        if let aside = referenceMovedAside(from: join(folder, gitName)), join(folder, gitName) != source.gitPath {
+            changes += aside.filter { !$0.isDeletion }
+        } else {
+            try claim(join(folder, gitName))
+        }
+        changes.append(.blob(gitPath: join(folder, gitName), id: blob))
         let fromFolder = ViewPath.split(source.gitPath).parent
         guard fromFolder != folder else { return changes }
         for sidecar in BinderVerifier.sidecarReferences(try binder.document(source.gitPath)) {
@@ -456,6 +486,14 @@ enum NameRules {
     /// Refuses a name whose git name (`X.json`, `X.ext.enc`) would be over 255 bytes.
     static func checkStored(_ gitName: String, path: String) throws(WriteError) {
         guard gitName.utf8.count <= maximumBytes else { throw .nameTooLong(path) }
+    }
+
+    /// The longest name a new file shown as `name` in a folder is stored under: `X.json` for a
+    /// record `X.md`, its sidecar `name.enc` for anything else.
+    static func gitName(shownAs name: String) -> String {
+        name.hasSuffix(NameMapping.markdownExtension)
+            ? NameMapping.splitExtension(name).stem + NameMapping.documentExtension
+            : name + NameMapping.sidecarExtension
     }
 
     static func check(_ name: String, in parentPath: String, path: String) throws(WriteError) {

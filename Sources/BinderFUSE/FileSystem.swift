@@ -49,7 +49,18 @@ final class FileSystemContext: Sendable {
 
     func attach(_ fuse: OpaquePointer, mountpoint: String) {
         fuseHandle.withLock { $0 = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(fuse))) }
-        self.mountpoint.withLock { $0 = mountpoint }
+        // As the kernel writes it in /proc (`mountedPath`): absolute, links resolved.
+        let resolved = realpath(mountpoint, nil).map { path in
+            defer { free(path) }
+            return String(cString: path)
+        }
+        self.mountpoint.withLock { $0 = resolved ?? mountpoint }
+    }
+
+    /// The absolute path of `path` (a FUSE path: "/visits/x.md") as processes outside see it.
+    func mountedPath(_ path: String) -> String {
+        let root = mountpoint.withLock { $0 }
+        return root == "/" ? path : root + path
     }
 
     /// A name the kernel was told of that no longer exists (a new file whose save was refused):

@@ -43,19 +43,27 @@ enum WriteOperations {
 
         // flush runs at every close(2) of a descriptor: the caller's close reports its result.
         ops.flush = { path, info in
-            WriteOperations.store(path, info)
+            WriteOperations.store(path, info, syncing: false)
         }
 
         ops.fsync = { path, _, info in
-            WriteOperations.store(path, info)
+            WriteOperations.store(path, info, syncing: true)
         }
     }
 
-    static func store(_ path: UnsafePointer<CChar>?, _ info: UnsafeMutablePointer<fuse_file_info>?) -> Int32 {
+    /// Stores what was written through the handle. A flush of a handle truncated or created
+    /// but not written stores only when it closes the caller's last descriptor of the file
+    /// (`CallerDescriptors`); an fsync always does.
+    static func store(_ path: UnsafePointer<CChar>?, _ info: UnsafeMutablePointer<fuse_file_info>?, syncing: Bool) -> Int32 {
         let fs = FileSystemContext.current
         guard let info else { return 0 }
+        let caller = fuse_get_context()!.pointee.pid
         do {
-            if try fs.view.flush(handle: info.pointee.fh), let path {
+            let stored = try fs.view.flush(handle: info.pointee.fh, closing: syncing) {
+                guard let path else { return true }
+                return !CallerDescriptors.holds(fs.mountedPath(String(cString: path)), process: caller)
+            }
+            if stored, let path {
                 fs.changed(String(cString: path))
             }
             return 0

@@ -21,7 +21,9 @@ public struct DeletedFile: Sendable, Hashable {
 
 /// What a walk over history found removed: each path some commit reachable from `tip`
 /// removed, with its newest removal (newest first, as the walk met them), and the deleted
-/// files, those of them that `tip` does not hold (not as a file, not as a folder).
+/// files, those of them that `tip` does not hold (not as a file, not as a folder). A path
+/// whose newest removal moved its ciphertext elsewhere in the same commit (a rename) is in
+/// neither.
 /// `GitRepository.removals(from:extending:)` extends it to a later tip.
 public struct Removals: Sendable {
     public let tip: ObjectID
@@ -259,7 +261,13 @@ extension GitRepository {
                 for index in 0..<git_commit_parentcount(commit.pointer) {
                     let parent = try lookupCommitLocked(ObjectID(git_commit_parent_id(commit.pointer, index)))
                     let parentTree = ObjectID(git_commit_tree_id(parent.pointer))
-                    for (path, blob) in try removedLocked(from: parentTree, to: tree, trees: &trees) where seen.insert(path).inserted {
+                    let removed = try removedLocked(from: parentTree, to: tree, trees: &trees)
+                    guard !removed.isEmpty else { continue }
+                    // A file whose ciphertext the same commit put at another path was moved
+                    // there (a rename moves the ciphertext as it is): its newest removal is no
+                    // deletion, even once the moved file changes.
+                    let moved = Set(try removedLocked(from: tree, to: parentTree, trees: &trees).map(\.1))
+                    for (path, blob) in removed where seen.insert(path).inserted && !moved.contains(blob) {
                         newest.append(DeletedFile(path: path, lastBlob: blob, deletedIn: id, seconds: git_commit_time(commit.pointer)))
                     }
                 }

@@ -186,6 +186,19 @@ enum ControlLine {
 }
 
 extension WriterLock {
+    /// Where this binder is mounted: the mount point its lock file names, while a mount is
+    /// there whose daemon is alive or has died without being cleared (`binder status` reports
+    /// either). Found by the binder's own lock, not by the mount's name: a binder of the same
+    /// name in another state folder (another `BINDER_HOME`) is not this one.
+    public static func mountPoints(gitDirectory: String) -> [String] {
+        guard let data = FileManager.default.contents(atPath: path(gitDirectory: gitDirectory)) else { return [] }
+        let holder = Holder(text: String(decoding: data.prefix(4096), as: UTF8.self))
+        guard holder.command == "mount", let mountpoint = holder.mountpoint,
+              let entry = MountTable.entry(at: mountpoint), entry.fsType.hasPrefix("fuse") else { return [] }
+        let alive = holder.pid.map { kill($0, 0) == 0 } ?? false
+        return alive || MountTable.isDisconnected(mountpoint) ? [mountpoint] : []
+    }
+
     /// The control socket of the mount that holds the binder, as its lock file names it, if
     /// that daemon is alive (read without taking the lock: asking must never refuse a mount
     /// that starts meanwhile). A stale file's socket fails to connect, which callers report.

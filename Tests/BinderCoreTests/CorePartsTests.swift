@@ -308,7 +308,8 @@ final class CorePartsTests: XCTestCase {
             (".x.md.swp", true), (".x.md.swx", true), ("4913", true), ("x.md~", true), ("#x.md#", true), (".#x.md", true),
             (".goutputstream-AB12CD", true), (".x.md.a1B2c3", true), ("sedAb12Cd", true), ("x.tmp", true),
             ("x.md", false), ("2026-02-09-follow-up.md", false), ("photo.jpg", false), ("sed.md", false), ("sedimentary", false),
-            ("4914", false),
+            ("4914", false), ("sed0abcde", true), ("sedabcdeZ", true), ("sedatives", false), ("sedentary", false), ("sedabcdef", false),
+            ("sed-abcde", false), ("sedé12345", false),
         ]
         for (name, scratch) in rows { XCTAssertEqual(ScratchNames.isScratch(name), scratch, name) }
     }
