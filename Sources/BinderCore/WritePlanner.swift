@@ -243,7 +243,8 @@ struct WritePlanner {
         }
         guard !source.isDirectory else { throw .invalid(path: from, reason: "this folder cannot be moved there") }
         if case .document = source.source, !(try binder.document(source.gitPath)).children.isEmpty {
-            throw .invalid(path: to, reason: "a record with children can only be renamed to another .md name in a folder")
+            // EPERM, not EINVAL: mv reads EINVAL as "a subdirectory of itself".
+            throw .notPermitted(path: to, reason: "a record with children can only be renamed to another .md name in a folder")
         }
         // Anything else moves by content: stored anew at the target, removed at the source.
         var content = try binder.content(source, viewPath: from)

@@ -10,6 +10,7 @@ enum AttributeOperations {
         ops.chmod = { path, _, _ in
             let fs = FileSystemContext.current
             guard let path else { return -EINVAL }
+            if fs.refusesChanges(String(cString: path)) { return -EROFS }  // `.binder/` is read-only, as said
             do { _ = try fs.view.attributes(String(cString: path)); return 0 } catch { return fs.errno(error) }
         }
 
@@ -19,6 +20,7 @@ enum AttributeOperations {
             guard let path else { return -EINVAL }
             let sameUser = (uid == fs.uid || uid == uid_t.max) && (gid == fs.gid || gid == gid_t.max)
             guard sameUser else { return -EPERM }
+            if fs.refusesChanges(String(cString: path)) { return -EROFS }
             do { _ = try fs.view.attributes(String(cString: path)); return 0 } catch { return fs.errno(error) }
         }
 

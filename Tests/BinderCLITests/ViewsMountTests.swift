@@ -139,6 +139,8 @@ final class ViewsMountTests: MountedFixtureTestCase {
             "mv '\(mnt)/visits/2025-02-25-annual-physical.md' '\(mnt)/.binder/deleted/x.md'",
             "ln -s x '\(mnt)/.binder/link'",
             "rmdir '\(mnt)/.binder/tags'",
+            "chmod 777 '\(mnt)/.binder/status'",
+            "chown \(getuid()):\(getgid()) '\(mnt)/.binder/status'",
         ]
         for attempt in attempts {
             let run = try shell("(" + attempt + ") 2>&1")

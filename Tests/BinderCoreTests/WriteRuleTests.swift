@@ -157,7 +157,7 @@ final class WriteRuleTests: XCTestCase {
             when: .rename("labs/a.txt", "labs/a.pdf"), then: .shows(files: ["labs/a.pdf"], contains: [:])),
         Row("a record with children keeps a .md name",
             given: [.mkdir("visits"), .write("visits/a.md", note), .mkdir("visits/a.children"), .write("visits/a.children/01-addendum.md", addendum)],
-            when: .rename("visits/a.md", "visits/a.txt"), then: .refused(.invalidArgument)),
+            when: .rename("visits/a.md", "visits/a.txt"), then: .refused(.notPermitted)),
         Row("a .md whose git name an attachment's reference holds: the reference moves aside", given: [.mkdir("labs"), .writeBytes("labs/x.pdf", [1])],
             when: .write("labs/x.md", "# X\n"), then: .shows(files: ["labs/x.md", "labs/x.pdf"], documents: 3)),
         Row("an attachment whose reference's name a record holds takes another", given: [.mkdir("labs"), .write("labs/x.md", "# X\n")],
