@@ -71,7 +71,7 @@ struct ListReport {
             let tip = try? repository.branchTip()
             let target = SyncTarget.read(repository)
             report.local.append(Local(name: name, path: path, lastCommit: tip.flatMap { try? repository.commit($0) }?.committer.time,
-                                      target: target, pendingCommits: target == nil ? 0 : SyncRecord.pendingCommits(repository)))
+                                      target: target, pendingCommits: SyncRecord.pendingCommits(repository)))
         }
         return report
     }
@@ -182,7 +182,7 @@ struct StatusReport {
                             logPath: logPath, hasLog: hasLog,
                             lastLoggedError: hasLog ? StatusCommand.lastError(inLog: logPath) : nil,
                             target: target, record: target == nil ? SyncRecord() : SyncRecord.load(repository),
-                            pendingCommits: target == nil ? 0 : SyncRecord.pendingCommits(repository),
+                            pendingCommits: SyncRecord.pendingCommits(repository),
                             openConflicts: ConflictNames.openConflicts((try? repository.branchTip().map { try repository.listTree(commit: $0).map(\.path) }) ?? []),
                             mount: WriterLock.mountControl(gitDirectory: repository.gitDirectory).map { MountSyncReport.ask(control: $0.control, holder: $0.holder) })
     }
