@@ -158,6 +158,7 @@ extension BinderView {
             try WriteError.needingSecretMemory(edit.path) { () throws(SecureMemoryError) in try edit.buffer.write(offset: offset, bytes) }
             edit.dirty = true
             edit.written = true
+            edit.failedStore = nil
             return bytes.count
         }
     }
@@ -170,6 +171,7 @@ extension BinderView {
             edit.buffer.truncate(size)
             edit.dirty = true
             edit.written = true
+            edit.failedStore = nil
         }
     }
 
@@ -216,6 +218,7 @@ extension BinderView {
         let pending = try file.edit.withLock { (edit) throws(WriteError) -> (path: String, bytes: SecureBytes, modified: Timestamp?)? in
             if let refusal = edit.refusal { throw refusal }
             guard edit.dirty, !edit.detached, edit.written || closing else { return nil }
+            if let failed = edit.failedStore { throw failed }
             let bytes = try WriteError.needingSecretMemory(edit.path) { () throws(SecureMemoryError) in try edit.buffer.snapshot() }
             return (edit.path, bytes, edit.modified)
         }
@@ -230,7 +233,17 @@ extension BinderView {
         }
         var bytes = pending.bytes.copyBytes()
         defer { secureZero(&bytes) }
-        try store(pending.path, content: bytes, modified: pending.modified)
+        do {
+            try store(pending.path, content: bytes, modified: pending.modified)
+        } catch {
+            // The same bytes would fail the same way (a failure of the disk is not kept: a
+            // later flush tries again).
+            switch error {
+            case .invalid, .tooLarge, .notPermitted, .nameTooLong, .exists: file.edit.withLock { $0.failedStore = error }
+            default: break
+            }
+            throw error
+        }
         file.edit.withLock { $0.dirty = false }
         openFiles.dropProvisional(pending.path, onlyIf: file)
         return true

@@ -21,6 +21,11 @@ final class OpenFile: Sendable {
         /// A write or truncate past the file's limit was refused: the handle stores nothing
         /// and every later flush reports the refusal again.
         var refusal: WriteError?
+        /// Why the last store of these bytes failed (front matter that does not parse…),
+        /// cleared by any write or truncate: the flushes that follow (the close after an
+        /// fsync, the release after the close) answer it again without a second attempt, and
+        /// the log says it once.
+        var failedStore: WriteError?
         let writable: Bool
         /// Opened with O_APPEND: every write goes to the end of the bytes held here, whatever
         /// offset the kernel gives (it computes one from the size it cached, which a commit

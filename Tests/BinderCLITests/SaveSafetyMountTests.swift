@@ -186,6 +186,16 @@ final class SaveSafetyMountTests: MountedFixtureTestCase {
         XCTAssertFalse(deleted.contains("aa.md"), deleted)
     }
 
+    /// A refused save is logged once, not once for the close and again for the release; the
+    /// scratch files an unmount drops are named in the log.
+    func testARefusalIsLoggedOnceAndDroppedScratchFilesAreNamed() throws {
+        XCTAssertEqual(try shell("printf -- '---\\nkey: [unclosed\\n---\\nbody\\n' > visits/bad.md; printf 'x\\n' > visits/notes.tmp", in: mnt).status, 0)
+        binder.unmount()
+        let log = try String(contentsOfFile: binder.sandbox.home.appendingPathComponent("logs/sample-binder.log").path, encoding: .utf8)
+        XCTAssertEqual(log.components(separatedBy: "refused: visits/bad.md").count - 1, 1, log)
+        XCTAssertTrue(log.contains("dropped at unmount: visits/notes.tmp"), log)
+    }
+
     /// `binder status` names this binder's mount, not another state folder's binder that has
     /// the same name, and says when the daemon behind a mount has stopped.
     func testStatusNamesOnlyThisBindersMount() throws {
