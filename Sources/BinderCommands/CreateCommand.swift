@@ -20,7 +20,7 @@ struct CreateCommand: ParsableCommand {
 
     func validate() throws {
         guard BinderLocator.isSafeName(name) else {
-            throw ValidationError("'\(name)' is not a usable binder name: use letters, digits, '-', '_' and '.'")
+            throw ValidationError("'\(name)' is not a usable binder name: use up to 100 letters, digits, '-', '_' and '.', not starting with '.' or '-'")
         }
         if let dob {
             let parts = dob.split(separator: "-")

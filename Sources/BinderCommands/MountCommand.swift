@@ -26,7 +26,7 @@ struct MountCommand: ParsableCommand {
     var binder: String
     @Argument(help: "An existing, empty folder to mount on.")
     var mountpoint: String
-    @Flag(help: "Stay attached; unmount cleanly on SIGINT or SIGTERM.")
+    @Flag(help: "Stay attached; unmount cleanly on SIGINT, SIGTERM or SIGHUP.")
     var foreground = false
     @Flag(name: .customLong("read-only"), help: "Refuse every change through the mount.")
     var readOnly = false

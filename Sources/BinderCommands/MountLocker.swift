@@ -110,11 +110,22 @@ enum MountHolders {
         let command: String
     }
 
+    /// The parent's pid, from /proc/PID/stat (the field after the command, which may hold
+    /// spaces and parentheses: read after its last ')').
+    private static func parent(of pid: String) -> Int32? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        return fields.count > 1 ? Int32(fields[1]) : nil
+    }
+
     static func find(under mountpoint: String) -> [Holder] {
         let me = getpid()
         var holders: [Holder] = []
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
-            guard let pid = Int32(entry), pid != me else { continue }
+            // Not this process, nor one it started (they inherit its descriptors: a shell's
+            // open file into the mount would name binder itself as a holder).
+            guard let pid = Int32(entry), pid != me, parent(of: entry) != me else { continue }
             let base = "/proc/\(entry)"
             var links = ["\(base)/cwd", "\(base)/root"]
             links += ((try? FileManager.default.contentsOfDirectory(atPath: "\(base)/fd")) ?? []).map { "\(base)/fd/\($0)" }
