@@ -158,7 +158,7 @@ final class EverydayCommandTests: XCTestCase {
         let binder = try MountedBinder()
         defer { binder.unmount() }
         let s = binder.sandbox, pass = binder.passphraseFile
-        // A name no other test mounts: `status` finds mounts by the binder's name.
+        // A name of its own, so that `list` shows this binder alone.
         let name = "json-" + UUID().uuidString.prefix(8).lowercased()
         XCTAssertEqual(try s.run(["create", name, "--passphrase-file", pass]).status, 0)
         func object(_ run: BinderRun) throws -> [String: Any] {
@@ -167,7 +167,7 @@ final class EverydayCommandTests: XCTestCase {
         let list = try object(try s.run(["list", "--local", "--json"]))
         let local = try XCTUnwrap(list["local"] as? [[String: Any]])
         XCTAssertEqual(local.map { $0["name"] as? String }, [name])
-        XCTAssertEqual(local.first?["pendingCommits"] as? Int, 0)
+        XCTAssertEqual(local.first?["pendingCommits"] as? Int, 1, "never synced: its one commit waits for the first sync")
         XCTAssertNotNil(local.first?["lastCommit"] as? String)
 
         let status = try object(try s.run(["status", name, "--json"]))
