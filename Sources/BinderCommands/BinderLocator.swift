@@ -27,6 +27,13 @@ struct BinderLocator {
 
     func open(_ argument: String) throws -> (repository: GitRepository, path: String) {
         let path = try resolve(argument)
+        // Before git opens anything: a FIFO where git expects a file would hang the command.
+        let gitDirectory = FileManager.default.fileExists(atPath: path + "/.git") ? path + "/.git" : path
+        let blocking = BlockingGitFiles.find(gitDirectory: gitDirectory)
+        guard blocking.isEmpty else {
+            throw CommandFailure("\(path) holds what git never writes and opening would hang on (a FIFO, a socket or a device): "
+                                 + blocking.joined(separator: ", ") + "; remove it")
+        }
         do {
             return (try GitRepository.open(path: path), path)
         } catch {

@@ -75,11 +75,11 @@ struct FileLogHandler: LogHandler {
     func log(event: LogEvent) {
         var all = metadata
         if let extra = event.metadata { all.merge(extra) { $1 } }
-        let fields = all.sorted { $0.key < $1.key }.map { " \($0.key)=\($0.value)" }.joined()
+        let fields = all.sorted { $0.key < $1.key }.map { " \($0.key)=\(Self.escaped("\($0.value)"))" }.joined()
         // Formatted by hand (`Timestamps`), not by `ISO8601DateFormatter`: that one opens an
         // ICU calendar, and the daemon kept 6 MB of ICU's pages resident for it (issue 13).
         let stamp = Timestamps.now()
-        sink.write("\(stamp) \(event.level) \(event.message)\(fields)\n")
+        sink.write("\(stamp) \(event.level) \(Self.escaped("\(event.message)"))\(fields)\n")
         // Errors (a refused save, a failed store) and warnings that carry a conflict or an
         // error (a conflict resolved, a failed sync) are what the user must hear of.
         if let notifier = sink.notifier {
@@ -87,6 +87,23 @@ struct FileLogHandler: LogHandler {
             else if event.level >= .warning && all["conflict"] != nil { notifier.send(.conflict) }
             else if event.level >= .warning && all["error"] != nil { notifier.send(.syncFailed) }
         }
+    }
+
+    /// `text` with control characters (C0, DEL, C1) written as `\u{…}`: a message is one
+    /// line, whatever a name in it holds. File names come from repositories and from the
+    /// network, and a newline in one would forge a line of the log (and `binder status`
+    /// shows the last error line); an escape sequence would drive the terminal that shows it.
+    static func escaped(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var out = ""
+        for scalar in text.unicodeScalars {
+            if isControl(scalar) { out += "\\u{\(String(scalar.value, radix: 16))}" } else { out.unicodeScalars.append(scalar) }
+        }
+        return out
+    }
+
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
     }
 
     /// A logger writing to `path`; `notify` names the binder in desktop notifications (nil: none).

@@ -152,6 +152,11 @@ struct MountCommand: ParsableCommand {
             if !temporary.names.isEmpty {
                 logger.info("removed unfinished pack files", metadata: ["files": "\(temporary.names.count)", "bytes": "\(temporary.bytes)"])
             }
+            // A loose object cut short would hang libgit2 (LooseObjects): out of its sight first.
+            for object in LooseObjects.moveDamagedAside(gitDirectory: repository.gitDirectory) {
+                logger.warning("a damaged git object was moved aside (files that need it read as errors)", metadata: ["object": "\(object)"])
+                printOut("Moved aside a damaged git object, objects/\(object) (kept in binder/damaged-objects; files that need it cannot be read)")
+            }
         }
         return writerLock
     }

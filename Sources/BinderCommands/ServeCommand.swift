@@ -60,6 +60,11 @@ struct ServeCommand: ParsableCommand {
         if parsedHost.hasPrefix("[") && parsedHost.hasSuffix("]") { parsedHost = String(parsedHost.dropFirst().dropLast()) }
         let host = parsedHost
         let root = URL(fileURLWithPath: repos).standardizedFileURL.path
+        // What the server stores (ciphertext, but also names, sizes and the owners' keys) is
+        // for this account alone: everything it creates is 0700/0600, and so is the folder.
+        umask(0o077)
+        try? FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        if chmod(root, 0o700) != 0 && errno != ENOENT { throw CommandFailure("--repos \(root): cannot make it private: \(String(cString: strerror(errno)))") }
         var logger = Logger(label: "binder.serve") { label in StreamLogHandler.standardError(label: label) }
         logger.logLevel = .info
         let server: BinderServer

@@ -147,7 +147,7 @@ struct ShareBook: Sendable {
             let client = try ServerClient(server: share.record.server)
             let session = ServerSession(client: client, key: key, accounts: accounts)
             try session.authorized { (token: String) throws(SyncError) in
-                _ = try client.revokeScanSession(token: token, sessionToken: secrets.sessionToken)
+                _ = try client.revokeScanSession(token: token, sessionToken: secrets.sessionToken, stagingRepoId: share.record.id)
             }
             if let image = secrets.qrPNG { unlink(image) }
         }
@@ -157,15 +157,25 @@ struct ShareBook: Sendable {
         }
     }
 
-    /// Ends every share past its expiry (of `binder` only, when given), revoking it on the
-    /// server when it can be reached (it is over there anyway): their ids.
-    func endExpired(now: Int64, accounts: Accounts, binder: String? = nil) -> [String] {
-        var ended: [String] = []
+    /// Ends every share past its expiry (of `binder` only, when given): the doctor's notes come
+    /// home first (`collect`), then the share is revoked on its server, which deletes the
+    /// staging copy. A share whose notes cannot be collected now (its server away, its binder
+    /// busy) is kept, and tried again next time: a note that reached the server is never
+    /// dropped unread. The ids ended, and those kept with why.
+    func endExpired(now: Int64, accounts: Accounts, binder: String? = nil,
+                    collect: (Share) throws -> Void) -> (ended: [String], kept: [(id: String, reason: String)]) {
+        var ended: [String] = [], kept: [(id: String, reason: String)] = []
         for share in open() where share.record.expiresAt <= now && (binder == nil || Self.sameBinder(share.record.binder, binder!)) {
+            if share.secrets != nil {
+                do { try collect(share) } catch {
+                    kept.append((share.record.id, "\(error)"))
+                    continue
+                }
+            }
             try? revoke(share, accounts: accounts)
             if !load().contains(where: { $0.id == share.record.id }) { ended.append(share.record.id) }
         }
-        return ended
+        return (ended, kept)
     }
 
     static func sameBinder(_ a: String, _ b: String) -> Bool {
@@ -209,9 +219,15 @@ final class MountShares: Sendable {
         running.withLock { last in
             guard Date().timeIntervalSince(last) >= interval else { return }
             last = Date()
-            let ended = book.endExpired(now: ShareCommand.now, accounts: accounts, binder: binderPath)
+            let (ended, kept) = book.endExpired(now: ShareCommand.now, accounts: accounts, binder: binderPath) { share in
+                let written = try collectLocked(share)
+                if !written.isEmpty { logger.info("brought a doctor's notes home", metadata: ["share": "\(share.record.id)", "notes": "\(written.count)"]) }
+            }
             if !ended.isEmpty { logger.info("shares ended at their expiry", metadata: ["count": "\(ended.count)"]) }
-            for share in book.open() where ShareBook.sameBinder(share.record.binder, binderPath) {
+            for (id, reason) in kept {
+                logger.warning("an expired share is kept until its notes can be collected", metadata: ["share": "\(id)", "error": "\(reason)"])
+            }
+            for share in book.open() where ShareBook.sameBinder(share.record.binder, binderPath) && share.record.expiresAt > ShareCommand.now {
                 do {
                     let written = try collectLocked(share)
                     if !written.isEmpty { logger.info("brought a doctor's notes home", metadata: ["share": "\(share.record.id)", "notes": "\(written.count)"]) }

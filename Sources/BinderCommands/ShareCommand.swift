@@ -63,8 +63,14 @@ struct ShareCommand: ParsableCommand {
         let key = try KeyStore(state: state).secretKey(passphrase: passphrase.source)
         let book = ShareBook(path: state.sharesFile, key: key)
         let accounts = Accounts(path: state.accountsFile)
-        // Shares past their expiry end now: the server has ended them; what is kept here goes.
-        for ended in book.endExpired(now: Self.now, accounts: accounts) { printErr("share \(ended) expired and was removed") }
+        // Shares past their expiry end now, their notes brought home first (the server keeps an
+        // expired share's staging copy for its owner to collect).
+        let (ended, kept) = book.endExpired(now: Self.now, accounts: accounts) { share in
+            let collected = try collectAsWriter(share, book: book, accounts: accounts, state: state)
+            if !collected.isEmpty { printOut("\(share.record.id): collected \(collected.count) note(s): " + collected.joined(separator: ", ")) }
+        }
+        for id in ended { printErr("share \(id) expired and was removed") }
+        for (id, reason) in kept { printErr("share \(id) expired; kept until its notes can be collected: \(reason)") }
         if list { return try printList(book) }
         if let revoke { return try end(revoke, book: book, accounts: accounts, state: state) }
         if collect { return try collectNotes(book: book, accounts: accounts, state: state) }

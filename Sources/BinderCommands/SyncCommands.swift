@@ -212,6 +212,10 @@ struct SyncCommand: ParsableCommand {
             if base != configured?.server {
                 let id = repoId ?? configured?.repoId ?? SyncTarget.newRepoID()
                 guard SyncTarget.isValidRepoID(id) else { throw CommandFailure("'\(id)' is not a usable repository id; choose one with --repo-id") }
+                // Servers treat scan-* as a share's staging copy, which they delete when it ends.
+                guard !id.hasPrefix("scan-") else {
+                    throw CommandFailure("'\(id)': ids starting with 'scan-' are a share's staging copies, which the server deletes; choose another with --repo-id")
+                }
                 target = SyncTarget(server: base, repoId: id)
             }
         }

@@ -50,6 +50,28 @@ struct VerifyCommand: ParsableCommand {
             }
         }
         defer { withExtendedLifetime(writerLock) {} }
+        // Loose objects cut short are moved aside (--repair) or reported, before anything
+        // reads them: libgit2 would inflate one forever (LooseObjects).
+        let damaged = repair ? LooseObjects.moveDamagedAside(gitDirectory: repository.gitDirectory)
+                             : LooseObjects.damaged(gitDirectory: repository.gitDirectory)
+        for object in damaged {
+            if repair {
+                add(Entry(path: "objects/" + object, reason: "a damaged git object (cut short)",
+                          shown: "moved objects/\(object), a damaged git object (cut short), to binder/damaged-objects"),
+                    to: &repaired, prefix: "repaired: ")
+            } else {
+                add(Entry(path: "objects/" + object, reason: "a damaged git object (cut short): 'binder verify --repair' or the next mount moves it aside"),
+                    to: &problems, prefix: "problem: ")
+            }
+        }
+        if !repair && !damaged.isEmpty {
+            // Reading on would hang on them.
+            if json {
+                try JSONOutput.print(JSON(binder: path, documents: 0, attachments: 0, folders: 0, ok: false, problems: problems, notes: notes,
+                                          repaired: repaired))
+            }
+            throw CommandFailure("\(damaged.count) damaged git object\(damaged.count == 1 ? "" : "s"): the rest is not read until they are moved aside")
+        }
         let key = try KeyStore(state: state).secretKey(passphrase: passphrase.source)
         let report: BinderVerifier.Report
         do {

@@ -16,6 +16,11 @@ public enum BinderReader {
         }
     }
 
+    /// The most bytes a stored document can have: the longest payload, and room for the line
+    /// breaks and spaces a writer may end the file with. A larger blob is no document, and is
+    /// not read to find that out.
+    public static let maximumDocumentBlobBytes = NIP44.maximumPayloadLength + 4096
+
     public static func decryptDocument(_ stored: [UInt8], key: NIP44.ConversationKey) throws -> SecureBytes {
         try stored.withUnsafeBytes { (b) throws in try decryptDocument(b, key: key) }
     }

@@ -92,6 +92,9 @@ public final class BinderView: Sendable {
         self.key = key
         self.logger = logger
         limits = options.limits
+        // No blob larger than the largest attachment (its sidecar's header, tag and base64
+        // text form) is read whole (GitRepository.limitBlobs).
+        repository.limitBlobs(to: Sidecar.maximumStoredSize(ofAttachment: options.limits.attachmentBytes))
         viewsVisible = options.viewsVisible
         readAhead = ReadAhead(window: options.readAhead)
         plaintext = PlaintextCache(capacity: options.cacheCapacity)

@@ -334,7 +334,8 @@ struct ListingBuilder {
         objectReads += 1
         documentDecryptions += 1
         do {
-            return try BinderReader.readDocument(repository.readBlob(entry.id), key: key, gitPath: gitPath)
+            return try BinderReader.readDocument(repository.readBlob(entry.id, maxSize: BinderReader.maximumDocumentBlobBytes),
+                                                 key: key, gitPath: gitPath)
         } catch {
             if let memory = exhaustedSecretMemory(error) {
                 outOfSecretMemory = memory

@@ -122,26 +122,13 @@ struct ListingIndex: Sendable {
     }
 
     private static func readFile(_ path: String) throws(ListingIndexError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            if errno == ENOENT { throw .missing }
-            throw .unreadable(String(cString: strerror(errno)))
+        do { return try RegularFile.read(path, limit: sizeLimit) } catch {
+            switch error {
+            case .missing: throw .missing
+            case .unreadable(let reason): throw .unreadable(reason)
+            case .tooLarge(let size): throw .tooLarge(size)
+            }
         }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw .unreadable(String(cString: strerror(errno))) }
-        guard Int(info.st_size) <= sizeLimit else { throw .tooLarge(Int(info.st_size)) }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
-            done += n
-        }
-        // Shortened in place (a file that shrank while read): a copy would double the peak.
-        if done < bytes.count { bytes.removeSubrange(done...) }
-        return bytes
     }
 }
 

@@ -167,7 +167,12 @@ struct WritePlanner {
         guard node.isDirectory else { throw .notDirectory(path) }
         try policy.checkChange(path)
         guard binder.names(in: path).isEmpty else { throw .notEmpty(path) }
-        guard binder.gitFolders[path] != nil else { return .none() }
+        guard let entries = binder.gitFolders[path] else { return .none() }
+        // What the view hides (a name not UTF-8 or over 255 bytes, `.git`, a submodule) is
+        // still stored: the folder is not empty, and rmdir must not delete it unseen.
+        if entries.contains(where: { $0.name != NameMapping.folderMetadataName }) {
+            throw .notEmpty(path)
+        }
         return WritePlan(changes: [.delete(gitPath: path)], message: "Delete folder")
     }
 
@@ -216,6 +221,11 @@ struct WritePlanner {
         if binder.node(to) != nil { try policy.checkChange(to) } else if !source.isDirectory { try policy.checkNew(to) }
         if from == Self.patientInfo {
             throw .notPermitted(path: from, reason: "every binder keeps its patient-info record under this name")
+        }
+        // Replaced by another record, it would be that record (its type, its metadata): an
+        // editor's save of it goes through a scratch name or a new file, not a stored record.
+        if to == Self.patientInfo {
+            throw .notPermitted(path: to, reason: "patient-info.md is saved in place, not replaced by another record")
         }
         if PathBytes.isInside(to, folder: from) { throw .invalid(path: to, reason: "a folder cannot move into itself") }
         let target = try parent(of: toParentPath)

@@ -178,12 +178,16 @@ public enum NIP44 {
         try plaintext.withBytes { (p) throws(NIP44.Error) in try encrypt(p, key: key, nonce: nonce) }
     }
 
+    /// The longest payload there is: base64 of a version byte, the nonce, the padded 65,535
+    /// bytes with their length, and the MAC (1 + 32 + 2 + 65,536 + 32 = 65,603 bytes).
+    public static let maximumPayloadLength = 87_472
+
     /// Decrypts a base64 payload (given as its ASCII bytes) into secret memory. The MAC is
     /// checked (in constant time) before anything is decrypted.
     public static func decrypt(payload: UnsafeRawBufferPointer, key: ConversationKey) throws(NIP44.Error) -> SecureBytes {
         let length = payload.count
         if length > 0 && payload[0] == UInt8(ascii: "#") { throw .unknownVersion("'#' (non-base64 future version)") }
-        guard length >= 132 && length <= 87_472 else { throw .invalidPayloadSize(length) }
+        guard length >= 132 && length <= maximumPayloadLength else { throw .invalidPayloadSize(length) }
         // The payload is public (ciphertext): Foundation's decoder, several times faster than
         // libsodium's constant-time one, which stays for secret content.
         guard let data = Data(base64Encoded: Data(payload)) else { throw .invalidBase64 }

@@ -35,6 +35,13 @@ public enum Sidecar {
 
     /// Which format a sidecar is in: a raw `0x02` first byte is the DEK format; anything else
     /// is a base64 string (the legacy `0xFF` format).
+    /// The most bytes a stored sidecar of an attachment of up to `size` bytes has, in any form
+    /// binder reads (base64 text is 4/3 of the bytes, and may be wrapped into lines): bounded
+    /// here by twice the size and a MiB.
+    public static func maximumStoredSize(ofAttachment size: Int) -> Int {
+        size > (Int.max - (1 << 20)) / 2 ? .max : size * 2 + (1 << 20)
+    }
+
     public static func format(of bytes: some Collection<UInt8>) -> Format {
         bytes.first == 0x02 ? .dek : .legacy
     }

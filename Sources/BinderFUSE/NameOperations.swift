@@ -19,6 +19,7 @@ enum NameOperations {
         ops.rename = { from, to, flags in
             let fs = FileSystemContext.current
             guard let from, let to else { return -EINVAL }
+            guard String(validatingCString: to) != nil else { return -EILSEQ }  // names are UTF-8
             if fs.refusesChanges(String(cString: from), String(cString: to)) { return -EROFS }
             if flags & NameOperations.renameExchange != 0 { return -EINVAL }
             do {
@@ -32,6 +33,7 @@ enum NameOperations {
         ops.mkdir = { path, _ in
             let fs = FileSystemContext.current
             guard let path else { return -EINVAL }
+            guard String(validatingCString: path) != nil else { return -EILSEQ }  // names are UTF-8
             if fs.refusesChanges(String(cString: path)) { return -EROFS }
             do { try fs.view.makeDirectory(String(cString: path)); return 0 } catch { return fs.errno(error) }
         }
@@ -46,6 +48,7 @@ enum NameOperations {
         ops.symlink = { target, path in
             let fs = FileSystemContext.current
             guard let target, let path else { return -EINVAL }
+            guard String(validatingCString: path) != nil else { return -EILSEQ }  // names are UTF-8
             if fs.refusesChanges(String(cString: path)) { return -EROFS }
             do { try fs.view.symlink(String(cString: target), at: String(cString: path)); return 0 } catch { return fs.errno(error) }
         }

@@ -7,7 +7,10 @@ enum ReadOperations {
     static func install(into ops: inout fuse_operations) {
         ops.getattr = { path, stat, _ in
             guard let path, let stat else { return -EINVAL }
-            return ReadOperations.attributes(String(cString: path), into: stat)
+            // Names are UTF-8: one that is not names nothing here (read with U+FFFD in place of
+            // its bad bytes, it would name another file).
+            guard let name = String(validatingCString: path) else { return -ENOENT }
+            return ReadOperations.attributes(name, into: stat)
         }
 
         ops.opendir = { path, info in

@@ -9,9 +9,10 @@ enum WriteOperations {
         ops.create = { path, _, info in
             let fs = FileSystemContext.current
             guard let path, let info else { return -EINVAL }
-            if fs.refusesChanges(String(cString: path)) { return -EROFS }
+            guard let name = String(validatingCString: path) else { return -EILSEQ }  // names are UTF-8
+            if fs.refusesChanges(name) { return -EROFS }
             do {
-                info.pointee.fh = try fs.view.create(String(cString: path))
+                info.pointee.fh = try fs.view.create(name)
                 return 0
             } catch { return fs.errno(error) }
         }

@@ -201,14 +201,36 @@ public final class GitRepository: @unchecked Sendable {
     /// does not match its id (a serving process does not: see `LibGit2.ready`).
     public static func hashObjectsOnRead() { LibGit2.hashObjectsOnRead() }
 
-    /// The content of blob `id`.
-    public func readBlob(_ id: ObjectID) throws(GitError) -> [UInt8] {
-        try blob(id).withUnsafeBytes { [UInt8]($0) }
+    /// The most bytes a blob read here (`readBlob`, `blob`) may have, unless the caller asks
+    /// for fewer: its size is read from its header first, and a larger blob is refused unread.
+    /// A blob of a gigabyte of zeros is a few megabytes in git; read whole, it took the mount's
+    /// daemon to 2.9 GB (an attacker who can push to the binder's server can write one). The
+    /// mount sets it from its attachment limit (`limitBlobs`).
+    private let maximumBlobBytes = Atomic<Int>(Int.max)
+
+    public func limitBlobs(to bytes: Int) { maximumBlobBytes.store(bytes, ordering: .relaxed) }
+
+    /// The content of blob `id`, refused when over `maxSize` bytes (or the repository's limit).
+    public func readBlob(_ id: ObjectID, maxSize: Int = .max) throws(GitError) -> [UInt8] {
+        try blob(id, maxSize: maxSize).withUnsafeBytes { [UInt8]($0) }
     }
 
     /// Blob `id` as libgit2 read it, for reading after the lock is let go without a copy.
-    public func blob(_ id: ObjectID) throws(GitError) -> StoredBlob {
-        try locked { () throws(GitError) in StoredBlob(try lookupBlobLocked(id)) }
+    public func blob(_ id: ObjectID, maxSize: Int = .max) throws(GitError) -> StoredBlob {
+        let limit = min(maxSize, maximumBlobBytes.load(ordering: .relaxed))
+        return try locked { () throws(GitError) in
+            if limit < .max {
+                var oid = id.oid
+                var size = 0
+                var type = GIT_OBJECT_INVALID
+                try check(git_odb_read_header(&size, &type, odb.pointer, &oid), "read blob \(id)")
+                guard size <= limit else {
+                    throw GitError.failed(operation: "read blob \(id)", code: .invalid,
+                                          message: "\(size) bytes, more than the \(limit) a file may have here")
+                }
+            }
+            return StoredBlob(try lookupBlobLocked(id))
+        }
     }
 
     /// Stores `bytes` as a blob (fsynced) and returns its id. Storing content

@@ -53,7 +53,8 @@ struct PackOrder {
     /// pack and the CRC-32 of the entry's bytes, in pack order (by offset). Nil when the file
     /// is not a well-formed version 2 index.
     static func entriesInPackOrder(ofIndex index: String) -> [IndexEntry]? {
-        guard let data = FileManager.default.contents(atPath: index) else { return nil }
+        // An index names at most 2^32 objects of 28 bytes each, with its header and trailer.
+        guard let data = try? RegularFile.read(index, limit: 1 << 40) else { return nil }
         return data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> [IndexEntry]? in
             let header = 8, fanout = 256 * 4
             guard bytes.count >= header + fanout,

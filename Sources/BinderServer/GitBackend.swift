@@ -65,7 +65,11 @@ struct GitBackend: Sendable {
         let stdout = try SpoolFile(folder: spool), stderr = try SpoolFile(folder: spool)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.gitPath)
-        process.arguments = [service.subcommand] + arguments + ["--", repository]
+        // Every push is kept as the pack it came in (unpackLimit 1), never unpacked into loose
+        // objects: a push of a few hundred deltas could otherwise take a hundred times its size
+        // on disk, past the quota it was checked against.
+        let settings = service == .receivePack ? ["-c", "receive.unpackLimit=1"] : []
+        process.arguments = settings + [service.subcommand] + arguments + ["--", repository]
         var environment = ProcessInfo.processInfo.environment
         environment["GIT_CONFIG_NOSYSTEM"] = "1"
         environment.removeValue(forKey: "GIT_PROTOCOL")

@@ -99,6 +99,17 @@ struct RepositoryStore: Sendable {
     }
 
     /// The `scan-…` staging repositories, with when each was last changed.
+    /// When the last session opened on staging repository `id` ends (written when a session
+    /// opens, kept across restarts); nil when none was ever opened.
+    func shareEnds(_ id: String) -> Int64? {
+        (try? String(contentsOfFile: path(id) + "/binder-share-ends", encoding: .utf8)).flatMap { Int64($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+
+    func noteShareEnds(_ id: String, at time: Int64) {
+        guard time > (shareEnds(id) ?? 0) else { return }
+        try? Data("\(time)\n".utf8).write(to: URL(fileURLWithPath: path(id) + "/binder-share-ends"), options: .atomic)
+    }
+
     func stagingRepositories() -> [(id: String, modified: Date)] {
         ids().filter { ScanSessions.isStagingID($0) }.map { id in
             let attributes = try? FileManager.default.attributesOfItem(atPath: path(id))

@@ -204,17 +204,23 @@ final class Routes: Sendable {
         }
     }
 
-    /// Removes the staging repositories whose sessions ended by expiry, and (at most once a
-    /// minute) those pushed long ago that never got a session.
+    /// Drops expired sessions, and (at most once a minute) removes the staging repositories no
+    /// session serves: one shared, `collectionGrace` after its last session ended (its owner
+    /// collects the doctor's notes meanwhile); one never shared, `orphanGrace` after its push.
     private func endFinishedShares() {
-        for id in scans.expire(now: Self.now) where repositories.remove(id) {
-            logger.info("scan session expired; staging repository removed", metadata: ["repo": "\(id)"])
+        for id in scans.expire(now: Self.now) {
+            logger.info("scan session expired; the staging repository waits for its owner to collect it", metadata: ["repo": "\(id)"])
         }
         let now = Date()
         guard scans.orphanSweepDue(now: now) else { return }
-        for staging in repositories.stagingRepositories()
-        where !scans.isShared(staging.id) && now.timeIntervalSince(staging.modified) > ScanSessions.orphanGrace {
-            if repositories.remove(staging.id) { logger.info("unshared staging repository removed", metadata: ["repo": "\(staging.id)"]) }
+        for staging in repositories.stagingRepositories() where !scans.isShared(staging.id) {
+            let ended = repositories.shareEnds(staging.id)
+            let due = ended.map { now.timeIntervalSince1970 > TimeInterval($0) + ScanSessions.collectionGrace }
+                ?? (now.timeIntervalSince(staging.modified) > ScanSessions.orphanGrace)
+            if due, repositories.remove(staging.id) {
+                logger.info(ended == nil ? "unshared staging repository removed" : "ended share's staging repository removed",
+                            metadata: ["repo": "\(staging.id)"])
+            }
         }
     }
 
@@ -235,6 +241,7 @@ final class Routes: Sendable {
             throw ServeFailure(400, "expiresIn must be 1 to \(ScanSessions.maxLifetime) seconds")
         }
         let session = scans.open(repoId: id, owner: user.pubkey, now: Self.now, lifetime: lifetime)
+        repositories.noteShareEnds(id, at: session.expiresAt)
         logger.info("scan session opened", metadata: ["repo": "\(id)", "expires": "\(session.expiresAt)"])
         return JSONReply.response(200, ScanSessionReply(sessionToken: session.token, repoId: id, expiresAt: session.expiresAt))
     }
@@ -248,6 +255,12 @@ final class Routes: Sendable {
         let asked = try JSONReply.decode(ScanRevokeRequest.self, from: body, expected: "{sessionToken}")
         guard let token = asked.sessionToken, !token.isEmpty else { throw ServeFailure(400, "sessionToken is required") }
         guard let ended = scans.revoke(token: token, owner: user.pubkey) else {
+            // Expired already (or the server restarted): its owner may still end the staging
+            // repository it names, which is kept only for the owner to collect from.
+            if let id = asked.stagingRepoId, ScanSessions.isStagingID(id), RepositoryID.isValid(id), repositories.exists(id),
+               repositories.owner(id) == user.pubkey, !scans.isShared(id), repositories.shareEnds(id) != nil, repositories.remove(id) {
+                logger.info("ended share's staging repository removed by its owner", metadata: ["repo": "\(id)"])
+            }
             throw ServeFailure(404, "Session not found or not owned by you")
         }
         if !ended.stillShared, repositories.remove(ended.repoId) {
@@ -344,6 +357,15 @@ final class Routes: Sendable {
         let input = try SpoolFile(folder: repositories.spoolFolder)
         try await RequestBodyReader.spool(request, limit: limit, to: input)
         let protocolHeader = Self.gitProtocol.flatMap { request.headers[$0] }
+        if case .scan = caller, service == .receivePack, try !Self.isProbe(input) {
+            // A doctor's token writes notes onto the shared copy's main branch, nothing else
+            // (no other branch or tag to fill the patient's quota with).
+            try input.rewind()
+            guard let push = ReceivePackRequest.parse(try input.read(upTo: 1 << 20)),
+                  push.commands.allSatisfy({ $0.ref == "refs/heads/main" }) else {
+                throw ServeFailure(403, "a scan token updates the shared copy's main branch only")
+            }
+        }
         let output: GitBackend.Output
         if exists {
             output = try await runGit(service, id: id, repository: repositories.path(id), input: input, protocolHeader: protocolHeader)

@@ -5,12 +5,13 @@ import Synchronization
 /// The scan sessions of "Share with a doctor" (limbo.health's `/api/auth/scan/*`): a session
 /// token (`sctk_` and 64 hex characters) gives read-write git access to one `scan-…` staging
 /// repository until it expires or its owner revokes it. Stricter than limbo.health: only the
-/// owner of an existing staging repository may open a session on it, and the staging
-/// repository lives exactly as long as its sessions (deleted when the last one ends).
+/// owner of an existing staging repository may open a session on it. Revoked by its owner,
+/// the staging repository goes at once; expired, it stays `collectionGrace` for its owner to
+/// collect from (the expiry is written in the repository, `RepositoryStore.shareEnds`).
 ///
 /// Sessions are kept in memory only, by the SHA-256 of their token (a token is never stored):
-/// a restart of the server ends every session, and `prepare` then removes the staging
-/// repositories they served.
+/// a restart of the server ends every session; their repositories then wait out the same
+/// grace.
 final class ScanSessions: Sendable {
     struct Session: Sendable {
         let repoId: String
@@ -24,6 +25,10 @@ final class ScanSessions: Sendable {
     static let maxLifetime: Int64 = 7 * 24 * 3600
     /// A staging repository pushed without any session opened on it is removed after this long.
     static let orphanGrace: TimeInterval = 600
+    /// A staging repository whose sessions expired is kept this long after the last of them
+    /// for its owner to collect the doctor's notes (the doctor's token no longer opens it): a
+    /// patient offline when the share ended must not lose a note that reached the server.
+    static let collectionGrace: TimeInterval = 30 * 24 * 3600
 
     /// By the token's SHA-256 (hex).
     private let sessions = Mutex<[String: Session]>([:])
@@ -98,6 +103,8 @@ struct ScanSessionReply: Encodable {
 
 struct ScanRevokeRequest: Decodable {
     let sessionToken: String?
+    /// binder's addition: the staging repository of a session that already expired.
+    let stagingRepoId: String?
 }
 
 struct ScanRevokeReply: Encodable {

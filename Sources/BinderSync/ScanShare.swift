@@ -15,7 +15,13 @@ struct ScanSessionAsk: Encodable {
     let expiresIn: Int64?
 }
 
-struct ScanRevokeAsk: Encodable { let sessionToken: String }
+/// `stagingRepoId` is binder's addition (limbo.health reads only the token): a session that
+/// already expired is unknown to the server, which then removes the staging repository it
+/// names if the caller owns it.
+struct ScanRevokeAsk: Encodable {
+    let sessionToken: String
+    let stagingRepoId: String?
+}
 
 struct ScanRevokeAnswer: Decodable { let success: Bool? }
 
@@ -33,9 +39,9 @@ extension ServerClient {
     /// Revokes a scan session (binder serve also removes its staging repository). False when the
     /// server no longer knows it (404: expired, or revoked already).
     @discardableResult
-    public func revokeScanSession(token: String, sessionToken: String) throws(SyncError) -> Bool {
+    public func revokeScanSession(token: String, sessionToken: String, stagingRepoId: String? = nil) throws(SyncError) -> Bool {
         do {
-            _ = try call("POST", "/api/auth/scan/revoke", body: ScanRevokeAsk(sessionToken: sessionToken), token: token,
+            _ = try call("POST", "/api/auth/scan/revoke", body: ScanRevokeAsk(sessionToken: sessionToken, stagingRepoId: stagingRepoId), token: token,
                          as: ScanRevokeAnswer.self)
             return true
         } catch .server(404, _) {

@@ -112,9 +112,15 @@ public struct ServerClient: Sendable {
         self.retry = retry
     }
 
+    /// `localhost`, `::1`, or an IPv4 address in 127.0.0.0/8 written as one (four decimal
+    /// parts): a name that only starts with "127." (`127.attacker.example`) is a name like any.
     static func isLoopback(_ host: String) -> Bool {
         let h = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-        return h == "localhost" || h == "::1" || h.hasPrefix("127.")
+        if h == "localhost" || h == "::1" { return true }
+        let parts = h.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts.allSatisfy({ !$0.isEmpty && $0.count <= 3 && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }),
+              parts.allSatisfy({ (Int($0) ?? 256) <= 255 }) else { return false }
+        return parts[0] == "127"
     }
 
     /// Smart HTTP URL of a repository.

@@ -100,8 +100,12 @@ public final class SyncEngine: Sendable {
                 logger.info("first push refused, fetching", metadata: ["reason": "\(why)"])
             }
         }
+        // A refusal with the server's branch where it was is no race: the server refused the
+        // commits themselves (a hook, a quota, a check), and saying "synced" would hide it.
+        var refused: (why: String, remoteTip: ObjectID?)?
         for _ in 0..<4 {
             let remoteTip = try fetch(neverSynced: neverSynced)
+            if let refused, refused.remoteTip == remoteTip { throw .rejected(refused.why) }
             let outcome = try mergeRetrying(remote: remoteTip)
             changed += outcome.changedPaths
             if case .upToDate = outcome {} else { report.outcome = Self.combine(report.outcome, outcome) }
@@ -118,9 +122,11 @@ public final class SyncEngine: Sendable {
             case .rejected(let why):
                 // Someone pushed meanwhile: fetch and merge again.
                 logger.info("push refused, merging again", metadata: ["reason": "\(why)"])
+                refused = (why, remoteTip)
                 continue
             }
         }
+        if let refused { throw .rejected(refused.why) }
         return finish(report, changed: changed)
     }
 

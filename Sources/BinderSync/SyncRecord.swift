@@ -56,8 +56,8 @@ public struct SyncRecord: Codable, Sendable, Equatable {
     public static func path(_ repository: GitRepository) -> String { repository.gitDirectory + "/binder-sync.json" }
 
     public static func load(_ repository: GitRepository) -> SyncRecord {
-        guard let data = FileManager.default.contents(atPath: path(repository)),
-              let record = try? JSONDecoder().decode(SyncRecord.self, from: data) else { return SyncRecord() }
+        guard let bytes = try? RegularFile.read(path(repository), limit: 16 << 20),
+              let record = try? JSONDecoder().decode(SyncRecord.self, from: Data(bytes)) else { return SyncRecord() }
         return record
     }
 

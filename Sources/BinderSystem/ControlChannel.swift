@@ -186,14 +186,27 @@ enum ControlLine {
 }
 
 extension WriterLock {
+    /// What the lock file says of the process that last held it (its first 4 KB), read only
+    /// if it is a regular file: opened without blocking, so that a FIFO in its place cannot
+    /// hang `binder status`.
+    static func recordedHolder(gitDirectory: String) -> Holder? {
+        let fd = open(path(gitDirectory: gitDirectory), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+        guard count >= 0 else { return nil }
+        return Holder(text: String(decoding: bytes.prefix(count), as: UTF8.self))
+    }
+
     /// Where this binder is mounted: the mount point its lock file names, while a mount is
     /// there whose daemon is alive or has died without being cleared (`binder status` reports
     /// either). Found by the binder's own lock, not by the mount's name: a binder of the same
     /// name in another state folder (another `BINDER_HOME`) is not this one.
     public static func mountPoints(gitDirectory: String) -> [String] {
-        guard let data = FileManager.default.contents(atPath: path(gitDirectory: gitDirectory)) else { return [] }
-        let holder = Holder(text: String(decoding: data.prefix(4096), as: UTF8.self))
-        guard holder.command == "mount", let mountpoint = holder.mountpoint,
+        guard let holder = recordedHolder(gitDirectory: gitDirectory), holder.command == "mount", let mountpoint = holder.mountpoint,
               let entry = MountTable.entry(at: mountpoint), entry.fsType.hasPrefix("fuse") else { return [] }
         let alive = holder.pid.map { kill($0, 0) == 0 } ?? false
         return alive || MountTable.isDisconnected(mountpoint) ? [mountpoint] : []
@@ -203,8 +216,7 @@ extension WriterLock {
     /// that daemon is alive (read without taking the lock: asking must never refuse a mount
     /// that starts meanwhile). A stale file's socket fails to connect, which callers report.
     public static func mountControl(gitDirectory: String) -> (holder: Holder, control: String)? {
-        guard let data = FileManager.default.contents(atPath: path(gitDirectory: gitDirectory)) else { return nil }
-        let holder = Holder(text: String(decoding: data.prefix(4096), as: UTF8.self))
+        guard let holder = recordedHolder(gitDirectory: gitDirectory) else { return nil }
         guard holder.command == "mount", let control = holder.control, let pid = holder.pid, kill(pid, 0) == 0 else { return nil }
         return (holder, control)
     }

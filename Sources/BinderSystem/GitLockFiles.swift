@@ -126,3 +126,31 @@ public enum GitTemporaryPacks {
         return (removed, bytes)
     }
 }
+
+/// Entries of a repository that would block whoever opens them: a FIFO, a socket or a device
+/// (itself, or where a link leads). libgit2 opens a ref, a pack index or a loose object before
+/// it looks at what it opened, and opening a FIFO waits for a writer that never comes: a
+/// mount whose every request waited behind it. Nothing git writes is one of these, so a
+/// repository holding one was tampered with: every command that opens a binder refuses it
+/// with the paths (`BinderLocator.open`). (`hooks/` is skipped: binder never runs or reads a
+/// hook.)
+public enum BlockingGitFiles {
+    /// Up to `limit` such paths, relative to `gitDirectory`, sorted.
+    public static func find(gitDirectory: String, limit: Int = 10) -> [String] {
+        guard let walk = FileManager.default.enumerator(atPath: gitDirectory) else { return [] }
+        var found: [String] = []
+        while let relative = walk.nextObject() as? String {
+            if relative == "hooks" { walk.skipDescendants(); continue }
+            let path = gitDirectory + "/" + relative
+            var info = stat()
+            guard lstat(path, &info) == 0 else { continue }
+            if info.st_mode & S_IFMT == S_IFLNK, stat(path, &info) != 0 { continue }
+            switch info.st_mode & S_IFMT {
+            case S_IFREG, S_IFDIR, S_IFLNK: continue
+            default: found.append(relative)
+            }
+            if found.count >= limit { break }
+        }
+        return found.sorted()
+    }
+}
