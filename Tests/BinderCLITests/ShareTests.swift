@@ -139,6 +139,12 @@ final class ShareTests: XCTestCase {
         let push = try shell("cd '\(serverRoot.root.path)' && git init -q -b main intruder && cd intruder && git -c user.name=x -c user.email=x@x commit -q --allow-empty -m x && git -c http.extraHeader=\"Authorization: Bearer $(cat '\(otherToken)')\" push -q '\(server.url)/api/mgit/repos/\(id)' main")
         XCTAssertNotEqual(push.status, 0, push.stderr)
         XCTAssertEqual(try server.git(id, "rev-parse main"), before)
+        // The scan token writes the shared copy's main branch only: no other branch or tag.
+        let cloned = try shell("cd '\(serverRoot.root.path)' && git clone -q -c http.extraHeader='Authorization: ScanToken \(token)' '\(server.url)/api/mgit/repos/\(id)' stray")
+        XCTAssertEqual(cloned.status, 0, cloned.stderr)
+        let stray = try shell("cd '\(serverRoot.root.path)/stray' && git -c http.extraHeader='Authorization: ScanToken \(token)' push -q origin main:refs/heads/evil main:refs/tags/t 2>&1")
+        XCTAssertTrue(stray.status != 0 && stray.stdout.contains("403"), stray.stdout)
+        XCTAssertEqual(try server.git(id, "for-each-ref --format='%(refname)'").trimmingCharacters(in: .whitespacesAndNewlines), "refs/heads/main")
         // The doctor may push a note with the scan token, as the scan page does.
         let noted = try runDoctor(payload, note: "Marker-doctor-3")
         XCTAssertEqual(noted.run.status, 0, noted.run.stderr)
@@ -180,7 +186,7 @@ final class ShareTests: XCTestCase {
     }
 
     func testWholeBinderShareEndsAtItsExpiry() throws {
-        let shared = try patient.binder(["share", "--expires", "2s", "--json"])
+        let shared = try patient.binder(["share", "--expires", "4s", "--json"])
         let share = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(shared.stdout.utf8)) as? [String: Any], shared.stdout)
         let id = try XCTUnwrap(share["id"] as? String)
         let payload = try XCTUnwrap(share["payload"] as? String)
@@ -191,18 +197,24 @@ final class ShareTests: XCTestCase {
         let expected = try binderFiles(under: "", suffix: ".json").filter { !$0.hasSuffix(".meta.json") }
         XCTAssertEqual(Set(documents.keys), expected)
         XCTAssertTrue(doctor.run.stdout.contains("Marker-knee-1") && doctor.run.stdout.contains("Marker-asthma-2"))
+        // A note the doctor leaves while the patient is away must not end with the share.
+        XCTAssertEqual(try runDoctor(payload, note: "Marker-before-expiry").run.status, 0)
 
         // Past the expiry (waiting for the clock, not timing anything): the token opens nothing,
-        // the server removed the staging repository, and the patient's next run forgets the share.
+        // the server keeps the staging repository for the patient to collect from, and the
+        // patient's next run collects, revokes (which removes it) and forgets the share.
         while Int(Date().timeIntervalSince1970) <= expiresAt { usleep(200_000) }
         let late = try runDoctor(payload).run
         XCTAssertTrue(late.status != 0 && late.stderr.contains("payload expired"), late.stderr)
         let token = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])?["sessionToken"] as? String)
         XCTAssertEqual(try httpStatus("\(server.url)/api/mgit/repos/\(id)/info/refs?service=git-upload-pack&scan_token=\(token)"), "403")
-        XCTAssertFalse(FileManager.default.fileExists(atPath: "\(server.repos)/\(id).git"))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: "\(server.repos)/\(id).git"), "kept for the patient to collect")
         let listed = try patient.binder(["share", "--list"])
         XCTAssertTrue(listed.stderr.contains("share \(id) expired"), listed.stderr)
-        XCTAssertEqual(listed.stdout, "No active shares.\n")
+        let day = String(ISO8601DateFormatter().string(from: Date()).prefix(10))
+        XCTAssertEqual(listed.stdout, "\(id): collected 1 note(s): visits/\(day)-doctor-note.json\nNo active shares.\n")
+        XCTAssertEqual(try patient.storedValue("health", "visits/\(day)-doctor-note.json"), "Marker-before-expiry")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "\(server.repos)/\(id).git"), "removed once the patient ended it")
     }
 
     func testTextModeDrawsTheQRCodeAboveThePayload() throws {

@@ -161,9 +161,14 @@ final class SyncResilienceTests: XCTestCase {
         try phone.binder(["clone", id, "--name", "health"])
         XCTAssertEqual(try phone.tip("health"), try laptop.tip("health"))
 
-        // A staging copy for a doctor (the phone's scan-<hex> ids) is not a binder to list.
+        // A staging copy for a doctor (the phone's scan-<hex> ids) is not a binder to list. (Put
+        // on the server as the phone's share would: `binder sync` refuses scan-* ids, which
+        // servers delete as staging copies.)
         try laptop.binder(["create", "staging"])
-        try laptop.binder(["sync", "staging", "--repo-id", "scan-19b2f3c4d5e"])
+        assertFails(try laptop.binder(["sync", "staging", "--repo-id", "scan-19b2f3c4d5e"], expectFailure: true), mentioning: "staging copies")
+        let staging = "\(server.repos)/scan-19b2f3c4d5e.git"
+        let placed = try shell("git clone -q --bare '\(try laptop.git("staging", "rev-parse --absolute-git-dir"))' '\(staging)' && cp '\(server.repos)/\(id).git/binder-owner' '\(staging)/'")
+        XCTAssertEqual(placed.status, 0, placed.stderr)
         let listing = try laptop.binder(["list"]).stdout
         let onServer = try XCTUnwrap(listing.components(separatedBy: "On \(proxy.url):").last)
         XCTAssertTrue(onServer.contains(id), listing)

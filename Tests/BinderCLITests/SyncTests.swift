@@ -46,10 +46,29 @@ final class SyncTests: XCTestCase {
         device.unmount()
     }
 
+    /// A push the server refuses while its branch stays where it was (a hook, a quota) is no
+    /// race to merge through: `binder sync` fails with the server's reason, and the commits
+    /// stay pending.
+    func testAPushTheServerRefusesIsAnErrorNotSynced() throws {
+        try createOnLaptopAndCloneOnPhone()
+        let hook = server.repos + "/health.git/hooks/pre-receive"
+        XCTAssertEqual(try shell("mkdir -p '\(server.repos)/health.git/hooks' && printf '#!/bin/sh\\necho refused by policy >&2\\nexit 1\\n' > '\(hook)' && chmod +x '\(hook)'").status, 0)
+        try offlineEdit(laptop) { try $0.write("visits/2026-05-01-knee.md", "# Knee\n") }
+        let before = try server.git("health", "rev-parse main")
+        let synced = try laptop.binder(["sync", "health"], expectFailure: true)
+        XCTAssertNotEqual(synced.status, 0, synced.stdout)
+        XCTAssertTrue(synced.stderr.contains("refused the push"), synced.stderr)
+        XCTAssertEqual(try server.git("health", "rev-parse main"), before)
+        XCTAssertTrue(try laptop.binder(["status", "health"]).stdout.contains("pending commits: 2"))
+    }
+
     func testPushToCreateCloneByIdAndNonOverlappingEditsSyncBothWays() throws {
         try createOnLaptopAndCloneOnPhone()
         XCTAssertEqual(try server.git("health", "rev-parse main").trimmingCharacters(in: .whitespacesAndNewlines), try laptop.tip("health"))
         XCTAssertEqual(try String(contentsOfFile: server.repos + "/health.git/binder-owner", encoding: .utf8), publicKeyHex + "\n")
+        // What the server keeps is its account's alone: no other local user reads or lists it.
+        XCTAssertEqual(try shell("stat -c %a '\(server.repos)'").stdout, "700\n")
+        XCTAssertEqual(try shell("find '\(server.repos)' -perm /o=rwx | head -3").stdout, "", "readable by other users")
         XCTAssertEqual(try phone.tip("health"), try laptop.tip("health"))
         XCTAssertEqual(try phone.git("health", "status --porcelain"), "", "the clone's work tree is checked out")
 
