@@ -98,7 +98,6 @@ struct RepositoryStore: Sendable {
         return true
     }
 
-    /// The `scan-…` staging repositories, with when each was last changed.
     /// When the last session opened on staging repository `id` ends (written when a session
     /// opens, kept across restarts); nil when none was ever opened.
     func shareEnds(_ id: String) -> Int64? {
@@ -110,6 +109,7 @@ struct RepositoryStore: Sendable {
         try? Data("\(time)\n".utf8).write(to: URL(fileURLWithPath: path(id) + "/binder-share-ends"), options: .atomic)
     }
 
+    /// The `scan-…` staging repositories, with when each was last changed.
     func stagingRepositories() -> [(id: String, modified: Date)] {
         ids().filter { ScanSessions.isStagingID($0) }.map { id in
             let attributes = try? FileManager.default.attributesOfItem(atPath: path(id))
