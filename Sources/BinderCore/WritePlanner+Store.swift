@@ -37,7 +37,17 @@ extension WritePlanner {
                 var document = try binder.document(reference)
                 document.metadata["originalSizeBytes"] = JSONValue(content.count)
                 document.metadata["updated"] = .string(modified ?? now)
-                return WritePlan(changes: [.sidecar(gitPath: current.gitPath, content: content),
+                var sidecarPath = current.gitPath
+                if planner.isShared(sidecar: current.gitPath, by: reference) {
+                    // Another record names the same sidecar: this one gets a sidecar of its own,
+                    // named as it is shown, and the other keeps its bytes.
+                    let (folder, _) = ViewPath.split(current.gitPath)
+                    sidecarPath = join(folder, name + NameMapping.sidecarExtension)
+                    try NameRules.checkStored(name + NameMapping.sidecarExtension, path: path)
+                    guard binder.entry(sidecarPath) == nil else { throw .exists(path) }
+                    document.value = name + NameMapping.sidecarExtension
+                }
+                return WritePlan(changes: [.sidecar(gitPath: sidecarPath, content: content),
                                            try planner.documentChange(document, at: reference, path: path)],
                                  message: "Update attachment")
             case (.sidecar, nil):
@@ -150,6 +160,11 @@ extension WritePlanner {
             let previous = document.metadata
             if !isNew, parsed.value == document.value, sameAsStored(parsed.metadata, previous) { return false }
             var metadata = parsed.metadata ?? previous
+            // `attachment_ref` with a sidecar's name for its body would make this record show,
+            // and on deletion remove, an attachment that is another record's.
+            if !isChild, metadata["type"]?.stringValue == "attachment_ref", parsed.value.hasSuffix(NameMapping.sidecarExtension) {
+                throw .invalid(path: path, reason: "type attachment_ref is for attachments binder stores itself, not a record's front matter")
+            }
             if metadata["type"]?.stringValue == nil {
                 metadata["type"] = previous["type"] ?? .string(defaultType ?? Categories.defaultType)
             }

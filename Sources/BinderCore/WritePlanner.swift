@@ -94,7 +94,9 @@ struct WritePlanner {
         case .sidecar:
             switch current.owner {
             case .document(let reference)?:
-                return WritePlan(changes: [.delete(gitPath: reference), .delete(gitPath: current.gitPath)], message: "Delete entry")
+                // A sidecar another record also names (a crafted repository) stays for it.
+                let sidecar: [PlannedChange] = isShared(sidecar: current.gitPath, by: reference) ? [] : [.delete(gitPath: current.gitPath)]
+                return WritePlan(changes: [.delete(gitPath: reference)] + sidecar, message: "Delete entry")
             case .child(let documentPath, let indexPath)?:
                 return try removeChild(documentPath: documentPath, indexPath: indexPath, path: path)
             case nil:
@@ -102,6 +104,18 @@ struct WritePlanner {
             }
         case .child(_, let indexPath), .inlineAttachment(_, let indexPath):
             return try removeChild(documentPath: current.gitPath, indexPath: indexPath, path: path)
+        }
+    }
+
+    /// Whether a record of the folder other than `owner` shows the sidecar at `gitPath` as its
+    /// attachment: two references to one sidecar (which the apps never write, but a crafted
+    /// repository or another tool can) must not let a change through one destroy the other's.
+    func isShared(sidecar gitPath: String, by owner: String) -> Bool {
+        let folder = ViewPath.split(gitPath).parent
+        return binder.names(in: folder).contains { name in
+            guard let node = binder.node(join(folder, name)), case .sidecar = node.source, node.gitPath == gitPath,
+                  case .document(let other)? = node.owner else { return false }
+            return other != owner
         }
     }
 

@@ -111,6 +111,25 @@ final class HostileInputTests: XCTestCase {
         XCTAssertTrue(log.contains("x\\u{a}2026-01-01T00:00:00.000Z error FORGED\\u{1b}[31m.json"), log)
     }
 
+    /// Two records naming one sidecar (a reference copied under a second name): writing or
+    /// deleting through the second leaves the first's attachment as it was; and a note cannot
+    /// make itself such a second reference through its front matter.
+    func testASidecarTwoRecordsNameStaysTheFirstsBytes() throws {
+        let reference = try git("rev-parse HEAD:visits/2025-03-03-recording.json")
+        try git("update-index --add --cacheinfo 100644,\(reference),visits/zz-copy.json")
+        try git("commit -q -m 'Add entry'")
+        try binder.mount()
+        let original = try binder.read("visits/2025-03-03-recording.m4a")
+        XCTAssertEqual(try binder.read("visits/2025-03-03-recording-2.m4a"), original)
+        XCTAssertEqual(try shell("rm visits/2025-03-03-recording-2.m4a", in: binder.mountpoint).status, 0)
+        XCTAssertEqual(try binder.read("visits/2025-03-03-recording.m4a"), original)
+        XCTAssertNotEqual(try git("ls-tree --name-only main visits/").split(separator: "\n").filter { $0 == "visits/2025-03-03-recording.m4a.enc" }, [])
+
+        let note = try shell("printf -- '---\\ntype: attachment_ref\\n---\\n2025-03-03-recording.m4a.enc' > visits/claim.md", in: binder.mountpoint)
+        XCTAssertEqual(try shell("ls visits/claim.md", in: binder.mountpoint).status == 0, false, note.stderr)
+        XCTAssertEqual(try binder.read("visits/2025-03-03-recording.m4a"), original)
+    }
+
     func testAnotherRecordCannotTakeThePlaceOfPatientInfo() throws {
         try binder.mount()
         XCTAssertEqual(try shell("mkdir -p visits && printf '# A visit\\n' > visits/a.md", in: binder.mountpoint).status, 0)
