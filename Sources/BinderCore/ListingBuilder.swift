@@ -151,7 +151,9 @@ struct ListingBuilder {
     private mutating func removeUnsafeNames() {
         for (path, built) in listings {
             for (name, node) in built.nodes {
-                guard let unsafe = Self.unsafeNameReason(name, atRoot: false) else { continue }
+                // At the root, `.binder` too: an attachment shown by its sidecar's name
+                // (`.binder.enc`) would stand where the views are.
+                guard let unsafe = Self.unsafeNameReason(name, atRoot: path.isEmpty) else { continue }
                 findings.append(ListingFinding(gitPath: node.gitPath, reason: "not shown: its name in the view would be " + unsafe))
                 listings[path]?.nodes.removeValue(forKey: name)
             }

@@ -130,6 +130,16 @@ final class HostileInputTests: XCTestCase {
         XCTAssertEqual(try binder.read("visits/2025-03-03-recording.m4a"), original)
     }
 
+    /// A sidecar at the root named `.binder.enc` would be shown as `.binder`, where the views are.
+    func testNoFileTakesTheNameOfTheViewsFolder() throws {
+        let sidecar = try git("rev-parse HEAD:visits/2025-03-03-recording.m4a.enc")
+        try git("update-index --add --cacheinfo 100644,\(sidecar),.binder.enc")
+        try git("commit -q -m 'Add entry'")
+        try binder.mount(["--views", "visible"])
+        XCTAssertEqual(try shell("ls -A | grep -c '^.binder$'", in: binder.mountpoint).stdout, "1\n")
+        XCTAssertEqual(try shell("test -d .binder && ls .binder/timeline > /dev/null", in: binder.mountpoint).status, 0)
+    }
+
     func testAnotherRecordCannotTakeThePlaceOfPatientInfo() throws {
         try binder.mount()
         XCTAssertEqual(try shell("mkdir -p visits && printf '# A visit\\n' > visits/a.md", in: binder.mountpoint).status, 0)
