@@ -128,7 +128,6 @@ extension WritePlanner {
                              message: "Add attachment")
         }
 
-
         func create(childOf parent: Parent) throws(WriteError) -> WritePlan {
             var target = try planner.parentDocument(parent, path: path)
             var extra: [PlannedChange] = []
