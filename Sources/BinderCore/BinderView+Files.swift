@@ -130,7 +130,11 @@ extension BinderView {
                 throw .reading(path, error)
             }
         }
-        return openFiles.register(OpenFile(path: path, buffer: buffer, writable: true, dirty: truncate, appends: append))
+        let file = OpenFile(path: path, buffer: buffer, writable: true, dirty: truncate, appends: append)
+        if append && !truncate, let source = (try? listings.node(path))?.source {
+            file.edit.withLock { $0.appendBase = (source, buffer.count) }
+        }
+        return openFiles.register(file)
     }
 
     /// An open for writing of a name the view no longer has: the kernel still believed in it
@@ -172,6 +176,7 @@ extension BinderView {
             edit.dirty = true
             edit.written = true
             edit.failedStore = nil
+            edit.appendBase = nil
         }
     }
 
@@ -215,12 +220,13 @@ extension BinderView {
         guard let file = openFiles.file(handle) else { return false }
         let onlyTruncated = file.edit.withLock { $0.refusal == nil && $0.dirty && !$0.detached && !$0.written }
         let closing = closing || (onlyTruncated && isLastDescriptor())
-        let pending = try file.edit.withLock { (edit) throws(WriteError) -> (path: String, bytes: SecureBytes, modified: Timestamp?)? in
+        let pending = try file.edit.withLock { (edit) throws(WriteError) -> (path: String, bytes: SecureBytes, modified: Timestamp?,
+                                                                                 appendBase: (source: Node.Source, count: Int)?)? in
             if let refusal = edit.refusal { throw refusal }
             guard edit.dirty, !edit.detached, edit.written || closing else { return nil }
             if let failed = edit.failedStore { throw failed }
             let bytes = try WriteError.needingSecretMemory(edit.path) { () throws(SecureMemoryError) in try edit.buffer.snapshot() }
-            return (edit.path, bytes, edit.modified)
+            return (edit.path, bytes, edit.modified, edit.appendBase)
         }
         guard let pending else { return false }
         if ScratchNames.isScratch(ViewPath.split(pending.path).name) {
@@ -233,6 +239,17 @@ extension BinderView {
         }
         var bytes = pending.bytes.copyBytes()
         defer { secureZero(&bytes) }
+        var rebased = false
+        if let base = pending.appendBase, base.count <= bytes.count, let now = try? listings.node(pending.path), now.source != base.source,
+           let stored = try? currentContent(pending.path) {
+            // Stored from another handle since this one read it (`OpenFile.Edit.appendBase`).
+            var content = stored.copyBytes()
+            content += bytes[base.count...]
+            secureZero(&bytes)
+            bytes = content
+            secureZero(&content)
+            rebased = true
+        }
         do {
             try store(pending.path, content: bytes, modified: pending.modified)
         } catch {
@@ -244,7 +261,14 @@ extension BinderView {
             }
             throw error
         }
-        file.edit.withLock { $0.dirty = false }
+        let storedSource = (try? listings.node(pending.path))?.source
+        let rebasedBuffer = rebased ? try? SecureBytes(copying: bytes) : nil
+        file.edit.withLock { edit in
+            edit.dirty = false
+            // What this handle appends from now on goes after what it just stored.
+            if let rebasedBuffer { edit.buffer = EditBuffer(content: rebasedBuffer) }
+            if edit.appendBase != nil, let storedSource { edit.appendBase = (storedSource, edit.buffer.count) }
+        }
         openFiles.dropProvisional(pending.path, onlyIf: file)
         return true
     }

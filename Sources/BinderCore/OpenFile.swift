@@ -31,6 +31,13 @@ final class OpenFile: Sendable {
         /// offset the kernel gives (it computes one from the size it cached, which a commit
         /// that re-rendered the file can have made stale).
         var appends = false
+        /// For a handle opened with O_APPEND on a stored file: the stored version it read (the
+        /// node's source) and how many bytes it held then, or after this handle's last store;
+        /// nil once it is truncated. O_APPEND writes at the end of the file as it is when they
+        /// land: if another handle stores the file meanwhile (two processes appending to one
+        /// record), this handle's appended bytes go after what that one stored, instead of its
+        /// store replacing that one's.
+        var appendBase: (source: Node.Source, count: Int)?
     }
 
     let edit: Mutex<Edit>

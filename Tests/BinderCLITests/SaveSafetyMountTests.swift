@@ -186,6 +186,26 @@ final class SaveSafetyMountTests: MountedFixtureTestCase {
         XCTAssertFalse(deleted.contains("aa.md"), deleted)
     }
 
+    /// Two handles appending to one record (O_APPEND): every line lands once, whichever closes
+    /// first, also across an fsync in between (each store of one goes after the other's).
+    func testTwoAppendersToOneRecordKeepEveryLine() throws {
+        XCTAssertEqual(try shell("printf '# Log\\n' > visits/log.md", in: mnt).status, 0)
+        let run = try shell("""
+            python3 -c "import os
+            p = 'visits/log.md'
+            a = os.open(p, os.O_WRONLY | os.O_APPEND); b = os.open(p, os.O_WRONLY | os.O_APPEND)
+            os.write(a, b'LINE-ONE\\n'); os.write(b, b'LINE-TWO\\n')
+            os.close(a); os.fsync(b)
+            os.write(b, b'LINE-THREE\\n'); c = os.open(p, os.O_WRONLY | os.O_APPEND); os.write(c, b'LINE-FOUR\\n'); os.close(c)
+            os.write(b, b'LINE-FIVE\\n'); os.close(b)"
+            """, in: mnt)
+        XCTAssertEqual(run.status, 0, run.stderr)
+        let value = try stored("visits/log.json").value
+        for line in ["LINE-ONE", "LINE-TWO", "LINE-THREE", "LINE-FOUR", "LINE-FIVE"] {
+            XCTAssertEqual(value.components(separatedBy: line).count - 1, 1, "\(line) in \(value)")
+        }
+    }
+
     /// A refused save is logged once, not once for the close and again for the release; the
     /// scratch files an unmount drops are named in the log.
     func testARefusalIsLoggedOnceAndDroppedScratchFilesAreNamed() throws {
