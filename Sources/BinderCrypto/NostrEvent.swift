@@ -130,9 +130,12 @@ public struct NostrEvent: Sendable, Equatable {
     }
 
     /// A NIP-42/22242 authentication event answering `challenge`.
-    public static func authentication(challenge: String, secretKey: SecretKey, createdAt: Int64) -> NostrEvent {
+    /// `relay`: the server the event is for (NIP-42's tag), when known. A server that checks it
+    /// refuses the event when another server hands it on: a hostile server can then no longer
+    /// log in elsewhere as whoever logged in to it.
+    public static func authentication(challenge: String, secretKey: SecretKey, createdAt: Int64, relay: String? = nil) -> NostrEvent {
         var event = NostrEvent(pubkey: secretKey.publicKey.hex, createdAt: createdAt, kind: 22242,
-                               tags: [["challenge", challenge]], content: challenge)
+                               tags: relay.map { [["relay", $0], ["challenge", challenge]] } ?? [["challenge", challenge]], content: challenge)
         event.sign(with: secretKey)
         return event
     }

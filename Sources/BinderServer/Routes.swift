@@ -124,12 +124,26 @@ final class Routes: Sendable {
             throw ServeFailure(401, "event does not answer the challenge")
         }
         guard e.isFresh(now: now, allowedSkew: Self.clockSkew) else { throw ServeFailure(401, "event created_at is not fresh") }
+        // An event that names its server (binder's clients do; the apps do not) must name this
+        // one, as clients reach it (`--public-url`): else another server is handing on what was
+        // signed for it, to log in here as its user.
+        if let publicURL, let relay = e.tags.first(where: { $0.count >= 2 && $0[0] == "relay" })?[1],
+           Self.normalizedURL(relay) != Self.normalizedURL(publicURL) {
+            throw ServeFailure(401, "the event was signed for another server")
+        }
         do { try e.verify() } catch { throw ServeFailure(401, "event signature: \(error)") }
         let userType = verify.userType ?? "patient"
         guard ["patient", "provider"].contains(userType) else { throw ServeFailure(400, "unknown userType") }
         let token = try tokens.issue(pubkey: e.pubkey, userType: userType, now: now)
         logger.info("login", metadata: ["pubkey": "\(e.pubkey.prefix(16))…"])
         return JSONReply.response(200, VerifyReply(token: token, pubkey: e.pubkey, metadata: .init(userType: userType)))
+    }
+
+    /// A URL as compared for `relay`: lowercased, without trailing slashes.
+    static func normalizedURL(_ url: String) -> String {
+        var text = url.trimmingCharacters(in: .whitespaces).lowercased()
+        while text.hasSuffix("/") { text.removeLast() }
+        return text
     }
 
     /// The token's claims; 401 for a missing, malformed, forged or expired one.

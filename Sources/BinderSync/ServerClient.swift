@@ -133,7 +133,7 @@ public struct ServerClient: Sendable {
             throw .server(status: 200, message: "the challenge is empty or longer than 1024 bytes")
         }
         let event = NostrEvent.authentication(challenge: challenge.challenge, secretKey: secretKey,
-                                              createdAt: Int64(Date().timeIntervalSince1970))
+                                              createdAt: Int64(Date().timeIntervalSince1970), relay: base)
         let request = VerifyRequest(signedEvent: SignedEvent(event), challenge: challenge.challenge, userType: "patient")
         let verified = try call("POST", "/api/auth/nostr/verify", body: request, token: nil, as: VerifyAnswer.self)
         guard !verified.token.isEmpty else { throw .server(status: 200, message: "no token in the answer") }

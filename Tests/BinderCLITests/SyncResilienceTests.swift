@@ -28,6 +28,22 @@ final class SyncResilienceTests: XCTestCase {
     /// completes (each request is retried on its own, the transfer goes on), a second device
     /// merges through the same faults, and the mount's background sync lands every save, also
     /// across a server restart with a new signing secret. No commit is lost or duplicated.
+    /// A login is signed for the server it is meant for (NIP-42's relay tag): a server that
+    /// knows its own address refuses one another server hands on (a hostile server relaying
+    /// what its user signed, to get that user's token here), and takes one signed for it.
+    func testALoginHandedOnByAnotherServerIsRefused() throws {
+        let url = server.url
+        server.stop()
+        try server.start(["--public-url", url])
+        let relay = try FaultProxy(upstream: server, [])
+        defer { relay.stop() }
+        let laptop = try Device(nsec: nsec)
+        let relayed = try laptop.binder(["login", "--server", relay.url], expectFailure: true)
+        XCTAssertNotEqual(relayed.status, 0, relayed.stdout)
+        XCTAssertTrue(relayed.stderr.contains("signed for another server"), relayed.stderr)
+        XCTAssertEqual(try laptop.binder(["login", "--server", server.url]).status, 0)
+    }
+
     func testSyncConvergesThroughAServerThatFailsEveryThirdRequestAndResetsConnections() throws {
         let proxy = try FaultProxy(upstream: server, ["--fail-every", "3", "--reset-every", "5"])
         defer { proxy.stop() }

@@ -107,6 +107,9 @@ final class NostrEventTests: XCTestCase {
         XCTAssertEqual(event.content, "abc")
         XCTAssertEqual(event.pubkey, key.publicKey.hex)
         XCTAssertNoThrow(try event.verify())
+        let named = NostrEvent.authentication(challenge: "abc", secretKey: key, createdAt: 1_700_000_000, relay: "https://limbo.health")
+        XCTAssertEqual(named.tags, [["relay", "https://limbo.health"], ["challenge", "abc"]])
+        XCTAssertNoThrow(try named.verify())
     }
 }
 
