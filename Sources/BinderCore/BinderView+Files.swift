@@ -261,7 +261,8 @@ extension BinderView {
             }
             throw error
         }
-        let storedSource = (try? listings.node(pending.path))?.source
+        // Only an appending handle needs the version it just stored (a lookup per save otherwise).
+        let storedSource = pending.appendBase == nil ? nil : (try? listings.node(pending.path))?.source
         let rebasedBuffer = rebased ? try? SecureBytes(copying: bytes) : nil
         file.edit.withLock { edit in
             edit.dirty = false
