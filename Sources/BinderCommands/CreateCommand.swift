@@ -8,13 +8,19 @@ import Foundation
 struct CreateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "create",
-        abstract: "Create a new binder (local, no server) holding an encrypted patient-info.json.")
+        abstract: "Create a new binder (local, no server) holding an encrypted patient-info.json.",
+        discussion: """
+        The patient's name and date of birth are health data, and a command line is readable by \
+        every user of the computer: give them as - to read them from standard input (one line \
+        each, name first), or leave them out to be asked on a terminal. A value typed on the \
+        command line still works, with a warning.
+        """)
 
     @Argument(help: "The binder's name (letters, digits, '-', '_', '.').")
     var name: String
-    @Option(name: .customLong("patient-name"), help: "The patient's name, written into patient-info (encrypted).")
+    @Option(name: .customLong("patient-name"), help: "The patient's name, written into patient-info (encrypted); - reads a line of standard input.")
     var patientName: String?
-    @Option(help: "Date of birth, YYYY-MM-DD.")
+    @Option(help: "Date of birth, YYYY-MM-DD; - reads a line of standard input.")
     var dob: String?
     @OptionGroup var passphrase: PassphraseOptions
 
@@ -22,14 +28,15 @@ struct CreateCommand: ParsableCommand {
         guard BinderLocator.isSafeName(name) else {
             throw ValidationError("'\(name)' is not a usable binder name: use up to 100 letters, digits, '-', '_' and '.', not starting with '.' or '-'")
         }
-        if let dob {
-            let parts = dob.split(separator: "-")
-            guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-                  parts.allSatisfy({ $0.allSatisfy(\.isASCII) && Int($0) != nil }),
-                  let month = Int(parts[1]), (1...12).contains(month), let day = Int(parts[2]), (1...31).contains(day) else {
-                throw ValidationError("--dob must be a date as YYYY-MM-DD")
-            }
-        }
+        if let dob, dob != "-", !Self.isDate(dob) { throw ValidationError("--dob must be a date as YYYY-MM-DD") }
+    }
+
+    static func isDate(_ text: String) -> Bool {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
+              parts.allSatisfy({ $0.allSatisfy { $0.isASCII && $0.isNumber } }),
+              let month = Int(parts[1]), (1...12).contains(month), let day = Int(parts[2]), (1...31).contains(day) else { return false }
+        return true
     }
 
     func run() throws {
@@ -39,6 +46,12 @@ struct CreateCommand: ParsableCommand {
         guard !FileManager.default.fileExists(atPath: path) else {
             throw CommandFailure("a binder named '\(name)' already exists at \(path)")
         }
+        let values = try ContentInput().values([
+            ContentOption(name: "--patient-name", prompt: "Patient's name", given: patientName),
+            ContentOption(name: "--dob", prompt: "Date of birth, YYYY-MM-DD", given: dob),
+        ])
+        let patientName = values[0], dob = values[1]
+        if let dob, !Self.isDate(dob) { throw CommandFailure.usage("--dob must be a date as YYYY-MM-DD") }
         let key = try KeyStore(state: state).secretKey(passphrase: passphrase.source)
         try FileManager.default.createDirectory(atPath: state.bindersDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])

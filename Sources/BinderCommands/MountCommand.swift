@@ -466,10 +466,13 @@ func detachMount(_ path: String) -> Bool {
 }
 
 /// Runs a tool found on PATH with its output discarded; its exit status (-1 if it cannot run).
+/// It never talks to the terminal: `Process` starts it in a process group of its own, where a
+/// read of the terminal would stop it, so its input is /dev/null too.
 func runQuietly(_ tool: String, _ arguments: [String]) -> Int32 {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = [tool] + arguments
+    process.standardInput = FileHandle.nullDevice
     process.standardOutput = FileHandle.nullDevice
     process.standardError = FileHandle.nullDevice
     do { try process.run() } catch { return -1 }

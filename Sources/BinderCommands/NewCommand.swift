@@ -14,12 +14,14 @@ struct NewCommand: ParsableCommand {
         (drug, dosage, prescriber), conditions (diagnosis, date of diagnosis), plain otherwise. \
         A file CATEGORY.md under $XDG_CONFIG_HOME/binder/templates (~/.config/binder/templates) \
         replaces the built-in one; {{title}} and {{date}} in it are filled in. In a mounted binder \
-        the record is written through the mount; otherwise straight into git (one commit).
+        the record is written through the mount; otherwise straight into git (one commit). A title \
+        is health data and a command line is readable by every user of the computer: give --title - \
+        to read it from standard input, or leave it out to be asked on a terminal.
         """)
 
     @Argument(help: "The folder (category) to create the record in: visits, labs, medications, conditions, or any other.")
     var category: String
-    @Option(help: "The record's title (its first heading and file name).")
+    @Option(help: "The record's title (its first heading and file name); - reads a line of standard input. Default: the category's (Visit, Lab…).")
     var title: String?
     @Option(help: "A binder's name or path (default: the only local binder, or the one mounted).")
     var binder: String?
@@ -38,7 +40,9 @@ struct NewCommand: ParsableCommand {
         let state = StateDirectory()
         let (repository, path) = try BinderLocator(state: state).open(try binderForViews(binder, state: state))
         let date = String(Timestamps.now().prefix(10))
-        let title = self.title ?? Self.defaultTitle(category)
+        let title = try ContentInput().values([
+            ContentOption(name: "--title", prompt: "Title", given: self.title, whenEmpty: Self.defaultTitle(category)),
+        ])[0] ?? Self.defaultTitle(category)
         let text = RecordTemplates.text(for: category, title: title, date: date)
         let writerLock: WriterLock
         do { writerLock = try WriterLock.acquire(gitDirectory: repository.gitDirectory, patience: 0) } catch .held(let holder) {
@@ -90,15 +94,20 @@ struct NewCommand: ParsableCommand {
         }
     }
 
+    /// Runs `$VISUAL`/`$EDITOR` on `file` in the terminal's foreground process group (see
+    /// `TerminalProgram`: an editor in a group of its own is stopped by the terminal).
     private func openEditor(_ file: String) throws {
         let environment = ProcessInfo.processInfo.environment
-        let editor = environment["VISUAL"] ?? environment["EDITOR"] ?? "vi"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", editor + " \"$1\"", "sh", file]
-        try process.run()
-        process.waitUntilExit()
-        if process.terminationStatus != 0 { throw CommandFailure("\(editor) exited with status \(process.terminationStatus)") }
+        let editor = [environment["VISUAL"], environment["EDITOR"]].compactMap { $0 }.first { !$0.isEmpty } ?? "vi"
+        let outcome: TerminalProgram.Outcome
+        do { outcome = try TerminalProgram.run("/bin/sh", arguments: ["-c", editor + " \"$1\"", "sh", file]) } catch {
+            throw CommandFailure("cannot start the editor (\(editor)): \(error)")
+        }
+        switch outcome {
+        case .exited(0): return
+        case .exited(let status): throw CommandFailure("\(editor) exited with status \(status); the record is kept as it was last saved")
+        case .signalled(let signal): throw CommandFailure("\(editor) was ended by signal \(signal); the record is kept as it was last saved")
+        }
     }
 
     /// `YYYY-MM-DD-title-words.md`, or with `-2`, `-3`… when taken (as the apps name files).

@@ -22,7 +22,7 @@ struct ShareCommand: ParsableCommand {
     var expires: String?
     @Option(help: "A binder's name or path (default: the only local binder).")
     var binder: String?
-    @Option(help: "A note for yourself on whom it is for (shown by --list; kept encrypted).")
+    @Option(help: "A note for yourself on whom it is for (shown by --list; kept encrypted); - reads a line of standard input, left out it is asked on a terminal.")
     var label: String?
     @Flag(help: "Print the share (id, expiry, the exact QR payload) as one JSON object instead of the QR code.")
     var json = false
@@ -81,6 +81,7 @@ struct ShareCommand: ParsableCommand {
 
     private func share(state: StateDirectory, key: SecretKey, book: ShareBook, accounts: Accounts) throws {
         let lifetime = try lifetime()
+        let label = try ContentInput().values([ContentOption(name: "--label", prompt: "Label (whom it is for)", given: self.label)])[0]
         // The image file is made (empty, 0600) before anything is shared: a refusal costs nothing.
         var image: QRImageFile?
         if let qrPNG, qrPNG != "-" { image = try QRImageFile.create(qrPNG) }
@@ -112,7 +113,7 @@ struct ShareCommand: ParsableCommand {
         try book.add(record, secrets: secrets)
         shared = true
         let payload = ScanPayload.text(privateKeyHex: secrets.ephemeralPrivkey, session: scan, endpoint: client.base)
-        try present(payload, repoId: repoId, records: secrets.records, files: copy.paths.count, scan: scan, server: client.base,
+        try present(payload, secrets: secrets, repoId: repoId, records: secrets.records, files: copy.paths.count, scan: scan, server: client.base,
                     image: image)
     }
 
@@ -141,8 +142,8 @@ struct ShareCommand: ParsableCommand {
     }
 
     /// The share made, as asked: the QR code in the terminal and the payload, the PNG, or JSON.
-    private func present(_ payload: String, repoId: String, records: Int, files: Int, scan: ScanSession, server: String,
-                         image: QRImageFile?) throws {
+    private func present(_ payload: String, secrets: ShareSecrets, repoId: String, records: Int, files: Int, scan: ScanSession,
+                         server: String, image: QRImageFile?) throws {
         let ending = "Shared \(records) record(s) as \(repoId) until \(Self.iso(scan.expiresAt)); "
             + "the doctor scans the QR code at \(server)/scan. End it with 'binder share --revoke \(repoId)'."
         if let qrPNG {
@@ -158,7 +159,7 @@ struct ShareCommand: ParsableCommand {
             if let image { try image.write(png) }
         }
         if json {
-            try JSONOutput.print(ShareReport(id: repoId, server: server, expiresAt: scan.expiresAt, label: label ?? "",
+            try JSONOutput.print(ShareReport(id: repoId, server: server, expiresAt: scan.expiresAt, label: secrets.label,
                                              files: files, payload: payload))
         } else {
             // The QR code for the doctor's camera, then the payload itself (the last line, for scripts).

@@ -20,7 +20,7 @@ enum Markdown {
         })
         // Ink passes HTML through, and an element it never sees closed swallows the rest of the
         // record: `<` is hidden from it and comes back as text.
-        let hidden = keepingFrontMatter(markdown).replacingOccurrences(of: "<", with: placeholder)
+        let hidden = keepingLineBreaks(keepingFrontMatter(markdown)).replacingOccurrences(of: "<", with: placeholder)
         return parser.html(from: hidden).replacingOccurrences(of: placeholder, with: "&lt;")
     }
 
@@ -38,6 +38,64 @@ enum Markdown {
         let block = lines[1..<close].joined(separator: "\n")
         let rest = lines[(close + 1)...].joined(separator: "\n")
         return "```\n" + block + "\n```\n\n" + rest
+    }
+
+    /// A line break inside a paragraph stays a line break, as the apps show it (and GitHub in
+    /// comments): a record is written line by line ("Date: …", then "Provider: …", as the
+    /// templates have it), not reflowed prose, and markdown would join those lines into one.
+    /// Done by ending each such line with markdown's own hard break (two spaces), in the copy
+    /// given to Ink only: the record stays as written, valid markdown for every reader.
+    /// Headings, list items, tables, quotes, fenced and indented code keep markdown's rules.
+    static func keepingLineBreaks(_ markdown: String) -> String {
+        let lines = markdown.split(separator: "\n", omittingEmptySubsequences: false)
+        guard lines.count > 1 else { return markdown }
+        var out: [Substring] = []
+        out.reserveCapacity(lines.count)
+        var fence: Substring?
+        var inParagraph = false
+        for (index, line) in lines.enumerated() {
+            let trimmed = line.drop { $0 == " " }
+            if let open = fence {
+                if trimmed.hasPrefix(open) { fence = nil }
+                out.append(line)
+                continue
+            }
+            if trimmed.hasPrefix("```") || trimmed.hasPrefix("~~~") {
+                fence = trimmed.prefix(3)
+                inParagraph = false
+                out.append(line)
+                continue
+            }
+            let isText = isParagraphText(line, continuing: inParagraph)
+            inParagraph = isText
+            let next = index + 1 < lines.count ? lines[index + 1] : nil
+            if isText, let next, isParagraphText(next, continuing: true), !line.hasSuffix("  "), !line.hasSuffix("\\") {
+                out.append(line + "  ")
+            } else {
+                out.append(line)
+            }
+        }
+        return out.joined(separator: "\n")
+    }
+
+    /// Whether `line` is text of a paragraph (`continuing` one: an indented line then
+    /// continues it rather than starting code), not blank and not another block's start.
+    private static func isParagraphText(_ line: Substring, continuing: Bool) -> Bool {
+        let line = line.hasSuffix("\r") ? line.dropLast() : line
+        let indent = line.prefix { $0 == " " || $0 == "\t" }
+        let rest = line.dropFirst(indent.count)
+        if rest.isEmpty { return false }
+        if !continuing && (indent.count >= 4 || indent.contains("\t")) { return false }
+        guard let first = rest.first else { return false }
+        if "#|>`~<".contains(first) { return false }
+        if "-*+".contains(first) && (rest.dropFirst().first == " " || rest.allSatisfy { $0 == first || $0 == " " }) { return false }
+        if first == "=" && rest.allSatisfy({ $0 == "=" || $0 == " " }) { return false }
+        let digits = rest.prefix { $0.isASCII && $0.isNumber }
+        if !digits.isEmpty && digits.count <= 9 {
+            let after = rest.dropFirst(digits.count)
+            if after.hasPrefix(". ") || after.hasPrefix(") ") || after == "." || after == ")" { return false }
+        }
+        return true
     }
 
     static func escape(_ text: String) -> String {

@@ -10,6 +10,8 @@
 #include <spawn.h>
 #include <sys/prctl.h>
 #include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -39,6 +41,50 @@ short binder_posix_spawn_setsid(void) { return POSIX_SPAWN_SETSID; }
    pipe would otherwise wait for the daemon's whole life). */
 int binder_spawn_close_from(posix_spawn_file_actions_t *actions, int lowest) {
     return posix_spawn_file_actions_addclosefrom_np(actions, lowest);
+}
+
+int binder_run_in_foreground(const char *path, char *const argv[], char *const envp[]) {
+    struct sigaction ignore, savedInterrupt, savedQuit;
+    memset(&ignore, 0, sizeof ignore);
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    if (sigaction(SIGINT, &ignore, &savedInterrupt) != 0) return -1;
+    if (sigaction(SIGQUIT, &ignore, &savedQuit) != 0) {
+        int code = errno;
+        sigaction(SIGINT, &savedInterrupt, NULL);
+        errno = code;
+        return -1;
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attributes;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    posix_spawnattr_init(&attributes);
+    sigset_t defaults, empty;
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGINT);
+    sigaddset(&defaults, SIGQUIT);
+    sigemptyset(&empty);
+    posix_spawnattr_setsigdefault(&attributes, &defaults);
+    posix_spawnattr_setsigmask(&attributes, &empty);
+    /* No POSIX_SPAWN_SETPGROUP and no setsid: a program in a group of its own is stopped by the
+       terminal (SIGTTIN, SIGTTOU) the moment it reads or sets it up. */
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    pid_t pid;
+    int spawned = posix_spawnp(&pid, path, &actions, &attributes, argv, envp);
+    posix_spawnattr_destroy(&attributes);
+    posix_spawn_file_actions_destroy(&actions);
+    int status = -1, code = spawned;
+    if (spawned == 0) {
+        pid_t waited;
+        do { waited = waitpid(pid, &status, 0); } while (waited < 0 && errno == EINTR);
+        code = waited < 0 ? errno : 0;
+        if (waited < 0) status = -1;
+    }
+    sigaction(SIGINT, &savedInterrupt, NULL);
+    sigaction(SIGQUIT, &savedQuit, NULL);
+    errno = code;
+    return status;
 }
 
 int binder_is_dumpable(void) { return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0); }

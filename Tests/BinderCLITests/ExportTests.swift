@@ -104,6 +104,26 @@ final class ExportTests: XCTestCase {
         XCTAssertTrue(html.contains("<table>") && html.contains("<li>") && html.contains("@media print"))
     }
 
+    /// The templates' header lines ("Date: …", "Provider: …") are one line each in the HTML
+    /// and the PDF (markdown alone would join them into one), and the record stays as written.
+    func testTemplateHeaderLinesAreSeparateLinesInHTMLAndPDF() throws {
+        let created = try binder.sandbox.run(["new", "visits", "--title", "-", "--binder", binder.repository,
+                                              "--passphrase-file", binder.passphraseFile], stdin: "Knee check\n")
+        XCTAssertEqual(created.status, 0, created.stderr)
+        let day = String(ISO8601DateFormatter().string(from: Date()).prefix(10))
+        let html = output("visit.html")
+        XCTAssertEqual(try export(["--format", "html", "--output", html, "visits/\(day)-knee-check.md"]).status, 0)
+        let page = try String(contentsOfFile: html, encoding: .utf8)
+        XCTAssertTrue(page.contains("<p>Date: \(day)<br>Provider:"), page)
+        try XCTSkipIf(try shell("command -v pdftotext").status != 0, "poppler-utils missing (scripts/setup)")
+        let pdf = output("visit.pdf")
+        let exported = try export(["--format", "pdf", "--output", pdf, "visits/\(day)-knee-check.md"])
+        XCTAssertEqual(exported.status, 0, exported.stderr)
+        let lines = try shell("pdftotext -enc UTF-8 '\(pdf)' -").stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        XCTAssertTrue(lines.contains("Date: \(day)"), "\(lines)")
+        XCTAssertTrue(lines.contains("Provider:"), "\(lines)")
+    }
+
     func testFHIRBundleValidatesAndMapsCategories() throws {
         try XCTSkipIf(try shell("python3 -c 'import fhir.resources'").status != 0, "fhir.resources missing (scripts/setup)")
         let file = output("records.fhir.json")

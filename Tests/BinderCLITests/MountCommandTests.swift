@@ -98,14 +98,29 @@ final class MountCommandTests: XCTestCase {
         let binder = try MountedBinder(cloneFixture: false)
         defer { binder.unmount() }
         let s = binder.sandbox
-        let create = try s.run(["create", "health", "--patient-name", "Zoë Example", "--dob", "1990-04-01",
-                                "--passphrase-file", binder.passphraseFile])
+        // The name and date of birth from standard input (`-`: one line each), never in argv.
+        let create = try s.run(["create", "health", "--patient-name", "-", "--dob", "-", "--passphrase-file", binder.passphraseFile],
+                               stdin: "Zoë Example\n1990-04-01\n")
         XCTAssertEqual(create.status, 0, create.stderr)
+        XCTAssertFalse(create.stderr.contains("warning"), create.stderr)
         let path = s.home.appendingPathComponent("binders/health").path
         XCTAssertTrue(create.stdout.contains(path), create.stdout)
         assertFails(try s.run(["create", "health", "--passphrase-file", binder.passphraseFile]), mentioning: "already exists")
         XCTAssertNotEqual(try s.run(["create", "../escape", "--passphrase-file", binder.passphraseFile]).status, 0)
         XCTAssertNotEqual(try s.run(["create", "x", "--dob", "1990-13-01", "--passphrase-file", binder.passphraseFile]).status, 0)
+        // A line missing for an option given as `-`, or a bad date read from it: refused, nothing made.
+        let short = try s.run(["create", "y", "--patient-name", "-", "--dob", "-", "--passphrase-file", binder.passphraseFile], stdin: "Only A Name\n")
+        XCTAssertEqual(short.status, 64)
+        XCTAssertTrue(short.stderr.contains("--dob -: standard input ended"), short.stderr)
+        let badDate = try s.run(["create", "y", "--dob", "-", "--passphrase-file", binder.passphraseFile], stdin: "1990-13-01\n")
+        XCTAssertEqual(badDate.status, 64)
+        XCTAssertTrue(badDate.stderr.contains("--dob must be a date"), badDate.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: s.home.appendingPathComponent("binders/y").path))
+        // A literal value still works, with a warning that every local user can read it.
+        let literal = try s.run(["create", "z", "--patient-name", "Literal Name", "--passphrase-file", binder.passphraseFile])
+        XCTAssertEqual(literal.status, 0, literal.stderr)
+        XCTAssertTrue(literal.stderr.contains("binder: warning: --patient-name on the command line can be read by every user"), literal.stderr)
+        XCTAssertTrue(literal.stderr.contains("--patient-name -"), literal.stderr)
 
         // The commit: structural message, nothing but ciphertext in git.
         let log = try shell("git --git-dir='\(path)' log --format=%s main")

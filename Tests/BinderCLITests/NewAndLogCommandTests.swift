@@ -40,12 +40,20 @@ final class NewAndLogCommandTests: XCTestCase {
             ("insurance", "Card", "insurance/\(today)-card", "# Card\n\n"),
         ]
         for row in rows {
-            let created = try run(["new", row.category, "--passphrase-file", binder.passphraseFile] + (row.title.map { ["--title", $0] } ?? []))
+            // The title from standard input (`--title -`): a title is health data, never in argv.
+            let created = try binder.sandbox.run(["new", row.category, "--passphrase-file", binder.passphraseFile, "--binder", binder.repository]
+                                                 + (row.title == nil ? [] : ["--title", "-"]), stdin: row.title.map { $0 + "\n" })
             XCTAssertEqual(created.status, 0, created.stderr)
+            XCTAssertFalse(created.stderr.contains("warning"), created.stderr)
             XCTAssertEqual(created.stdout, row.path + ".md\n")
             let value = try XCTUnwrap(try storedValue(row.path + ".json"), row.path)
             XCTAssertTrue(value.hasPrefix(row.starts), "\(row.path): \(value)")
         }
+        // A title typed on the command line still works, with a warning.
+        let literal = try run(["new", "visits", "--title", "Typed title", "--passphrase-file", binder.passphraseFile])
+        XCTAssertEqual(literal.status, 0, literal.stderr)
+        XCTAssertEqual(literal.stdout, "visits/\(today)-typed-title.md\n")
+        XCTAssertTrue(literal.stderr.contains("binder: warning: --title on the command line can be read by every user"), literal.stderr)
         let refused = try run(["new", "visits", "--edit", "--passphrase-file", binder.passphraseFile])
         XCTAssertEqual(refused.status, 1)
         XCTAssertTrue(refused.stderr.contains("--edit needs the binder mounted"), refused.stderr)

@@ -69,8 +69,11 @@ final class ShareTests: XCTestCase {
     }
 
     func testDoctorReadsExactlyTheSharedFolderThenRevokeEndsIt() throws {
-        let shared = try patient.binder(["share", "conditions/asthma", "--binder", "health", "--label", "Dr. Lee", "--json"])
+        // The label (health data: whom it is for) from standard input, never in argv.
+        let shared = try patient.binder(["share", "conditions/asthma", "--binder", "health", "--label", "-", "--json"], stdin: "Dr. Lee\n")
         let share = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(shared.stdout.utf8)) as? [String: Any], shared.stdout)
+        XCTAssertEqual(share["label"] as? String, "Dr. Lee")
+        XCTAssertFalse(shared.stderr.contains("warning"), shared.stderr)
         let id = try XCTUnwrap(share["id"] as? String)
         let payload = try XCTUnwrap(share["payload"] as? String)
         XCTAssertNotNil(id.range(of: "^scan-[0-9a-f]+$", options: .regularExpression), id)

@@ -1,7 +1,10 @@
+import BinderCrypto
+import BinderFormat
 import Foundation
 import XCTest
 
-/// Passphrases typed at a real terminal (tmux): not echoed, asked twice when setting one.
+/// A real terminal (tmux): passphrases not echoed and asked twice when setting one; an editor
+/// that works; health data asked for rather than taken from argv.
 final class TerminalTests: XCTestCase {
     /// tmux through Python's subprocess, which closes inherited descriptors: the tmux server
     /// outlives the command and must not hold the test's process-monitoring descriptor.
@@ -48,5 +51,72 @@ final class TerminalTests: XCTestCase {
         let refused = try waitForScreen(mismatch, toContain: "do not match")
         XCTAssertTrue(refused.contains("binder: the passphrases do not match"), refused)
         XCTAssertFalse(FileManager.default.fileExists(atPath: other.home.appendingPathComponent("key.ncryptsec").path))
+    }
+
+    /// Starts `script` (a file of shell commands, so that no quoting crosses tmux) in a new
+    /// tmux session; the caller kills it.
+    func startSession(_ session: String, script: String, in sandbox: BinderSandbox) throws {
+        let file = try sandbox.file("session-\(session).sh", script)
+        XCTAssertEqual(try tmux("new-session -d -s \(session) -x 160 -y 40 \"sh '\(file)'; sleep 60\"").status, 0)
+    }
+
+    /// Waits for `prompt` on the screen, then types `keys` (tmux send-keys words).
+    func answer(_ session: String, after prompt: String, _ keys: String) throws {
+        let shown = try waitForScreen(session, toContain: prompt)
+        XCTAssertTrue(shown.contains(prompt), shown)
+        XCTAssertEqual(try tmux("send-keys -t \(session) \(keys)").status, 0)
+    }
+
+    /// `binder new --edit` with real vim: it runs in the terminal's foreground process group
+    /// (before, it ran in a group of its own and the terminal stopped it: vim in state T,
+    /// binder waiting for ever), the text typed is stored, and binder exits 0.
+    func testNewEditRunsVimInTheTerminal() throws {
+        try XCTSkipIf(try shell("command -v vim").status != 0, "vim missing")
+        let binder = try MountedBinder()
+        defer { binder.unmount() }
+        try binder.mount()
+        let session = "vim\(getpid())"
+        try startSession(session, script: """
+            export BINDER_HOME='\(binder.sandbox.home.path)' EDITOR='vim -u NONE -i NONE -N'
+            '\(BinderSandbox.binary)' new visits --binder '\(binder.repository)' --edit
+            echo "binder exited with $?"
+            """, in: binder.sandbox)
+        defer { _ = try? tmux("kill-session -t \(session)") }
+        // The title, left out, is asked for on the terminal.
+        try answer(session, after: "Title (Enter: Visit):", "'Knee check' Enter")
+        let opened = try waitForScreen(session, toContain: "# Knee check")
+        XCTAssertTrue(opened.contains("Provider:"), opened)
+        XCTAssertEqual(try tmux("send-keys -t \(session) G o 'Typed in vim.' Escape").status, 0)
+        XCTAssertEqual(try tmux("send-keys -t \(session) ':wq' Enter").status, 0)
+        let done = try waitForScreen(session, toContain: "binder exited with")
+        XCTAssertTrue(done.contains("binder exited with 0"), done)
+        let day = String(ISO8601DateFormatter().string(from: Date()).prefix(10))
+        let payload = try shell("git -C '\(binder.repository)' show 'main:visits/\(day)-knee-check.json'")
+        XCTAssertEqual(payload.status, 0, payload.stderr)
+        let key = try NIP44.ConversationKey(selfOf: try SecretKey(nsec: Fixtures.nsec))
+        let stored = try MedicalDocument(plaintext: try NIP44.decrypt(payload: payload.stdout, key: key).copyBytes()).value
+        XCTAssertTrue(stored.hasPrefix("# Knee check\n\nDate: \(day)\n"), stored)
+        XCTAssertTrue(stored.hasSuffix("Typed in vim.\n"), stored)
+    }
+
+    /// Left out on a terminal, the patient's name and date of birth are asked for (not taken
+    /// from argv, where every local user reads them), and stored encrypted.
+    func testCreateAsksForThePatientOnATerminal() throws {
+        let binder = try MountedBinder(cloneFixture: false)
+        defer { binder.unmount() }
+        let session = "ask\(getpid())"
+        try startSession(session, script: """
+            BINDER_HOME='\(binder.sandbox.home.path)' '\(BinderSandbox.binary)' create health --passphrase-file '\(binder.passphraseFile)'
+            echo "binder exited with $?"
+            """, in: binder.sandbox)
+        defer { _ = try? tmux("kill-session -t \(session)") }
+        try answer(session, after: "Patient's name (Enter: leave it out):", "'Zoë Asked' Enter")
+        try answer(session, after: "Date of birth, YYYY-MM-DD (Enter: leave it out):", "'1991-05-02' Enter")
+        let done = try waitForScreen(session, toContain: "binder exited with")
+        XCTAssertTrue(done.contains("binder exited with 0") && done.contains("Created binder 'health'"), done)
+        XCTAssertFalse(done.contains("warning"), done)
+        binder.repository = "health"
+        try binder.mount()
+        XCTAssertEqual(try FrontMatter.parse(try binder.read("patient-info.md")).value, "# Zoë Asked\n\nDOB: 1991-05-02\n")
     }
 }

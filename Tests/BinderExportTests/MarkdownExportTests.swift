@@ -102,4 +102,26 @@ final class MarkdownExportTests: XCTestCase {
         XCTAssertEqual(ExportReader.humanized(type: "doctor_note", name: "01-doctor-note.md"), "Doctor note")
         XCTAssertEqual(ExportReader.humanized(type: "visit", name: "2025-02-25-annual-physical.md"), "Annual physical")
     }
+
+    /// Lines of a paragraph stay lines (the templates' "Date: …" then "Provider: …"); other
+    /// blocks keep markdown's rules. A row is the record's markdown and the HTML it gives.
+    func testLinesOfAParagraphStaySeparateLines() {
+        let rows: [(markdown: String, html: String)] = [
+            ("Date: 2025-03-01\nProvider: Dr. Lee\n", "<p>Date: 2025-03-01<br>Provider: Dr. Lee</p>"),
+            ("Drug: \nDosage: \nPrescriber: \nStarted: 2025-03-01", "<p>Drug:<br>Dosage:<br>Prescriber:<br>Started: 2025-03-01</p>"),
+            ("One paragraph.\n\nAnother.", "<p>One paragraph.</p><p>Another.</p>"),
+            ("Already broken  \nhere", "<p>Already broken<br>here</p>"),
+            ("# Title\nText", "<h1>Title</h1><p>Text</p>"),
+            ("Reason:\n- cough\n- fever", "<p>Reason:</p><ul><li>cough</li><li>fever</li></ul>"),
+            ("```\na\nb\n```", "<pre><code>a\nb\n</code></pre>"),
+            ("| A | B |\n|---|---|\n| 1 | 2 |", "<table><thead><tr><th>A</th><th>B</th></tr></thead><tbody><tr><td>1</td><td>2</td></tr></tbody></table>"),
+            ("Text\n\n> quoted\n> more", "<p>Text</p><blockquote><p>quoted more</p></blockquote>"),
+        ]
+        for row in rows {
+            XCTAssertEqual(Markdown.html(row.markdown), row.html, row.markdown)
+        }
+        // The PDF is laid out from the same HTML: one line each.
+        XCTAssertEqual(PDFBlock.blocks(markdown: "Date: 2025-03-01\nProvider: Dr. Lee"),
+                       [.paragraph(markup: "Date: 2025-03-01\nProvider: Dr. Lee", quoteDepth: 0)])
+    }
 }

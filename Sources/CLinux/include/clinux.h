@@ -19,6 +19,14 @@ long binder_fs_type(const char *path);
 int binder_pipe_cloexec(int fds[2]);
 short binder_posix_spawn_setsid(void);
 int binder_spawn_close_from(posix_spawn_file_actions_t *actions, int lowest);
+/* Runs path (searched on PATH) with argv and envp as git runs an editor: in the caller's
+   process group (the terminal's foreground group when the caller is in it, so the program may
+   read and write the terminal), with the default actions of SIGINT and SIGQUIT and an empty
+   signal mask, descriptors from 3 up closed. Meanwhile the caller ignores SIGINT and SIGQUIT
+   (the terminal sends them to the whole group: the program decides what Ctrl-C means), and
+   gets its own actions back once the program has exited. Returns its wait status, or -1 with
+   errno when it could not be started or waited for. */
+int binder_run_in_foreground(const char *path, char *const argv[], char *const envp[]);
 int binder_is_dumpable(void);
 long binder_add_key(const char *type, const char *description, const void *payload,
                                   size_t plen, int32_t keyring);
