@@ -12,6 +12,12 @@ extension BinderView {
     /// Creates or replaces the file at `path` with `content` (what the user saved). `modified`
     /// is a time the writer set on it, which becomes the record's `updated`.
     public func store(_ path: String, content: [UInt8], modified: Timestamp? = nil) throws(WriteError) {
+        try store(path, content: content, modified: modified, notingRefusal: true)
+    }
+
+    /// `notingRefusal`: false when a refusal may not be final (another writer of the file may
+    /// still complete it), so it is neither logged nor shown in `.binder/status`.
+    func store(_ path: String, content: [UInt8], modified: Timestamp?, notingRefusal: Bool) throws(WriteError) {
         let path = ViewPath.normalize(path)
         // Records about to be made empty to hold this child (its `.children` folder came first).
         let placeholders = ViewPath.ancestors(of: path).compactMap { folder -> String? in
@@ -19,7 +25,7 @@ extension BinderView {
             let owner = join(ViewPath.split(folder).parent, stem + NameMapping.markdownExtension)
             return (try? listings.node(owner)) == nil ? owner : nil
         }
-        try commit { (planner) throws(WriteError) in try planner.store(path, content: content, modified: modified) }
+        try commit(notingRefusal: notingRefusal) { (planner) throws(WriteError) in try planner.store(path, content: content, modified: modified) }
         scratch.stored(path)
         // They stay out of sight until the record itself is written (restores write `X.md`
         // after `X.children/`, and `cp -a` creates it with O_EXCL): that write replaces them.
@@ -67,14 +73,14 @@ extension BinderView {
 
     /// Plans against the snapshot shown (again if `main` moved) and commits; a refusal that a
     /// person needs to hear of is noted for `.binder/status`.
-    func commit(_ plan: (WritePlanner) throws(WriteError) -> WritePlan) throws(WriteError) {
+    func commit(notingRefusal: Bool = true, _ plan: (WritePlanner) throws(WriteError) -> WritePlan) throws(WriteError) {
         do {
             try committer.commit { () throws(WriteError) in
                 policy.named(try plan(WritePlanner(binder: LiveBinder(view: self, snapshot: listings.snapshot), limits: limits,
                                                    policy: policy)))
             }
         } catch {
-            if error.needsReason {
+            if error.needsReason && notingRefusal {
                 logger.error("refused: \(error)")
                 refusals.note(error)
             }
@@ -101,14 +107,14 @@ extension BinderView {
         if ScratchNames.isScratch(name) {
             scratch.put(path, ScratchFile(content: try WriteError.needingSecretMemory(path) { () throws(SecureMemoryError) in try SecureBytes(zeroed: 0) },
                                           modified: Self.now()))
-            return openFiles.register(OpenFile(path: path, buffer: empty, writable: true))
+            return openFiles.register(OpenContent(path: path, buffer: empty), writable: true)
         }
         if let current = try? listings.node(path), !scratch.isHidden(path) {
             if current.isDirectory { throw .isDirectory(path) }
             if current.isRaw { throw .readOnly(path) }
             return try openForWriting(path, truncate: true)
         }
-        return openFiles.register(OpenFile(path: path, buffer: empty, writable: true, dirty: true), provisionalAt: path)
+        return openFiles.register(OpenContent(path: path, buffer: empty, dirty: true), writable: true, provisionalAt: path)
     }
 
     /// Opens an existing file for writing (`truncate`: O_TRUNC; `append`: O_APPEND, each write
@@ -121,20 +127,42 @@ extension BinderView {
             if current.isRaw { throw .readOnly(path) }
             if current.isDirectory { throw .isDirectory(path) }
         }
-        let buffer: EditBuffer
-        if truncate {
-            buffer = try WriteError.needingSecretMemory(path) { () throws(SecureMemoryError) in try EditBuffer() }
-        } else {
-            do { buffer = EditBuffer(content: try currentContent(path)) } catch {
-                if case .notFound = error { return try createInPlaceOfVanished(path) }
+        // Every writer of a file shares one content (`OpenContent`): another writer's unsaved
+        // bytes are this one's too, and O_TRUNC empties them for all.
+        var vanished = false
+        let opened = try openFiles.register(path, writable: true, appends: append) { () throws(WriteError) -> OpenContent in
+            if truncate {
+                return OpenContent(path: path, buffer: try WriteError.needingSecretMemory(path) { () throws(SecureMemoryError) in try EditBuffer() },
+                                   dirty: true)
+            }
+            let content: SecureBytes
+            do throws(ViewError) { content = try currentContent(path) } catch {
+                if case .notFound = error {
+                    vanished = true
+                    return OpenContent(path: path, buffer: EditBuffer(content: try WriteError.needingSecretMemory(path) { () throws(SecureMemoryError) in try SecureBytes(zeroed: 0) }))
+                }
                 throw .reading(path, error)
             }
+            let fresh = OpenContent(path: path, buffer: EditBuffer(content: content))
+            if append, let source = (try? listings.node(path))?.source {
+                fresh.edit.withLock { $0.appendBase = (source, content.count) }
+            }
+            return fresh
         }
-        let file = OpenFile(path: path, buffer: buffer, writable: true, dirty: truncate, appends: append)
-        if append && !truncate, let source = (try? listings.node(path))?.source {
-            file.edit.withLock { $0.appendBase = (source, buffer.count) }
+        if vanished && !opened.joined {
+            openFiles.remove(opened.handle)
+            return try createInPlaceOfVanished(path)
         }
-        return openFiles.register(file)
+        if truncate && opened.joined {
+            opened.content.edit.withLock { edit in
+                edit.buffer.truncate(0)
+                edit.dirty = true
+                edit.failedStore = nil
+                edit.appendBase = nil
+                edit.generation += 1
+            }
+        }
+        return opened.handle
     }
 
     /// An open for writing of a name the view no longer has: the kernel still believed in it
@@ -150,33 +178,65 @@ extension BinderView {
 
     // MARK: - Changing bytes
 
-    /// Writes at `offset`. A write that would take the file past its limit (a record's 65,535
-    /// bytes, the attachment limit) is refused here, and the file then stores nothing: a save
-    /// is never cut short.
+    /// Writes at `offset`. A write that would take the file past its limit (the attachment
+    /// limit; for a record, 65,535 bytes of stored JSON) is refused here, and the file then
+    /// stores nothing: a save is never cut short.
     public func write(handle: UInt64, offset: Int, _ bytes: UnsafeRawBufferPointer) throws(WriteError) -> Int {
         guard let file = openFiles.file(handle) else { throw .notFound("handle \(handle)") }
-        return try file.edit.withLock { (edit) throws(WriteError) -> Int in
-            guard edit.writable else { throw .readOnly(edit.path) }
-            let offset = edit.appends ? edit.buffer.count : offset
+        guard file.writable else { throw .readOnly(file.content.edit.withLock { $0.path }) }
+        let recordPastLimit = try file.content.edit.withLock { (edit) throws(WriteError) -> (path: String, bytes: SecureBytes)? in
+            let offset = file.appends ? edit.buffer.count : offset
             try checkSize(&edit, offset: offset, count: bytes.count)
             try WriteError.needingSecretMemory(edit.path) { () throws(SecureMemoryError) in try edit.buffer.write(offset: offset, bytes) }
             edit.dirty = true
             edit.written = true
             edit.failedStore = nil
-            return bytes.count
+            edit.generation += 1
+            if !file.appends { edit.appendBase = nil }
+            // JSON escapes a newline or a quote in two bytes: past half the limit, what the
+            // record stores may pass it.
+            guard edit.buffer.count > limits.documentBytes / 2, WriteLimits.isRecord(edit.path) else { return nil }
+            return (edit.path, try WriteError.needingSecretMemory(edit.path) { () throws(SecureMemoryError) in try edit.buffer.snapshot() })
+        }
+        if let recordPastLimit { try checkStoredSize(of: file.content, path: recordPastLimit.path, rendered: recordPastLimit.bytes) }
+        return bytes.count
+    }
+
+    /// A record whose file passed half of 65,535 bytes: refused at this write if what it says already
+    /// stores past the limit (planned, not committed, outside the file's lock: planning lists
+    /// folders, which reads every open file's size). Front matter still being written (it does
+    /// not parse yet) is held to `renderedDocumentBytes` only, and to the limit at its store.
+    private func checkStoredSize(of content: OpenContent, path: String, rendered: SecureBytes) throws(WriteError) {
+        var bytes = rendered.copyBytes()
+        defer { secureZero(&bytes) }
+        do {
+            _ = try WritePlanner(binder: LiveBinder(view: self, snapshot: listings.snapshot), limits: limits, policy: policy)
+                .store(path, content: bytes)
+        } catch {
+            guard case .tooLarge = error else { return }
+            let first = content.edit.withLock { edit in
+                defer { edit.refusal = error }
+                return edit.refusal == nil
+            }
+            if first {
+                logger.error("refused: \(error)")
+                refusals.note(error)
+            }
+            throw error
         }
     }
 
     public func truncate(handle: UInt64, size: Int) throws(WriteError) {
         guard let file = openFiles.file(handle) else { throw .notFound("handle \(handle)") }
-        try file.edit.withLock { (edit) throws(WriteError) in
-            guard edit.writable else { throw .readOnly(edit.path) }
+        guard file.writable else { throw .readOnly(file.content.edit.withLock { $0.path }) }
+        try file.content.edit.withLock { (edit) throws(WriteError) in
             try checkSize(&edit, offset: size, count: 0)
             edit.buffer.truncate(size)
             edit.dirty = true
             edit.written = true
             edit.failedStore = nil
             edit.appendBase = nil
+            edit.generation += 1
         }
     }
 
@@ -189,7 +249,7 @@ extension BinderView {
     }
 
     /// Refuses (and marks refused) a change that would end past the file's limit.
-    private func checkSize(_ edit: inout OpenFile.Edit, offset: Int, count: Int) throws(WriteError) {
+    private func checkSize(_ edit: inout OpenContent.Edit, offset: Int, count: Int) throws(WriteError) {
         let limit = limits.maximum(for: edit.path)
         let (end, overflow) = offset.addingReportingOverflow(count)
         guard offset >= 0 else { throw .invalid(path: edit.path, reason: "negative offset") }
@@ -213,20 +273,27 @@ extension BinderView {
     /// A handle that was truncated or created but not written stores only when `closing` (the
     /// last close, an fsync) or when `isLastDescriptor` says this close leaves the caller no
     /// other descriptor of the file: a shell's `> file` closes a first descriptor before it
-    /// writes, and that close must not commit the emptied record (`OpenFile.Edit.written`).
+    /// writes, and that close must not commit the emptied record (`OpenContent.Edit.written`).
     /// `isLastDescriptor` is asked only then, outside the file's lock.
+    ///
+    /// Every handle of a file shares its content (`OpenContent`), so any handle's flush stores
+    /// what all of them wrote. A record that does not parse yet while another handle may still
+    /// write it (two writers filling one file) is not refused here: it is stored, or refused,
+    /// at that handle's close.
     @discardableResult
     public func flush(handle: UInt64, closing: Bool = false, isLastDescriptor: () -> Bool = { false }) throws(WriteError) -> Bool {
         guard let file = openFiles.file(handle) else { return false }
-        let onlyTruncated = file.edit.withLock { $0.refusal == nil && $0.dirty && !$0.detached && !$0.written }
+        let content = file.content
+        let onlyTruncated = content.edit.withLock { $0.refusal == nil && $0.dirty && !$0.detached && !$0.written }
         let closing = closing || (onlyTruncated && isLastDescriptor())
-        let pending = try file.edit.withLock { (edit) throws(WriteError) -> (path: String, bytes: SecureBytes, modified: Timestamp?,
-                                                                                 appendBase: (source: Node.Source, count: Int)?)? in
+        let pending = try content.edit.withLock { (edit) throws(WriteError) -> (path: String, bytes: SecureBytes, modified: Timestamp?,
+                                                                                 appendBase: (source: Node.Source, count: Int)?,
+                                                                                 generation: Int, otherWriters: Bool)? in
             if let refusal = edit.refusal { throw refusal }
             guard edit.dirty, !edit.detached, edit.written || closing else { return nil }
             if let failed = edit.failedStore { throw failed }
             let bytes = try WriteError.needingSecretMemory(edit.path) { () throws(SecureMemoryError) in try edit.buffer.snapshot() }
-            return (edit.path, bytes, edit.modified, edit.appendBase)
+            return (edit.path, bytes, edit.modified, edit.appendBase, edit.generation, edit.writers > (file.writable ? 1 : 0))
         }
         guard let pending else { return false }
         if ScratchNames.isScratch(ViewPath.split(pending.path).name) {
@@ -234,7 +301,7 @@ extension BinderView {
                 scratchFile.content = pending.bytes
                 if !scratchFile.timesSet { scratchFile.modified = Self.now() }
             }
-            file.edit.withLock { $0.dirty = false }
+            content.edit.withLock { edit in if edit.generation == pending.generation { edit.dirty = false } }
             return false
         }
         var bytes = pending.bytes.copyBytes()
@@ -242,35 +309,39 @@ extension BinderView {
         var rebased = false
         if let base = pending.appendBase, base.count <= bytes.count, let now = try? listings.node(pending.path), now.source != base.source,
            let stored = try? currentContent(pending.path) {
-            // Stored from another handle since this one read it (`OpenFile.Edit.appendBase`).
-            var content = stored.copyBytes()
-            content += bytes[base.count...]
+            // Stored from elsewhere since this content read it (`OpenContent.Edit.appendBase`).
+            var stored = stored.copyBytes()
+            stored += bytes[base.count...]
             secureZero(&bytes)
-            bytes = content
-            secureZero(&content)
+            bytes = stored
+            secureZero(&stored)
             rebased = true
         }
         do {
-            try store(pending.path, content: bytes, modified: pending.modified)
+            try store(pending.path, content: bytes, modified: pending.modified, notingRefusal: !pending.otherWriters)
         } catch {
+            if case .invalid = error, pending.otherWriters { return false }
             // The same bytes would fail the same way (a failure of the disk is not kept: a
             // later flush tries again).
             switch error {
-            case .invalid, .tooLarge, .notPermitted, .nameTooLong, .exists: file.edit.withLock { $0.failedStore = error }
+            case .invalid, .tooLarge, .notPermitted, .nameTooLong, .exists:
+                content.edit.withLock { edit in if edit.generation == pending.generation { edit.failedStore = error } }
             default: break
             }
             throw error
         }
-        // Only an appending handle needs the version it just stored (a lookup per save otherwise).
+        // Only appended content needs the version it just stored (a lookup per save otherwise).
         let storedSource = pending.appendBase == nil ? nil : (try? listings.node(pending.path))?.source
         let rebasedBuffer = rebased ? try? SecureBytes(copying: bytes) : nil
-        file.edit.withLock { edit in
+        content.edit.withLock { edit in
+            // A handle that wrote while this store ran left bytes not stored yet.
+            guard edit.generation == pending.generation else { return }
             edit.dirty = false
-            // What this handle appends from now on goes after what it just stored.
+            // What is appended from now on goes after what was just stored.
             if let rebasedBuffer { edit.buffer = EditBuffer(content: rebasedBuffer) }
             if edit.appendBase != nil, let storedSource { edit.appendBase = (storedSource, edit.buffer.count) }
         }
-        openFiles.dropProvisional(pending.path, onlyIf: file)
+        openFiles.dropProvisional(pending.path, onlyIf: content)
         return true
     }
 
@@ -287,13 +358,27 @@ extension BinderView {
 
     // MARK: - Names
 
+    /// How long an unlinked `patient-info.md` stays out of sight waiting for its replacement.
+    static let patientInfoHold = Duration.seconds(60)
+
     /// `unlink`: scratch files vanish from memory; records are deleted (one commit).
+    ///
+    /// `patient-info.md`, which every binder keeps, is not deleted: its unlink stores nothing
+    /// and hides it (its children stay) until a new one is stored in its place, the mount ends
+    /// or `patientInfoHold` passes. `tar -x` unlinks each file it extracts over: a backup
+    /// restored into a binder must not stop there, and the record must never go from git.
     public func unlink(_ path: String) throws(WriteError) {
         let path = ViewPath.normalize(path)
         let wasOverlay = scratch.remove(path) != nil || openFiles.dropProvisional(path)
         if !wasOverlay {
             if scratch.isHidden(path) { throw .notFound(path) }
-            try remove(path)
+            if path == WritePlanner.patientInfo {
+                guard (try? listings.node(path)) != nil else { throw .notFound(path) }
+                try policy.checkChange(path)
+                scratch.hold(path, for: Self.patientInfoHold)
+            } else {
+                try remove(path)
+            }
         }
         openFiles.forEach(at: path) { $0.detached = true }
     }
@@ -348,7 +433,7 @@ extension BinderView {
     /// now: the file goes on as a new file under its new name (stored at its first flush, over
     /// the record there if any, which keeps its children as any save does), or, under a
     /// scratch name, as a scratch file in memory.
-    private func renameNew(_ file: OpenFile, from: String, to: String) throws(WriteError) {
+    private func renameNew(_ file: OpenContent, from: String, to: String) throws(WriteError) {
         let (toParent, toName) = ViewPath.split(to)
         if ScratchNames.isScratch(toName) {
             let content = try WriteError.needingSecretMemory(to) { () throws(SecureMemoryError) in

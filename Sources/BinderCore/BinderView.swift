@@ -181,12 +181,14 @@ public final class BinderView: Sendable {
     }
 
     /// Opens a file for reading: its plaintext is decrypted now (or taken from the cache) and
-    /// held until `release`, so reads of any size at any offset are served from memory.
+    /// held until `release`, so reads of any size at any offset are served from memory. A file
+    /// that a writer holds open is read as that writer has it now, unsaved bytes included.
     public func open(_ path: String) throws(ViewError) -> UInt64 {
         let path = ViewPath.normalize(path)
         var coldRead = false
-        let content = try currentContent(path, coldRead: &coldRead)
-        let handle = openFiles.register(OpenFile(path: path, buffer: EditBuffer(content: content), writable: false))
+        let handle = try openFiles.register(path, writable: false) { () throws(ViewError) -> OpenContent in
+            OpenContent(path: path, buffer: EditBuffer(content: try currentContent(path, coldRead: &coldRead)))
+        }.handle
         // A warm reader (its file cached already, and not by read-ahead) needs no read-ahead:
         // the work of scheduling it on every open made warm reads 1.5x slower (BENCHMARKS).
         if coldRead { scheduleReadAhead(after: path) }
@@ -226,7 +228,7 @@ public final class BinderView: Sendable {
     /// Copies up to `buffer.count` bytes from `offset`; returns how many (0 at the end).
     public func read(handle: UInt64, offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(ViewError) -> Int {
         guard let file = openFiles.file(handle) else { throw .badHandle }
-        return file.edit.withLock { $0.buffer.read(offset: offset, into: buffer) }
+        return file.content.edit.withLock { $0.buffer.read(offset: offset, into: buffer) }
     }
 
     /// Drops all plaintext (the cache, listings, open and scratch files): at unmount. Scratch

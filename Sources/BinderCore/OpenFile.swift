@@ -1,15 +1,16 @@
 import BinderCrypto
 import Synchronization
 
-/// A file open through the mount: its bytes (an `EditBuffer`) and whether they changed since
-/// they were last stored. Guarded by its own lock: libfuse may call on one handle from
-/// several threads.
-final class OpenFile: Sendable {
+/// The bytes of a file open through the mount, shared by every handle open on it while any of
+/// them may write (POSIX: one file, one content): a write through one descriptor is read through
+/// the others at once, and a store holds every handle's writes. Guarded by its own lock: libfuse
+/// may call on its handles from several threads.
+final class OpenContent: Sendable {
     struct Edit {
         var path: String
         var buffer: EditBuffer
         var dirty = false
-        /// Whether write or truncate was called on this handle. A shell's `> file` opens
+        /// Whether write or truncate was called on the content. A shell's `> file` opens
         /// (O_TRUNC), duplicates and closes the descriptor before writing: that first flush must
         /// not store an empty record, so a flush stores only what was written.
         var written = false
@@ -18,44 +19,81 @@ final class OpenFile: Sendable {
         /// A time set on the file while it was open (`cp -p` and `tar` set it before closing):
         /// stored as the record's `updated` with the bytes.
         var modified: Timestamp?
-        /// A write or truncate past the file's limit was refused: the handle stores nothing
-        /// and every later flush reports the refusal again.
+        /// A write or truncate past the file's limit was refused: the content stores nothing
+        /// and every later flush reports the refusal again (a save is never cut short).
         var refusal: WriteError?
         /// Why the last store of these bytes failed (front matter that does not parse…),
         /// cleared by any write or truncate: the flushes that follow (the close after an
         /// fsync, the release after the close) answer it again without a second attempt, and
         /// the log says it once.
         var failedStore: WriteError?
-        let writable: Bool
-        /// Opened with O_APPEND: every write goes to the end of the bytes held here, whatever
-        /// offset the kernel gives (it computes one from the size it cached, which a commit
-        /// that re-rendered the file can have made stale).
-        var appends = false
-        /// For a handle opened with O_APPEND on a stored file: the stored version it read (the
-        /// node's source) and how many bytes it held then, or after this handle's last store;
-        /// nil once it is truncated. O_APPEND writes at the end of the file as it is when they
-        /// land: if another handle stores the file meanwhile (two processes appending to one
-        /// record), this handle's appended bytes go after what that one stored, instead of its
-        /// store replacing that one's.
+        /// For content read from a stored file by a handle opened with O_APPEND: the stored
+        /// version it read (the node's source) and how many bytes it held then, or after the
+        /// last store; nil once it is truncated or written at an offset. O_APPEND writes at the
+        /// end of the file as it is when they land: if the file is stored from elsewhere
+        /// meanwhile (a sync), the appended bytes go after what was stored, instead of this
+        /// store replacing it.
         var appendBase: (source: Node.Source, count: Int)?
+        /// Counts every write and truncate: a store that ran while another handle wrote leaves
+        /// the content dirty (`dirty` is cleared only if nothing changed since the snapshot).
+        var generation = 0
+        /// Handles open on the content, and how many of them may write. Content is shared with
+        /// a new handle only while a writer holds it (`OpenFileTable.register`).
+        var handles = 0
+        var writers = 0
     }
 
     let edit: Mutex<Edit>
 
-    init(path: String, buffer: EditBuffer, writable: Bool, dirty: Bool = false, appends: Bool = false) {
-        edit = Mutex(Edit(path: path, buffer: buffer, dirty: dirty, writable: writable, appends: appends))
+    init(path: String, buffer: EditBuffer, dirty: Bool = false) {
+        edit = Mutex(Edit(path: path, buffer: buffer, dirty: dirty))
+    }
+}
+
+/// One handle the kernel holds: the content it reads and writes, and how it was opened.
+final class OpenFile: Sendable {
+    let content: OpenContent
+    let writable: Bool
+    /// Opened with O_APPEND: every write goes to the end of the bytes held, whatever offset
+    /// the kernel gives (it computes one from the size it cached, which a commit that
+    /// re-rendered the file can have made stale).
+    let appends: Bool
+
+    init(content: OpenContent, writable: Bool, appends: Bool = false) {
+        self.content = content
+        self.writable = writable
+        self.appends = appends
     }
 }
 
 /// The files open through the mount, by handle, and the new files not stored yet (by path, so
 /// that they are listed while being written). One lock, one reason: handing out and finding
-/// handles.
+/// handles. Lock order: this table's lock, then a content's.
 final class OpenFileTable: Sendable {
     private struct Table: ~Copyable {
         var files: [UInt64: OpenFile] = [:]
         var nextHandle: UInt64 = 1
         /// Files created but not yet stored (before their first flush), by path.
-        var provisional: [String: OpenFile] = [:]
+        var provisional: [String: OpenContent] = [:]
+
+        /// The content a writer holds open at `path`, if any.
+        func shared(at path: String) -> OpenContent? {
+            for file in files.values where file.content.edit.withLock({ $0.writers > 0 && !$0.detached && $0.path == path }) {
+                return file.content
+            }
+            return nil
+        }
+
+        mutating func add(_ file: OpenFile) -> UInt64 {
+            let handle = nextHandle
+            nextHandle += 1
+            files[handle] = file
+            file.content.edit.withLock { edit in
+                edit.handles += 1
+                if file.writable { edit.writers += 1 }
+            }
+            return handle
+        }
     }
 
     /// Guards the handles, the next handle number and the provisional files.
@@ -63,55 +101,84 @@ final class OpenFileTable: Sendable {
 
     init() {}
 
-    func register(_ file: OpenFile, provisionalAt path: String? = nil) -> UInt64 {
+    /// A new handle on the content a writer holds open at `path`, or else on `make()`'s (made
+    /// outside the lock: it may decrypt). `joined` is true when the content was shared.
+    func register<Failure: Error>(_ path: String, writable: Bool, appends: Bool = false,
+                                  make: () throws(Failure) -> OpenContent) throws(Failure) -> (handle: UInt64, content: OpenContent, joined: Bool) {
+        let found = table.withLock { table -> (UInt64, OpenContent)? in
+            guard let content = table.shared(at: path) else { return nil }
+            return (table.add(OpenFile(content: content, writable: writable, appends: appends)), content)
+        }
+        if let found { return (found.0, found.1, true) }
+        let fresh = try make()
+        return table.withLock { table in
+            // Another writer may have opened it meanwhile: one content still.
+            let content = table.shared(at: path) ?? fresh
+            return (table.add(OpenFile(content: content, writable: writable, appends: appends)), content, content !== fresh)
+        }
+    }
+
+    /// A handle on new content nobody else holds (`provisionalAt`: a new file, listed while it
+    /// is not stored).
+    func register(_ content: OpenContent, writable: Bool, provisionalAt path: String? = nil) -> UInt64 {
         table.withLock { table in
-            let handle = table.nextHandle
-            table.nextHandle += 1
-            table.files[handle] = file
-            if let path { table.provisional[path] = file }
+            let handle = table.add(OpenFile(content: content, writable: writable))
+            if let path { table.provisional[path] = content }
             return handle
         }
     }
 
     func file(_ handle: UInt64) -> OpenFile? { table.withLock { $0.files[handle] } }
 
-    /// Forgets a handle (and its provisional entry, if the file was never stored). True when
-    /// that made a listed file vanish.
+    /// Forgets a handle (and its content's provisional entry, when it was the last handle of a
+    /// file never stored). True when that made a listed file vanish.
     @discardableResult
     func remove(_ handle: UInt64) -> Bool {
         table.withLock { table in
             guard let file = table.files.removeValue(forKey: handle) else { return false }
-            let path = file.edit.withLock { $0.path }
-            guard table.provisional[path] === file else { return false }
+            let (path, left) = file.content.edit.withLock { edit in
+                edit.handles -= 1
+                if file.writable { edit.writers -= 1 }
+                return (edit.path, edit.handles)
+            }
+            guard left == 0, table.provisional[path] === file.content else { return false }
             table.provisional.removeValue(forKey: path)
             return true
         }
     }
 
-    func provisional(_ path: String) -> OpenFile? { table.withLock { $0.provisional[path] } }
+    func provisional(_ path: String) -> OpenContent? { table.withLock { $0.provisional[path] } }
 
     /// The file at `path` is stored (or gone): it is no longer provisional.
     @discardableResult
-    func dropProvisional(_ path: String, onlyIf file: OpenFile? = nil) -> Bool {
+    func dropProvisional(_ path: String, onlyIf content: OpenContent? = nil) -> Bool {
         table.withLock { table in
-            guard let current = table.provisional[path], file == nil || current === file else { return false }
+            guard let current = table.provisional[path], content == nil || current === content else { return false }
             table.provisional.removeValue(forKey: path)
             return true
         }
     }
 
-    /// `file`, still open and not stored, is now the new file at `path` (it was renamed there).
-    func makeProvisional(_ file: OpenFile, at path: String) {
-        table.withLock { $0.provisional[path] = file }
+    /// `content`, still open and not stored, is now the new file at `path` (it was renamed there).
+    func makeProvisional(_ content: OpenContent, at path: String) {
+        table.withLock { $0.provisional[path] = content }
     }
 
     var provisionalPaths: [String] { table.withLock { Array($0.provisional.keys) } }
 
-    /// Applies `body` to every open file currently at `path` (unlink detaches them, rename
-    /// moves them, utimens dates them), outside the table's lock.
-    func forEach(at path: String, _ body: (inout OpenFile.Edit) -> Void) {
-        for file in table.withLock({ Array($0.files.values) }) {
-            file.edit.withLock { edit in if edit.path == path && !edit.detached { body(&edit) } }
+    /// Every content open now, once each (handles share them).
+    private var contents: [OpenContent] {
+        table.withLock { table in
+            var seen = Set<ObjectIdentifier>()
+            return table.files.values.map(\.content).filter { seen.insert(ObjectIdentifier($0)).inserted }
+        }
+    }
+
+    /// Applies `body` to every open content currently at `path` (unlink detaches it, rename
+    /// moves it, utimens dates it), outside the table's lock.
+    func forEach(at path: String, _ body: (inout OpenContent.Edit) -> Void) {
+        for content in contents {
+            content.edit.withLock { edit in if edit.path == path && !edit.detached { body(&edit) } }
         }
     }
 
@@ -125,8 +192,8 @@ final class OpenFileTable: Sendable {
     /// The sizes of files that writers have changed and not yet stored, by path.
     func dirtySizes() -> [String: Int] {
         var sizes: [String: Int] = [:]
-        for file in table.withLock({ Array($0.files.values) }) {
-            file.edit.withLock { edit in if edit.dirty && !edit.detached { sizes[edit.path] = edit.buffer.count } }
+        for content in contents {
+            content.edit.withLock { edit in if edit.dirty && !edit.detached { sizes[edit.path] = edit.buffer.count } }
         }
         return sizes
     }

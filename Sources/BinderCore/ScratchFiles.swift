@@ -2,13 +2,23 @@ import BinderCrypto
 import Synchronization
 
 /// What exists only in memory, never committed: editors' temporary, swap, backup and lock
-/// files; records hidden behind an editor's backup rename; and `.children` folders made before
-/// anything was written into them.
+/// files; records hidden behind an editor's backup rename or a held unlink; and `.children`
+/// folders made before anything was written into them.
 final class ScratchFiles: Sendable {
     private struct Contents: ~Copyable {
         var files: [String: ScratchFile] = [:]
         /// Records renamed to a scratch name (an editor's backup): hidden, still stored.
         var hidden: Set<String> = []
+        /// Records whose unlink is held (`patient-info.md`, which every binder keeps): hidden,
+        /// still stored, until a file is stored in their place or the time given passes.
+        var held: [String: ContinuousClock.Instant] = [:]
+
+        /// Forgets the holds whose time has passed: the record shows again.
+        mutating func expireHolds() {
+            guard !held.isEmpty else { return }
+            let now = ContinuousClock.now
+            held = held.filter { $0.value > now }
+        }
         /// `X.children` folders made with mkdir, not yet holding a child (nothing in git).
         var pendingFolders: [String: Parent] = [:]
     }
@@ -48,9 +58,24 @@ final class ScratchFiles: Sendable {
 
     var paths: [String] { contents.withLock { Array($0.files.keys) } }
 
-    func isHidden(_ path: String) -> Bool { contents.withLock { $0.hidden.contains(path) } }
+    func isHidden(_ path: String) -> Bool {
+        contents.withLock { contents in
+            contents.expireHolds()
+            return contents.hidden.contains(path) || contents.held[path] != nil
+        }
+    }
+
     func hide(_ path: String) { contents.withLock { _ = $0.hidden.insert(path) } }
-    var hidden: Set<String> { contents.withLock { $0.hidden } }
+
+    /// Hides a stored record for `duration`, or until a file is stored at `path` (`stored`).
+    func hold(_ path: String, for duration: Duration) { contents.withLock { $0.held[path] = .now + duration } }
+
+    var hidden: Set<String> {
+        contents.withLock { contents in
+            contents.expireHolds()
+            return contents.held.isEmpty ? contents.hidden : contents.hidden.union(contents.held.keys)
+        }
+    }
 
     func pendingFolder(_ path: String) -> Parent? { contents.withLock { $0.pendingFolders[path] } }
     func addPendingFolder(_ path: String, _ parent: Parent) { contents.withLock { $0.pendingFolders[path] = parent } }
@@ -64,6 +89,7 @@ final class ScratchFiles: Sendable {
         contents.withLock { contents in
             for folder in ViewPath.ancestors(of: path) { contents.pendingFolders.removeValue(forKey: folder) }
             contents.hidden.remove(path)
+            contents.held.removeValue(forKey: path)
         }
     }
 
@@ -71,6 +97,7 @@ final class ScratchFiles: Sendable {
         contents.withLock { contents in
             contents.files.removeAll()
             contents.hidden.removeAll()
+            contents.held.removeAll()
             contents.pendingFolders.removeAll()
         }
     }

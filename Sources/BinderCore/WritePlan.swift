@@ -85,11 +85,22 @@ public struct WriteLimits: Sendable, Equatable {
         self.attachmentBytes = attachmentBytes
     }
 
-    /// The most bytes a file at `path` may hold: a record (`.md` outside the control folder)
-    /// is a document; anything else, scratch files included, is bounded like an attachment.
-    func maximum(for path: String) -> Int {
+    /// The most bytes a record's file may hold as the mount shows it. The limit that counts is
+    /// `documentBytes`, on the JSON stored: front matter can render larger than its JSON (YAML's
+    /// indentation and quoting), and a record the apps wrote near the limit must stay editable.
+    /// This bound only keeps what a record being written holds in memory in proportion.
+    public var renderedDocumentBytes: Int { documentBytes.multipliedReportingOverflow(by: 16).partialValue }
+
+    /// Whether a file at `path` is a record (`.md` outside the control folder), whose stored
+    /// JSON is held to `documentBytes`.
+    static func isRecord(_ path: String) -> Bool {
         let name = ViewPath.split(path).name
-        if name.hasSuffix(NameMapping.markdownExtension) && !ScratchNames.isScratch(name) { return documentBytes }
-        return attachmentBytes
+        return name.hasSuffix(NameMapping.markdownExtension) && !ScratchNames.isScratch(name)
+    }
+
+    /// The most bytes a file at `path` may hold: a record, as rendered (`renderedDocumentBytes`);
+    /// anything else, scratch files included, is bounded like an attachment.
+    func maximum(for path: String) -> Int {
+        Self.isRecord(path) ? renderedDocumentBytes : attachmentBytes
     }
 }

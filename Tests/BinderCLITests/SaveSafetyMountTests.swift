@@ -206,6 +206,79 @@ final class SaveSafetyMountTests: MountedFixtureTestCase {
         }
     }
 
+    /// Two descriptors on one attachment (and one record), A writing at 0 and B at 1 MiB (at
+    /// the end of the record), both closed: every write is stored, and a read through a third
+    /// descriptor before the closes sees both (one file, one content, as POSIX has it).
+    func testTwoWritersAtDifferentOffsetsKeepEveryWrite() throws {
+        XCTAssertEqual(try shell("printf '# Log\\n' > visits/log.md && head -c 4096 /dev/zero > labs/scan.bin", in: mnt).status, 0)
+        let run = try shell("""
+            python3 -c "import os
+            end = os.path.getsize('visits/log.md')
+            for p, near, far in (('labs/scan.bin', 0, 1 << 20), ('visits/log.md', end, end + 13)):
+                a = os.open(p, os.O_WRONLY); b = os.open(p, os.O_WRONLY)
+                os.pwrite(a, b'FIRST-WRITER\\n', near); os.pwrite(b, b'SECOND-WRITER', far)
+                r = os.open(p, os.O_RDONLY); seen = os.pread(r, far + 64, 0); os.close(r)
+                assert b'FIRST-WRITER' in seen and b'SECOND-WRITER' in seen, seen[-64:]
+                os.close(a); os.close(b)"
+            """, in: mnt)
+        XCTAssertEqual(run.status, 0, run.stderr)
+        let scan = try binder.read("labs/scan.bin")
+        XCTAssertEqual(scan.count, (1 << 20) + 13)
+        XCTAssertEqual(Array(scan.prefix(13)), Array("FIRST-WRITER\n".utf8))
+        XCTAssertEqual(Array(scan.suffix(13)), Array("SECOND-WRITER".utf8))
+        let log = try stored("visits/log.json").value
+        XCTAssertTrue(log.contains("FIRST-WRITER") && log.contains("SECOND-WRITER"), log)
+    }
+
+    /// A backup restored with plain `tar -x` into a fresh binder: tar unlinks patient-info.md
+    /// before extracting it; the unlink is held, tar exits 0 and the backup's record is in its
+    /// place. A `rm patient-info.md` that nothing replaces is undone at the next mount.
+    func testPlainTarRestoresPatientInfoAndItNeverLeavesGit() throws {
+        let root = binder.sandbox.root.path
+        XCTAssertEqual(try shell("printf -- '---\\nname: Restored Person\\n---\\n# Me\\n' > patient-info.md", in: mnt).status, 0)
+        // Remounted: tar says "file changed as we read it" of a root whose time moved under it.
+        binder.unmount()
+        try binder.mount()
+        let backup = try shell("tar -C '\(mnt)' -cf '\(root)/b.tar' .")
+        XCTAssertEqual(backup.status, 0, backup.stderr)
+        let freshMount = "\(root)/fresh-tar"
+        try FileManager.default.createDirectory(atPath: freshMount, withIntermediateDirectories: true)
+        XCTAssertEqual(try binder.sandbox.run(["create", "fresh-tar", "--passphrase-file", binder.passphraseFile]).status, 0)
+        let mounted = try binder.sandbox.run(["mount", "fresh-tar", freshMount, "--passphrase-file", binder.passphraseFile])
+        XCTAssertEqual(mounted.status, 0, mounted.stderr)
+        defer { unmountQuietly(binder.sandbox, freshMount) }
+        let restore = try shell("tar -C '\(freshMount)' -xf '\(root)/b.tar'")
+        XCTAssertEqual(restore.status, 0, restore.stderr)
+        XCTAssertEqual(try shell("diff -r '\(mnt)' '\(freshMount)'").status, 0)
+        let freshRepository = binder.sandbox.home.appendingPathComponent("binders/fresh-tar").path
+        XCTAssertTrue(try git("show main:patient-info.json", in: freshRepository).count > 0)
+        // rm alone: nothing stored, gone from sight, back at the next mount.
+        let before = try git("rev-parse main")
+        XCTAssertEqual(try shell("rm patient-info.md && ! test -e patient-info.md", in: mnt).status, 0)
+        XCTAssertEqual(try git("rev-parse main"), before)
+        binder.unmount()
+        try binder.mount()
+        XCTAssertTrue(String(decoding: try binder.read("patient-info.md"), as: UTF8.self).contains("Restored Person"))
+    }
+
+    /// The record limit is on what is stored (the document's JSON), not on the file shown: a
+    /// record whose front matter renders past 65,535 bytes (deep metadata) is saved, and saved
+    /// again unchanged; one whose JSON passes the limit is refused at write().
+    func testTheRecordLimitIsOnWhatIsStored() throws {
+        var yaml = "---\ndeep:\n"
+        for level in 1..<300 { yaml += String(repeating: "  ", count: level) + "a:\n" }
+        yaml += String(repeating: "  ", count: 300) + "a: x\n---\n# Deep\n"
+        let source = binder.sandbox.root.appendingPathComponent("deep.md").path
+        try Data(yaml.utf8).write(to: URL(fileURLWithPath: source))
+        let saved = try shell("cp '\(source)' visits/deep.md && cat visits/deep.md > '\(source).shown' && cp '\(source).shown' visits/deep.md", in: mnt)
+        XCTAssertEqual(saved.status, 0, saved.stderr)
+        XCTAssertGreaterThan(try binder.read("visits/deep.md").count, 65_535)
+        XCTAssertTrue(try stored("visits/deep.json").value.contains("# Deep"))
+        // 40,000 newlines: 40 KB shown, 80 KB of JSON.
+        let refused = try shell("python3 -c \"import os, errno\nfd = os.open('visits/lines.md', os.O_WRONLY | os.O_CREAT)\ntry:\n    [os.write(fd, b'\\\\n' * 4096) for _ in range(10)]\n    print('written')\nexcept OSError as e:\n    print(errno.errorcode[e.errno])\"", in: mnt)
+        XCTAssertEqual(refused.stdout, "EFBIG\n", refused.stderr)
+    }
+
     /// A refused save is logged once, not once for the close and again for the release; the
     /// scratch files an unmount drops are named in the log.
     func testARefusalIsLoggedOnceAndDroppedScratchFilesAreNamed() throws {

@@ -61,6 +61,13 @@ final class WriteRuleTests: XCTestCase {
 
     static let note = "---\ntype: visit\ncreated: \"2025-01-02T03:04:05.000Z\"\nupdated: \"2025-01-02T03:04:05.000Z\"\n---\n# Visit\n"
     static let addendum = "---\ntype: addendum\ncreated: \"2025-01-03T00:00:00.000Z\"\n---\nAddendum.\n"
+    /// Metadata nested 300 deep: about 91 KB as YAML (two spaces of indentation a level), under
+    /// 2 KB as the JSON stored.
+    static let deepFrontMatter: String = {
+        var yaml = "---\ntype: visit\ndeep:\n"
+        for level in 1..<300 { yaml += String(repeating: "  ", count: level) + "a:\n" }
+        return yaml + String(repeating: "  ", count: 300) + "a: x\n---\n# Deep\n"
+    }()
     static let doctorNote = "---\ntype: doctor_note\ncreated: \"2025-01-04T00:00:00.000Z\"\n---\nNote.\n"
     static let followUp = "---\ntype: follow_up_note\ncreated: \"2025-01-05T00:00:00.000Z\"\n---\nFollow up.\n"
     static let correction = "---\ntype: correction\ncreated: \"2025-01-06T00:00:00.000Z\"\n---\nFix.\n"
@@ -184,7 +191,10 @@ final class WriteRuleTests: XCTestCase {
             then: .shows(files: ["visits/a.children/" + String(repeating: "s", count: 251) + ".png", "visits/a.md"], children: 1)),
         Row("a 256-byte name is too long anywhere", given: [.mkdir("visits")], when: .write("visits/" + String(repeating: "x", count: 253) + ".md", "# L\n"),
             then: .refused(.fileNameTooLong)),
-        Row("patient-info cannot be deleted", when: .remove("patient-info.md"), then: .refused(.notPermitted)),
+        Row("patient-info's unlink stores nothing (it is held for its replacement)", when: .remove("patient-info.md"), then: .unchanged),
+        Row("patient-info unlinked then written again is replaced, as tar -x does",
+            given: [.remove("patient-info.md")], when: .write("patient-info.md", "# Restored\n"),
+            then: .shows(files: [], contains: ["patient-info.md": "# Restored"], documents: 1)),
         Row("patient-info cannot be moved away", given: [.mkdir("visits")], when: .rename("patient-info.md", "visits/p.md"),
             then: .refused(.notPermitted)),
         Row("a folder named .git is refused", when: .mkdir(".git"), then: .refused(.notPermitted)),
@@ -197,6 +207,10 @@ final class WriteRuleTests: XCTestCase {
             then: .refused(.invalidArgument)),
         Row("a record over 65,535 bytes", given: [.mkdir("visits")], when: .write("visits/a.md", String(repeating: "x", count: 70_000)),
             then: .refused(.fileTooLarge)),
+        Row("a record under 65,535 bytes whose JSON is over (newlines are two bytes there)", given: [.mkdir("visits")],
+            when: .write("visits/a.md", String(repeating: "\n", count: 40_000) + "x"), then: .refused(.fileTooLarge)),
+        Row("a record over 65,535 bytes as shown whose JSON is under is saved (the limit is on what is stored)", given: [.mkdir("visits")],
+            when: .write("visits/a.md", deepFrontMatter), then: .shows(files: ["visits/a.md"], contains: ["visits/a.md": "# Deep"], documents: 2)),
         Row("an updated: the writer changed is kept", given: [.mkdir("visits"), .write("visits/a.md", note)],
             when: .write("visits/a.md", note.replacingOccurrences(of: "updated: \"2025-01-02T03:04:05.000Z\"", with: "updated: \"2020-05-06T07:08:09.000Z\"")),
             then: .shows(files: ["visits/a.md"], contains: ["visits/a.md": "updated: \"2020-05-06T07:08:09.000Z\""])),
