@@ -80,13 +80,24 @@ struct FileLogHandler: LogHandler {
         // ICU calendar, and the daemon kept 6 MB of ICU's pages resident for it (issue 13).
         let stamp = Timestamps.now()
         sink.write("\(stamp) \(event.level) \(Self.escaped("\(event.message)"))\(fields)\n")
-        // Errors (a refused save, a failed store) and warnings that carry a conflict or an
-        // error (a conflict resolved, a failed sync) are what the user must hear of.
+        // Errors (a refused save, a failed store), a sync that made conflict copies, and
+        // warnings that carry an error (a failed sync) are what the user must hear of.
         if let notifier = sink.notifier {
             if event.level >= .error { notifier.send(.refused) }
-            else if event.level >= .warning && all["conflict"] != nil { notifier.send(.conflict) }
+            else if Self.conflictCount(all) > 0 { notifier.send(.conflict) }
             else if event.level >= .warning && all["error"] != nil { notifier.send(.syncFailed) }
         }
+    }
+
+    /// The metadata key with which a sync pass logs how many conflicts it resolved (each
+    /// leaves a visible conflict copy, or its other side in history): SyncScheduler's
+    /// `synced` line, at info level, `conflicts=N`.
+    static let conflictCountKey = "conflicts"
+
+    /// The conflicts an event reports (0 when it reports none).
+    static func conflictCount(_ metadata: Logger.Metadata) -> Int {
+        guard let value = metadata[conflictCountKey] else { return 0 }
+        return Int("\(value)") ?? 0
     }
 
     /// `text` with control characters (C0, DEL, C1) written as `\u{…}`: a message is one

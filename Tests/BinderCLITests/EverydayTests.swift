@@ -49,7 +49,7 @@ final class EverydayCommandTests: XCTestCase {
         let firstScreen = try shell("""
             set -e
             binder key generate --passphrase-file '\(pass)' --log-n 8 >/dev/null
-            binder create health --patient-name 'Alex Doe' --dob 1984-07-12 --passphrase-file '\(pass)'
+            printf 'Alex Doe\\n1984-07-12\\n' | binder create health --patient-name - --dob - --passphrase-file '\(pass)'
             mkdir '\(mountpoint)'
             binder mount health '\(mountpoint)' --passphrase-file '\(pass)'
             grep -q 'Alex Doe' '\(mountpoint)/patient-info.md'
@@ -339,5 +339,54 @@ final class ProgressLineTests: XCTestCase {
         let onTerminal = try shell("script -qec \"\(command)\" /dev/null")
         XCTAssertEqual(onTerminal.status, 0, onTerminal.stdout)
         XCTAssertTrue(onTerminal.stdout.contains("\r\u{1B}[KReceiving objects "), onTerminal.stdout.debugDescription)
+    }
+}
+
+/// `--notify` hears of conflicts: a sync of the running mount that makes a conflict copy sends
+/// a desktop notification (here to a stand-in notify-send on the PATH that records what it
+/// was asked to show), naming neither the record nor its content.
+final class ConflictNotificationTests: XCTestCase {
+    func testASyncThatMakesAConflictCopyNotifies() throws {
+        let nsec = String(decoding: try SecretKey.generate().nsec().copyBytes(), as: UTF8.self)
+        let serverRoot = try BinderSandbox()
+        let server = try TestServer(root: serverRoot.root)
+        defer { server.stop() }
+        let laptop = try Device(nsec: nsec), phone = try Device(nsec: nsec)
+        try laptop.binder(["login", "--server", server.url])
+        try laptop.binder(["create", "health"])
+        try laptop.mount("health", ["--no-sync"])
+        try laptop.write("visits/knee.md", "# Knee\n\nline one\nline two\n")
+        laptop.unmount()
+        try laptop.binder(["sync", "health", "--repo-id", "health"])
+        try phone.binder(["login", "--server", server.url])
+        try phone.binder(["clone", "health"])
+
+        // The same line edited on both, each offline; the laptop's reaches the server first.
+        for (device, words) in [(laptop, "says the laptop"), (phone, "says the phone")] {
+            try device.mount("health", ["--no-sync"])
+            XCTAssertEqual(try shell("sed -i 's/^line two$/line two, \(words)/' visits/knee.md", in: device.mountpoint).status, 0)
+            device.unmount()
+        }
+        try laptop.binder(["sync", "health"])
+
+        // The phone mounts with --notify and sync on: its first pass merges and makes the copy.
+        let tools = phone.sandbox.root.appendingPathComponent("tools").path
+        let shown = phone.sandbox.root.appendingPathComponent("notified").path
+        try FileManager.default.createDirectory(atPath: tools, withIntermediateDirectories: true)
+        let fake = tools + "/notify-send"
+        try Data("#!/bin/sh\nprintf '%s\\n' \"$@\" >> '\(shown)'\n".utf8).write(to: URL(fileURLWithPath: fake))
+        chmod(fake, 0o755)
+        let mounted = try phone.sandbox.run(["mount", "health", phone.mountpoint, "--notify"],
+                                            environment: ["PATH": tools + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
+                                                          "DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent"])
+        XCTAssertEqual(mounted.status, 0, mounted.stderr)
+        defer { unmountQuietly(phone.sandbox, phone.mountpoint) }
+        eventually(60, "the conflict copy", diagnostics: { phone.diagnostics() }) {
+            ((try? FileManager.default.contentsOfDirectory(atPath: phone.mountpoint + "/visits")) ?? []).contains { $0.hasPrefix("knee (conflict ") }
+        }
+        waitUntil { ((try? String(contentsOfFile: shown, encoding: .utf8)) ?? "").contains("conflicted") }
+        let text = (try? String(contentsOfFile: shown, encoding: .utf8)) ?? ""
+        XCTAssertTrue(text.contains("binder: health") && text.contains("conflicted") && text.contains("binder status health"), text)
+        XCTAssertFalse(text.contains("knee") || text.contains("says the"), text)
     }
 }
