@@ -14,14 +14,16 @@ struct ServeCommand: ParsableCommand {
         read only after the token is checked, within limits counted after decompression; each user \
         has a quota of repositories and bytes; logins are rate-limited per address; slow or idle \
         connections are closed. Serve over https by putting a TLS proxy in front; clients refuse plain \
-        http except on loopback.
+        http except on loopback. Listening beyond loopback needs --public-url: logins signed for \
+        another server are refused.
         """)
 
     @Option(help: "The folder holding the repositories (created if missing).")
     var repos: String
     @Option(help: "Address and port to listen on.")
     var listen: String = "127.0.0.1:8417"
-    @Option(name: .customLong("public-url"), help: "The URL clients reach this server at (used in QR payloads).")
+    @Option(name: .customLong("public-url"),
+            help: "The URL clients reach this server at: logins must be signed for it, QR payloads name it. Required unless --listen is loopback.")
     var publicURL: String?
     @Option(name: .customLong("token-lifetime"), help: "Seconds a login token stays valid.")
     var tokenLifetime: Int64 = 86_400
@@ -39,7 +41,8 @@ struct ServeCommand: ParsableCommand {
     var connectionsPerAddress: Int = 32
     @Option(name: .customLong("header-timeout"), help: "Seconds a connection may take to send a request's headers (or stay idle).")
     var headerTimeout: Int = 10
-    @Option(name: .customLong("body-timeout"), help: "Seconds in which a request body must bring at least 1 KiB, window after window.")
+    @Option(name: .customLong("body-timeout"),
+            help: "Seconds a request body may go without a byte arriving; past the first such span it must also average 1 KiB/s.")
     var bodyTimeout: Int = 15
     /// Testing aid: this fraction of git requests fails with 503.
     @Option(name: .customLong("fault-rate"), help: .hidden)

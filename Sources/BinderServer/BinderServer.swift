@@ -17,6 +17,8 @@ public final class BinderServer: Sendable {
         public var port: Int
         public var tokenLifetime: Int64
         public var rotateSecret: Bool
+        /// The URL clients reach the server at: put in QR payloads, and the server every login
+        /// event must name (NIP-42's `relay` tag). Required unless `host` is a loopback address.
         public var publicURL: String?
         public var faultRate: Double
         public var limits: ServeLimits
@@ -48,6 +50,11 @@ public final class BinderServer: Sendable {
     public init(options: Options, logger: Logger) throws {
         self.options = options
         self.logger = logger
+        // Reachable from elsewhere, the server must know its own URL to refuse a login signed
+        // for another server; the request's Host cannot say (a relaying server writes it).
+        guard options.publicURL != nil || Self.isLoopback(options.host) else {
+            throw ServerError.publicURLRequired(host: options.host)
+        }
         let store = RepositoryStore(root: options.repositories)
         try FileManager.default.createDirectory(atPath: options.repositories, withIntermediateDirectories: true)
         do { try store.prepare() } catch { throw ServerError.setup("cannot prepare \(store.serverFolder): \(error)") }
@@ -74,8 +81,9 @@ public final class BinderServer: Sendable {
             router: router, server: server,
             configuration: .init(address: .hostname(options.host, port: options.port), serverName: nil, backlog: 1024,
                                  availableConnectionsDelegate: MaximumAvailableConnections(options.maxConnections, logger: logger)),
-            onServerRunning: { channel in
+            onServerRunning: { [routes, host = options.host] channel in
                 let port = channel.localAddress?.port ?? 0
+                routes.listening(at: "http://" + (host.contains(":") ? "[\(host)]" : host) + ":\(port)")
                 bound.withLock { $0 = port }
                 ready(port)
             },
@@ -91,6 +99,18 @@ public final class BinderServer: Sendable {
             throw ServerError.setup(bound.withLock { $0 } == nil
                                     ? "cannot listen on \(options.host):\(options.port): \(error)" : "\(error)")
         }
+    }
+
+    /// True for `localhost` and the loopback addresses (127.0.0.0/8, ::1, IPv4-mapped 127/8).
+    static func isLoopback(_ host: String) -> Bool {
+        if host.lowercased() == "localhost" { return true }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, host, &v6) == 1 else { return false }
+        let bytes = withUnsafeBytes(of: &v6) { Array($0) }
+        if bytes[0..<15].allSatisfy({ $0 == 0 }) && bytes[15] == 1 { return true }   // ::1
+        return bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xff && bytes[11] == 0xff && bytes[12] == 127
     }
 
     /// 1,000 idle connections need 1,000 descriptors: use the hard limit, not the soft one.
@@ -136,7 +156,14 @@ struct RequestLog: RouterMiddleware {
 
 enum ServerError: Error, CustomStringConvertible {
     case setup(String)
+    /// Listening beyond loopback without `Options.publicURL`.
+    case publicURLRequired(host: String)
     var description: String {
-        switch self { case .setup(let why): return why }
+        switch self {
+        case .setup(let why): return why
+        case .publicURLRequired(let host):
+            return "--public-url is required when listening on \(host), beyond loopback: give the URL clients reach this "
+                + "server at (e.g. https://binder.example.org), so that a login signed for another server is refused"
+        }
     }
 }

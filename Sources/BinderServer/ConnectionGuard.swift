@@ -9,16 +9,21 @@ public struct ConnectionLimits: Sendable {
     /// A request's head must have arrived this long after the connection opened or the last
     /// response ended; otherwise the connection is closed (slow or absent headers, idle keep-alive).
     public var headerTimeout: Duration
-    /// While a body is being received, each window this long must bring `bodyMinimumBytes`.
+    /// While a body is being received: the longest time without a byte of it (a stalled
+    /// client is cut), and the grace before `bodyMinimumRate` applies.
     public var bodyWindow: Duration
-    public var bodyMinimumBytes: Int
+    /// Bytes a second a body must average, counted from its head, past the first `bodyWindow`:
+    /// a client trickling a body is cut however steadily it trickles. 1 KiB/s (8 kbit/s) is
+    /// far below a slow mobile link, which therefore pushes a pack of any size; the pause of a
+    /// link that drops out for less than `bodyWindow` is made up as it resumes.
+    public var bodyMinimumRate: Int
 
     public init(perAddress: Int = 32, headerTimeout: Duration = .seconds(10), bodyWindow: Duration = .seconds(15),
-                bodyMinimumBytes: Int = 1024) {
+                bodyMinimumRate: Int = 1024) {
         self.perAddress = perAddress
         self.headerTimeout = headerTimeout
         self.bodyWindow = bodyWindow
-        self.bodyMinimumBytes = bodyMinimumBytes
+        self.bodyMinimumRate = bodyMinimumRate
     }
 }
 
@@ -46,7 +51,8 @@ final class AddressLedger: Sendable {
 }
 
 /// One per connection, just after Hummingbird's HTTP decoding, on the connection's event loop:
-/// enforces the per-address cap and the header and body timeouts, and ends the connection once
+/// enforces the per-address cap, the header timeout and the body's progress (no pause as long
+/// as `bodyWindow`, and at least `bodyMinimumRate` on average), and ends the connection once
 /// a response has been sent before its request's body was read: a refused upload is not read
 /// on. The close lingers (output shut, at most `lingerBytes` more discarded for at most
 /// `lingerTime`) so that the client, still sending, reads the answer instead of a reset.
@@ -65,13 +71,18 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// that ends before its request did answered a body that was never read.
     private var requestsReceived = 0
     private var responsesSent = 0
-    private var bodyBytesThisWindow = 0
+    /// The body being received: when its head came, its bytes so far, when the last arrived.
+    private var bodyStarted = NIODeadline.now()
+    private var bodyBytes = 0
+    private var lastBodyBytes = NIODeadline.now()
     private var timer: Scheduled<Void>?
     /// Set once the answer to an unread body is out: what arrives now is thrown away.
     private var discarding = false
     private var discarded = 0
     static let lingerBytes = 4 << 20
     static let lingerTime: Duration = .seconds(2)
+    /// How often a body's progress is looked at.
+    static let progressCheck: Duration = .seconds(1)
 
     init(limits: ConnectionLimits, ledger: AddressLedger) {
         self.limits = limits
@@ -119,10 +130,13 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         switch part {
         case .head:
             readingBody = true
-            bodyBytesThisWindow = limits.bodyMinimumBytes   // the head itself counts for the first window
-            schedule(context, after: limits.bodyWindow) { handler, context in handler.bodyWindowEnded(context) }
+            bodyStarted = .now()
+            lastBodyBytes = bodyStarted
+            bodyBytes = 0
+            schedule(context, after: Self.progressCheck) { handler, context in handler.checkBodyProgress(context) }
         case .body(let chunk):
-            bodyBytesThisWindow += chunk.readableBytes
+            bodyBytes += chunk.readableBytes
+            if chunk.readableBytes > 0 { lastBodyBytes = .now() }
         case .end:
             readingBody = false
             requestsReceived += 1
@@ -155,21 +169,21 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         schedule(context, after: limits.headerTimeout) { _, context in context.close(promise: nil) }
     }
 
-    private func bodyWindowEnded(_ context: ChannelHandlerContext) {
+    private func checkBodyProgress(_ context: ChannelHandlerContext) {
         guard readingBody else { return }
-        guard bodyBytesThisWindow >= limits.bodyMinimumBytes else {
+        let now = NIODeadline.now(), window = TimeAmount(limits.bodyWindow)
+        let owed = Double(limits.bodyMinimumRate) * Double(max(0, (now - bodyStarted - window).nanoseconds)) / 1e9
+        guard now - lastBodyBytes < window, Double(bodyBytes) >= owed else {
             context.close(promise: nil)
             return
         }
-        bodyBytesThisWindow = 0
-        schedule(context, after: limits.bodyWindow) { handler, context in handler.bodyWindowEnded(context) }
+        schedule(context, after: Self.progressCheck) { handler, context in handler.checkBodyProgress(context) }
     }
 
     private func schedule(_ context: ChannelHandlerContext, after delay: Duration,
                           _ action: @escaping (ConnectionGuard, ChannelHandlerContext) -> Void) {
         timer?.cancel()
-        let nanoseconds = delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000
-        timer = context.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(nanoseconds)) { [self] in
+        timer = context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(delay)) { [self] in
             timer = nil
             action(self, context)
         }

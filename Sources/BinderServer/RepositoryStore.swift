@@ -4,9 +4,15 @@ import Foundation
 /// The server's bare repositories: `<root>/<repoId>.git`, each with its owner's public key in
 /// `binder-owner` beside git's own files. A repository is made in a staging folder, receives
 /// the first push there, and is renamed into place only once that push has stored a branch
-/// ("push-to-create"): an empty or failed push leaves nothing behind.
+/// ("push-to-create"): an empty or failed push leaves nothing behind. Who owns what, and the
+/// sizes, are also kept in `index`, so that no request reads the whole folder.
 struct RepositoryStore: Sendable {
     let root: String
+    let index = RepositoryIndex()
+
+    init(root: String) {
+        self.root = root
+    }
 
     /// The server's own folder (token secret, staging, spool): never a repository id.
     var serverFolder: String { root + "/.binder-serve" }
@@ -15,7 +21,8 @@ struct RepositoryStore: Sendable {
     /// An empty repository whose advertisement answers for ids that do not exist yet.
     var emptyTemplate: String { serverFolder + "/empty.git" }
 
-    /// Makes the server's folders, clearing what an earlier run left in staging and spool.
+    /// Makes the server's folders, clearing what an earlier run left in staging and spool, and
+    /// fills `index` from the repositories there.
     func prepare() throws {
         let fm = FileManager.default
         for folder in [serverFolder, stagingFolder, spoolFolder] {
@@ -28,6 +35,11 @@ struct RepositoryStore: Sendable {
             try? fm.removeItem(atPath: emptyTemplate)
             _ = try GitRepository.create(path: emptyTemplate, bare: true)
         }
+        var owners: [String: String] = [:]
+        for id in ids() where exists(id) {
+            if let owner = owner(id) { owners[id] = owner }
+        }
+        index.load(owners)
     }
 
     /// `id` must be valid (`RepositoryID.isValid`): it becomes a folder name.
@@ -71,21 +83,28 @@ struct RepositoryStore: Sendable {
     /// Moves a staged repository into place as `id`; false if `id` exists meanwhile (the
     /// first creator wins; the staged copy is then the caller's to remove).
     func publish(_ staging: String, as id: String) -> Bool {
-        rename(staging, path(id)) == 0
+        guard rename(staging, path(id)) == 0 else { return false }
+        if let owner = owner(id) { index.add(id, owner: owner) }
+        return true
     }
 
-    /// How many repositories `owner` has and how many bytes they take.
+    /// How many repositories `owner` has and how many bytes they take: from `index`, measuring
+    /// only those pushed to since their last measure.
     func usage(owner: String) -> (repositories: Int, bytes: Int64) {
-        let fm = FileManager.default
-        var repositories = 0, bytes: Int64 = 0
-        for id in ids() where self.owner(id) == owner {
-            repositories += 1
-            guard let walker = fm.enumerator(at: URL(fileURLWithPath: path(id)), includingPropertiesForKeys: [.fileSizeKey]) else { continue }
+        index.usage(of: owner) { id in
+            var bytes: Int64 = 0
+            guard let walker = FileManager.default.enumerator(at: URL(fileURLWithPath: path(id)),
+                                                              includingPropertiesForKeys: [.fileSizeKey]) else { return 0 }
             for case let url as URL in walker {
                 bytes += Int64((try? url.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0)
             }
+            return bytes
         }
-        return (repositories, bytes)
+    }
+
+    /// A push reached `id`: its size is measured again at the next quota check.
+    func noteChanged(_ id: String) {
+        index.invalidateSize(id)
     }
 
     /// Removes the repository `id`: renamed out of place first (it disappears at once for every
@@ -94,6 +113,7 @@ struct RepositoryStore: Sendable {
     func remove(_ id: String) -> Bool {
         let doomed = stagingFolder + "/removed-\(id)-\(UUID().uuidString).git"
         guard rename(path(id), doomed) == 0 else { return false }
+        index.remove(id)
         try? FileManager.default.removeItem(atPath: doomed)
         return true
     }
@@ -111,13 +131,13 @@ struct RepositoryStore: Sendable {
 
     /// The `scan-…` staging repositories, with when each was last changed.
     func stagingRepositories() -> [(id: String, modified: Date)] {
-        ids().filter { ScanSessions.isStagingID($0) }.map { id in
+        index.stagingRepositories.map { id in
             let attributes = try? FileManager.default.attributesOfItem(atPath: path(id))
             return (id, (attributes?[.modificationDate] as? Date) ?? .distantPast)
         }
     }
 
-    /// Every repository id on the server.
+    /// Every repository id in the folder (read once, at start: see `index`).
     private func ids() -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
         return names.sorted().compactMap { name in
@@ -128,8 +148,8 @@ struct RepositoryStore: Sendable {
     }
 
     func list(owner: String) -> [RepositorySummary] {
-        ids().compactMap { id -> RepositorySummary? in
-            guard self.owner(id) == owner else { return nil }
+        index.repositories(of: owner).compactMap { id -> RepositorySummary? in
+            guard exists(id), self.owner(id) == owner else { return nil }
             var last: String? = nil
             if let repository = try? GitRepository.open(path: path(id)), let tip = try? repository.branchTip(),
                let info = try? repository.commit(tip) {

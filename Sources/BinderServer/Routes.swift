@@ -49,8 +49,12 @@ final class Routes: Sendable {
     let git: GitBackend
     let limits: ServeLimits
     let logger: Logger
-    /// The base URL put in QR payloads; nil: taken from the request's Host header.
+    /// The base URL put in QR payloads and that login events must name (`relay` tag); nil only
+    /// on loopback (`BinderServer.Options.publicURL`), where `localURL` stands in for it.
     let publicURL: String?
+    /// `http://HOST:PORT` as bound, set once the server listens: the QR payloads' base without
+    /// `publicURL` (never the request's `Host`, which the client writes).
+    private let localURL = Mutex<String?>(nil)
     /// Testing aid: this fraction of git requests fails with 503 (0: none), chosen by a fixed
     /// pseudo-random sequence so that a run can be repeated.
     let faultRate: Double
@@ -61,6 +65,8 @@ final class Routes: Sendable {
     private let creating = Mutex<[String: Int]>([:])
     /// How far a login event's `created_at` may be from the server's clock.
     static let clockSkew: Int64 = 600
+    /// How long a clone QR's token lasts (at most as long as the token that asked for it).
+    static let cloneTokenLifetime: Int64 = 600
     static let gitProtocol = HTTPFields.Element.Name("Git-Protocol")
 
     init(repositories: RepositoryStore, tokens: TokenAuthority, limits: ServeLimits, logger: Logger, publicURL: String?,
@@ -103,12 +109,17 @@ final class Routes: Sendable {
 
     private static var now: Int64 { Int64(Date().timeIntervalSince1970) }
 
+    /// Called once the server listens on `url`.
+    func listening(at url: String) {
+        localURL.withLock { $0 = url }
+    }
+
     // MARK: - Login
 
     private func challenge(_ request: Request, _ context: ServeContext) async throws -> Response {
         guard challengeLimiter.allow(context.remoteAddress) else { throw ServeFailure(429, "too many login attempts; wait a minute") }
         _ = try await RequestBodyReader.collect(request, limit: limits.jsonBytes)
-        return JSONReply.response(200, ChallengeReply(challenge: challenges.make(now: Self.now)))
+        return JSONReply.response(200, ChallengeReply(challenge: challenges.make(for: context.remoteAddress, now: Self.now)))
     }
 
     private func verify(_ request: Request, _ context: ServeContext) async throws -> Response {
@@ -146,8 +157,20 @@ final class Routes: Sendable {
         return text
     }
 
-    /// The token's claims; 401 for a missing, malformed, forged or expired one.
-    private func authenticate(_ request: Request) throws -> TokenAuthority.Claims {
+    /// The claims of a token that grants `access`: 401 for a missing, malformed, forged or
+    /// expired token, 403 for one issued for less (a clone QR's).
+    private func authenticate(_ request: Request, for access: TokenAuthority.Claims.Access) throws -> TokenAuthority.Claims {
+        let claims = try bearerClaims(request)
+        try authorize(claims, access)
+        return claims
+    }
+
+    private func authorize(_ claims: TokenAuthority.Claims, _ access: TokenAuthority.Claims.Access) throws {
+        guard claims.allows(access) else { throw ServeFailure(403, "this token only fetches the repository it was issued for") }
+    }
+
+    /// The token's claims, whatever it grants; 401 for a missing, malformed, forged or expired one.
+    private func bearerClaims(_ request: Request) throws -> TokenAuthority.Claims {
         guard let value = request.headers[.authorization], value.lowercased().hasPrefix("bearer ") else {
             throw ServeFailure(401, "missing, bad or expired token")
         }
@@ -169,18 +192,20 @@ final class Routes: Sendable {
     // MARK: - Repositories
 
     private func list(_ request: Request) throws -> Response {
-        let user = try authenticate(request)
+        let user = try authenticate(request, for: .account)
         return JSONReply.response(200, repositories.list(owner: user.pubkey))
     }
 
     private func qrPayload(_ request: Request, _ context: ServeContext) throws -> Response {
-        let user = try authenticate(request)
+        let user = try authenticate(request, for: .account)
         let id = try repositoryID(context)
         guard repositories.exists(id) else { throw ServeFailure(404, "no such repository") }
         guard repositories.owner(id) == user.pubkey else { throw ServeFailure(403, "not your repository") }
-        let base = publicURL ?? "http://" + (request.head.authority ?? "127.0.0.1")
-        // The QR's token is for one clone: short-lived.
-        let token = try tokens.issue(pubkey: user.pubkey, userType: user.userType, now: Self.now, lifetime: 600)
+        guard let base = publicURL ?? localURL.withLock({ $0 }) else { throw ServeFailure(503, "not listening yet") }
+        // The QR's token is for one clone: it fetches this repository only, for 10 minutes,
+        // and cannot ask for another QR (docs/FORMAT.md, "The server").
+        let now = Self.now
+        let token = try tokens.issueClone(for: user, repoId: id, now: now, expires: now + Self.cloneTokenLifetime)
         return JSONReply.response(200, ClonePayloadReply(action: "mgit_clone", clone_url: base + "/api/mgit/repos/" + id,
                                                          jwt_token: token, repo_name: id))
     }
@@ -197,14 +222,14 @@ final class Routes: Sendable {
     private func gitCaller(_ request: Request) throws -> Caller {
         endFinishedShares()
         let header = request.headers[.authorization]
-        if header?.lowercased().hasPrefix("bearer ") == true { return .user(try authenticate(request)) }
+        if header?.lowercased().hasPrefix("bearer ") == true { return .user(try bearerClaims(request)) }
         let scanToken: String?
         if let header, header.lowercased().hasPrefix("scantoken ") {
             scanToken = header.dropFirst(10).trimmingCharacters(in: .whitespaces)
         } else {
             scanToken = request.uri.queryParameters.get("scan_token").map { String($0) }
         }
-        guard let scanToken else { return .user(try authenticate(request)) }
+        guard let scanToken else { return .user(try bearerClaims(request)) }
         // Unknown, revoked and expired tokens look alike: a session is forgotten when it ends.
         guard let repoId = scans.repository(forToken: scanToken, now: Self.now) else { throw ServeFailure(403, "Invalid scan token") }
         return .scan(repoId: repoId)
@@ -241,7 +266,7 @@ final class Routes: Sendable {
     /// `POST /api/auth/scan/session` `{stagingRepoId, expiresIn?}`: only the owner of an existing
     /// `scan-…` repository may open a session on it (limbo.health checks neither).
     private func openScanSession(_ request: Request) async throws -> Response {
-        let user = try authenticate(request)
+        let user = try authenticate(request, for: .account)
         endFinishedShares()
         let body = try await RequestBodyReader.collect(request, limit: limits.jsonBytes)
         let asked = try JSONReply.decode(ScanSessionRequest.self, from: body, expected: "{stagingRepoId, expiresIn?}")
@@ -263,7 +288,7 @@ final class Routes: Sendable {
     /// `POST /api/auth/scan/revoke` `{sessionToken}`: ends the caller's own session and removes
     /// its staging repository (unless another session of the same repository is still live).
     private func revokeScanSession(_ request: Request) async throws -> Response {
-        let user = try authenticate(request)
+        let user = try authenticate(request, for: .account)
         endFinishedShares()
         let body = try await RequestBodyReader.collect(request, limit: limits.jsonBytes)
         let asked = try JSONReply.decode(ScanRevokeRequest.self, from: body, expected: "{sessionToken}")
@@ -305,6 +330,7 @@ final class Routes: Sendable {
             try checkScanAccess(caller, id: id, service: service)
             return try await advertisement(service, id: id, repository: repositories.path(id), request)
         }
+        try authorize(user, service == .uploadPack ? .read(repoId: id) : .account)
         if repositories.exists(id) {
             guard repositories.owner(id) == user.pubkey else { throw ServeFailure(403, "not authorized for this repository") }
             repository = repositories.path(id)
@@ -346,6 +372,7 @@ final class Routes: Sendable {
             guard let repositoryOwner = repositories.owner(id) else { throw ServeFailure(404, "Repository not found") }
             owner = repositoryOwner
         case .user(let user):
+            try authorize(user, service == .uploadPack ? .read(repoId: id) : .account)
             if exists {
                 guard repositories.owner(id) == user.pubkey else { throw ServeFailure(403, "not authorized for this repository") }
             } else if service == .uploadPack {
@@ -383,6 +410,7 @@ final class Routes: Sendable {
         let output: GitBackend.Output
         if exists {
             output = try await runGit(service, id: id, repository: repositories.path(id), input: input, protocolHeader: protocolHeader)
+            if service == .receivePack { repositories.noteChanged(id) }
         } else if try Self.isProbe(input) {
             // git sends a bare flush before a large push to see that the request would be
             // accepted; for a new id it is answered as the empty repository would, creating nothing.

@@ -12,6 +12,29 @@ final class TokenAuthority: Sendable {
         let iat: Int64
         let exp: Int64
         let jti: String
+        /// nil for a login's token, which acts for its account. `"clone"` for the clone-QR's
+        /// token, which only reads the repository `repoId` (docs/FORMAT.md, "The server").
+        /// A scope this server does not know grants nothing.
+        let scope: String?
+        let repoId: String?
+
+        /// What a token was issued for, checked by `allows`.
+        enum Access: Equatable {
+            /// Everything the account may do: listing, QR payloads, shares, pushes.
+            case account
+            /// Fetching (upload-pack) the repository with this id.
+            case read(repoId: String)
+        }
+
+        static let cloneScope = "clone"
+
+        func allows(_ access: Access) -> Bool {
+            switch (scope, access) {
+            case (nil, _): return true
+            case (Self.cloneScope?, .read(let id)): return repoId == id
+            default: return false
+            }
+        }
     }
 
     enum Rejection: Error, CustomStringConvertible {
@@ -58,9 +81,20 @@ final class TokenAuthority: Sendable {
         let typ: String?
     }
 
-    func issue(pubkey: String, userType: String, now: Int64, lifetime: Int64? = nil) throws -> String {
-        let claims = Claims(pubkey: pubkey, userType: userType, iat: now, exp: now + (lifetime ?? self.lifetime),
-                            jti: Hex.encode(randomBytes(12)))
+    /// A login's token for `pubkey`, valid `lifetime` seconds.
+    func issue(pubkey: String, userType: String, now: Int64) throws -> String {
+        try sign(Claims(pubkey: pubkey, userType: userType, iat: now, exp: now + lifetime,
+                        jti: Hex.encode(randomBytes(12)), scope: nil, repoId: nil))
+    }
+
+    /// The clone-QR's token: reads `repoId` only, until `expires` (never later than the token
+    /// that asked for it), and cannot ask for another (`Claims.allows`).
+    func issueClone(for owner: Claims, repoId: String, now: Int64, expires: Int64) throws -> String {
+        try sign(Claims(pubkey: owner.pubkey, userType: owner.userType, iat: now, exp: min(expires, owner.exp),
+                        jti: Hex.encode(randomBytes(12)), scope: Claims.cloneScope, repoId: repoId))
+    }
+
+    private func sign(_ claims: Claims) throws -> String {
         let header = Base64URL.encode(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
         let payload = Base64URL.encode(Array(try JSONEncoder().encode(claims)))
         let signingInput = header + "." + payload

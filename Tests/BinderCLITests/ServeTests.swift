@@ -129,6 +129,72 @@ final class ServeTests: XCTestCase {
         XCTAssertEqual(try server.git("alices", "log --format=%s main"), "Initialize binder\n")
     }
 
+    /// The clone QR's token (issue 43) fetches the one repository it was issued for, as the Limbo
+    /// app's clone does (upload-pack only), and nothing else: no other repository, no push, no
+    /// listing, no share, and no new QR (so it cannot renew itself). Its clone URL is the
+    /// server's own, whatever `Host` the request named.
+    func testTheCloneQRTokenOnlyFetchesItsRepository() throws {
+        let (aliceFile, alice) = try nsecFile("alice")
+        let aliceToken = try login(aliceFile)
+        let work = root.root.appendingPathComponent("work").path
+        XCTAssertEqual(try shell("git init -q -b main '\(work)' && cd '\(work)' && echo ciphertext > a.json && git add a.json && git -c user.name=t -c user.email=t@t commit -q -m 'Initialize binder'").status, 0)
+        for id in ["health", "other"] {
+            XCTAssertEqual(try git("-C '\(work)' push -q '\(server.url)/api/mgit/repos/\(id)' main", token: aliceToken).status, 0)
+        }
+        let qr = try get("/api/mgit/qr/clone/health", token: aliceToken)
+        XCTAssertEqual(qr.status, 200, qr.body)
+        let payload = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(qr.body.utf8)) as? [String: String])
+        XCTAssertEqual(payload["clone_url"], server.url + "/api/mgit/repos/health")
+        let cloneToken = try XCTUnwrap(payload["jwt_token"])
+        let claims = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(try XCTUnwrap(Base64URL.decode(cloneToken.split(separator: ".")[1])))) as? [String: Any])
+        XCTAssertEqual(claims["pubkey"] as? String, alice.publicKey.hex)
+        XCTAssertEqual(claims["scope"] as? String, "clone")
+        XCTAssertEqual(claims["repoId"] as? String, "health")
+        XCTAssertEqual((claims["exp"] as? Int).map { $0 - (claims["iat"] as! Int) }, 600, "10 minutes")
+
+        let cloned = try git("clone -q '\(server.url)/api/mgit/repos/health' copy && git -C copy rev-parse HEAD", token: cloneToken)
+        XCTAssertEqual(cloned.status, 0, cloned.stderr)
+        XCTAssertEqual(cloned.stdout.trimmingCharacters(in: .whitespacesAndNewlines), try server.git("health", "rev-parse main").trimmingCharacters(in: .whitespacesAndNewlines))
+
+        XCTAssertEqual(try get("/api/mgit/repos/other/info/refs?service=git-upload-pack", token: cloneToken).status, 403, "another repository")
+        XCTAssertNotEqual(try git("clone -q '\(server.url)/api/mgit/repos/other' other-copy", token: cloneToken).status, 0)
+        XCTAssertEqual(try get("/api/mgit/repos/health/info/refs?service=git-receive-pack", token: cloneToken).status, 403, "a push")
+        XCTAssertEqual(try get("/api/mgit/repos/fresh/info/refs?service=git-receive-pack", token: cloneToken).status, 403, "a creation")
+        XCTAssertEqual(try get("/api/mgit/user/repositories", token: cloneToken).status, 403, "the listing")
+        XCTAssertEqual(try get("/api/mgit/qr/clone/health", token: cloneToken).status, 403, "a new QR token: no renewal")
+        let share = try MgitClient.run(["post", server.url, "/api/auth/scan/session", try root.file("share.json", #"{"stagingRepoId":"scan-1"}"#),
+                                        try root.file("clone-token", cloneToken)])
+        XCTAssertTrue(share.stdout.hasPrefix("403 "), share.stdout)
+        XCTAssertEqual(try shell("cd '\(work)' && echo more > b.json && git add b.json && git -c user.name=t -c user.email=t@t commit -q -m more").status, 0)
+        XCTAssertNotEqual(try git("-C '\(work)' push -q '\(server.url)/api/mgit/repos/health' main", token: cloneToken).status, 0)
+        XCTAssertNotEqual(try git("-C '\(work)' push -q '\(server.url)/api/mgit/repos/fresh' main", token: cloneToken).status, 0)
+        XCTAssertEqual(try server.git("health", "log --format=%s main"), "Initialize binder\n")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: server.repos + "/fresh.git"))
+
+        // The account's own token still does everything.
+        XCTAssertEqual(try get("/api/mgit/user/repositories", token: aliceToken).status, 200)
+        // The payload's URL is where the server listens, not what the request's Host says.
+        let forged = try shell("""
+            python3 -c 'import sys, urllib.request; r = urllib.request.Request(sys.argv[1], headers={"Host": "evil.example", "Authorization": "Bearer " + open(sys.argv[2]).read().strip()}); print(urllib.request.urlopen(r).read().decode())' \
+            '\(server.url)/api/mgit/qr/clone/health' '\(try root.file("alice-token", aliceToken))'
+            """)
+        XCTAssertTrue(forged.stdout.contains(#""clone_url":"\#(server.url)/api/mgit/repos/health""#), forged.stdout + forged.stderr)
+    }
+
+    /// Without --public-url the server cannot tell which server a login was signed for: it
+    /// refuses to listen beyond loopback without it, naming the option (loopback works as before).
+    func testListeningBeyondLoopbackNeedsThePublicURL() throws {
+        let repos = root.root.appendingPathComponent("elsewhere").path
+        for listen in ["0.0.0.0:0", "[::]:0", "192.0.2.7:0"] {
+            let run = try shell("timeout 60 '\(BinderSandbox.binary)' serve --repos '\(repos)' --listen '\(listen)'")
+            XCTAssertEqual(run.status, 1, "\(listen): \(run.stdout) \(run.stderr)")
+            XCTAssertTrue(run.stderr.contains("--public-url is required when listening on"), "\(listen): \(run.stderr)")
+            XCTAssertFalse(run.stdout.contains("Serving"), listen)
+        }
+        // The usual loopback server of these tests runs without it.
+        XCTAssertEqual(try get("/api/mgit/user/repositories", token: nil).status, 401)
+    }
+
     func testTheClientRefusesPlainHTTPBeyondLoopbackAndReportsADeadServer() throws {
         let device = try Device(nsec: String(decoding: try SecretKey.generate().nsec().copyBytes(), as: UTF8.self))
         assertFails(try device.binder(["login", "--server", "http://example.com"], expectFailure: true), mentioning: "refusing plain http")

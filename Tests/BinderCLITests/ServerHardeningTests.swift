@@ -265,6 +265,81 @@ final class ServerHardeningTests: XCTestCase {
         XCTAssertEqual(try get("/api/mgit/user/repositories", tokenFile: alice.tokenFile).status, 200, "the server still serves")
     }
 
+    /// A body that keeps coming, but trickles (700 bytes a second: above the old 1 KiB per
+    /// window), is cut once it falls below 1 KiB/s on average past the first --body-timeout; a
+    /// slow link that keeps moving is not: 4 KiB/s, and a real push through a relay passing
+    /// 24 KiB/s that drops out for a second on the way.
+    func testATrickledBodyIsCutAndASlowLinkIsNot() throws {
+        try start(["--body-timeout", "2"])
+        let alice = try user("alice")
+        XCTAssertEqual(try push(try workTree("w"), to: "alices", tokenFile: alice.tokenFile).status, 0)
+        XCTAssertEqual(try attack(["trickle", server.url + "/api/auth/nostr/verify", "none", "16000", "350", "0.5", "60"]), "closed")
+        XCTAssertEqual(try attack(["trickle", server.url + "/api/mgit/repos/alices/git-upload-pack", alice.tokenFile,
+                                   "100000", "350", "0.5", "60"]), "closed")
+        XCTAssertEqual(try attack(["trickle", server.url + "/api/auth/nostr/verify", "none", "16000", "2048", "0.5", "60"]), "400",
+                       "the whole body came, and was answered")
+
+        let portFile = root.root.appendingPathComponent("relay-port").path
+        let relay = Process()
+        relay.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        relay.arguments = ["python3", Self.attacks, "throttle", "\(server.port)", portFile, "\(24 << 10)", "\(64 << 10)", "1", "120"]
+        try relay.run()
+        defer { if relay.isRunning { relay.terminate() } }
+        eventually(20, "the relay listens") { FileManager.default.fileExists(atPath: portFile) }
+        let port = try String(contentsOfFile: portFile, encoding: .utf8)
+        let work = try workTree("slow-link", bytes: 200_000)
+        let pushed = try shell("git -c http.extraHeader=\"Authorization: Bearer $(cat '\(alice.tokenFile)')\" -C '\(work)' push -q 'http://127.0.0.1:\(port)/api/mgit/repos/slow' main")
+        XCTAssertEqual(pushed.status, 0, pushed.stderr)
+        XCTAssertEqual(try server.git("slow", "rev-parse main"), try shell("git -C '\(work)' rev-parse main").stdout)
+    }
+
+    /// A flood of login challenges, more than the server keeps (10,000), does not push out the
+    /// pending challenge of a user at another address: from one address (which holds at most
+    /// 32), nor from 320 addresses together (the address holding the most loses its oldest).
+    func testAFloodOfChallengesDoesNotPushOutAnotherUsersPendingOne() throws {
+        try start(["--logins-per-minute", "1000000"])
+        let nsec = try root.file("nsec", String(decoding: try SecretKey.generate().nsec().copyBytes(), as: UTF8.self))
+        XCTAssertEqual(try attack(["challenge-flood", server.url, nsec, "127.0.0.2", "10050", "127.0.0.3"]), "10050 200")
+        let crowd = (0..<320).map { "127.0.\(1 + $0 / 250).\(1 + $0 % 250)" }
+        XCTAssertEqual(try attack(["challenge-flood", server.url, nsec, "127.0.0.2", "10400"] + crowd), "10400 200")
+        let memory = try serverMemory()
+        XCTAssertLessThan(memory.rss, 200, "MiB")
+    }
+
+    /// A request's cost does not grow with the repositories on the server: with 2,000 other
+    /// users' repositories there, a listing and a push's quota check read only their owner's
+    /// (counted in read system calls, from /proc: no clock involved).
+    func testARequestReadsOnlyItsOwnersRepositories() throws {
+        try start()
+        let alice = try user("alice")
+        XCTAssertEqual(try push(try workTree("w"), to: "alices", tokenFile: alice.tokenFile).status, 0)
+        server.stop()
+        let fm = FileManager.default
+        for i in 0..<2_000 {
+            let folder = server.repos + "/others-\(i).git"
+            try fm.createDirectory(atPath: folder, withIntermediateDirectories: false)
+            try Data("ref: refs/heads/main\n".utf8).write(to: URL(fileURLWithPath: folder + "/HEAD"))
+            try Data((String(repeating: "\(i % 10)", count: 64) + "\n").utf8).write(to: URL(fileURLWithPath: folder + "/binder-owner"))
+        }
+        try server.start()
+        func readCalls() throws -> Int {
+            let io = try String(contentsOfFile: "/proc/\(server.pid)/io", encoding: .utf8)
+            return Int(io.split(separator: "\n").first { $0.hasPrefix("syscr:") }?.split(separator: " ").last ?? "") ?? -1
+        }
+        let before = try readCalls()
+        for i in 0..<5 {
+            let listed = try get("/api/mgit/user/repositories", tokenFile: alice.tokenFile)
+            XCTAssertEqual(listed.status, 200)
+            XCTAssertTrue(listed.body.contains(#""repoId":"alices""#) && !listed.body.contains("others-"), listed.body)
+            XCTAssertEqual(try get("/api/mgit/repos/new-\(i)/info/refs?service=git-receive-pack", tokenFile: alice.tokenFile).status, 200)
+        }
+        let reads = try readCalls() - before
+        XCTAssertLessThan(reads, 10 * 200, "read calls for 10 requests with 2,000 repositories on the server")
+        // The quotas still count: a push to Alice's repository, then one creating another.
+        XCTAssertEqual(try push(try workTree("w2"), to: "second", tokenFile: alice.tokenFile).status, 0)
+        XCTAssertTrue(try get("/api/mgit/user/repositories", tokenFile: alice.tokenFile).body.contains(#""repoId":"second""#))
+    }
+
     /// The login endpoints answer 429 past --logins-per-minute from one address; other
     /// addresses are not affected.
     func testLoginRequestsAreRateLimitedPerAddress() throws {

@@ -21,11 +21,25 @@ usage:
   server_attacks.py cap HOST PORT COUNT SOURCE
       Opens COUNT silent connections from SOURCE and prints how many the server closed within
       a second (those past its per-address cap).
+  server_attacks.py trickle URL TOKEN LENGTH STEP_BYTES STEP_SECONDS MAX_SECONDS
+      Starts a POST of LENGTH bytes and sends STEP_BYTES of it every STEP_SECONDS, for at most
+      MAX_SECONDS; prints the status the server answers, "closed" if it closed the connection
+      first, or "open" if MAX_SECONDS passed with neither.
+  server_attacks.py challenge-flood URL NSEC_FILE USER_SOURCE COUNT FLOOD_SOURCE...
+      A user at USER_SOURCE asks for a login challenge; a second later, COUNT challenges are asked
+      for from the FLOOD_SOURCE addresses (round robin, kept-alive connections); then the user answers
+      its challenge, signed with rust-nostr. Prints "<challenges given to the flood> <verify status>".
+  server_attacks.py throttle UPSTREAM_PORT PORT_FILE BYTES_PER_SECOND PAUSE_AFTER PAUSE SECONDS
+      A TCP relay on loopback (its port written to PORT_FILE) that passes what clients send at
+      most BYTES_PER_SECOND, stops for PAUSE seconds once PAUSE_AFTER bytes of a connection
+      went through (a link dropping out), and passes answers at full speed; exits after SECONDS.
 """
 import functools
 import gzip
 import http.client
 import json
+import os
+import select
 import selectors
 import signal
 import socket
@@ -160,6 +174,129 @@ def cap(host, port, count, source):
     return closed
 
 
+def trickle(url, token, length, step_bytes, step_seconds, max_seconds):
+    parts = urllib.parse.urlsplit(url)
+    s = socket.create_connection((parts.hostname, parts.port), timeout=5)
+    headers = "".join("%s: %s\r\n" % item for item in token_header(token).items())
+    s.sendall(("POST %s HTTP/1.1\r\nHost: %s\r\n%sContent-Length: %d\r\n\r\n"
+               % (parts.path, parts.hostname, headers, length)).encode())
+    deadline = time.monotonic() + max_seconds
+    sent = 0
+    answer = b""
+    try:
+        while time.monotonic() < deadline:
+            if sent < length:
+                step = min(step_bytes, length - sent)
+                try:
+                    s.sendall(bytes(step))
+                except OSError:
+                    return "closed"
+                sent += step
+            # Wait out the step, watching for an answer or a close.
+            readable, _, _ = select.select([s], [], [], step_seconds if sent < length else max(0.0, deadline - time.monotonic()))
+            if readable:
+                try:
+                    data = s.recv(4096)
+                except OSError:
+                    data = b""
+                if not data:
+                    return answer.split(b" ")[1].decode() if answer.startswith(b"HTTP/") else "closed"
+                answer += data
+                if b"\r\n" in answer:
+                    return answer.split(b" ")[1].decode()
+        return "open"
+    finally:
+        s.close()
+
+
+def challenge_flood(url, nsec_file, user_source, count, flood_sources):
+    import nostr_sdk as n
+    parts = urllib.parse.urlsplit(url)
+
+    def ask(connection, path, body):
+        connection.request("POST", path, body=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+        response = connection.getresponse()
+        return response.status, response.read()
+
+    user = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30, source_address=(user_source, 0))
+    status, body = ask(user, "/api/auth/nostr/challenge", {})
+    assert status == 200, (status, body)
+    challenge = json.loads(body)["challenge"]
+    user.close()
+    time.sleep(1.1)  # every challenge of the flood expires strictly after the user's (whole seconds)
+    floods = [http.client.HTTPConnection(parts.hostname, parts.port, timeout=30, source_address=(source, 0))
+              for source in flood_sources]
+    given = 0
+    for i in range(count):
+        connection = floods[i % len(floods)]
+        try:
+            status, _ = ask(connection, "/api/auth/nostr/challenge", {})
+        except (ConnectionError, http.client.HTTPException):
+            connection.close()
+            continue
+        given += status == 200
+    for connection in floods:
+        connection.close()
+    with open(nsec_file, encoding="utf-8") as f:
+        keys = n.Keys(n.SecretKey.parse(f.read().strip()))
+    event = json.loads(n.EventBuilder(n.Kind(22242), challenge).tags([n.Tag.parse(["challenge", challenge])])
+                       .finalize(keys).as_json())
+    user = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30, source_address=(user_source, 0))
+    status, _ = ask(user, "/api/auth/nostr/verify", {"signedEvent": event, "challenge": challenge, "userType": "patient"})
+    user.close()
+    return "%d %d" % (given, status)
+
+
+def throttle(upstream_port, port_file, rate, pause_after, pause, seconds):
+    import threading
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    listener.settimeout(0.5)
+    with open(port_file + ".tmp", "w") as f:
+        f.write(str(listener.getsockname()[1]))
+    os.rename(port_file + ".tmp", port_file)
+    deadline = time.monotonic() + seconds
+
+    def pipe(source, target, limited):
+        passed = 0
+        paused = False
+        source.settimeout(1)
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    data = source.recv(max(1, rate // 10) if limited else 65536)
+                except socket.timeout:
+                    continue
+                if not data:
+                    break
+                target.sendall(data)
+                passed += len(data)
+                if limited:
+                    time.sleep(len(data) / rate)
+                    if not paused and passed >= pause_after:
+                        paused = True
+                        time.sleep(pause)
+        except OSError:
+            pass
+        finally:
+            for s in (source, target):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    while time.monotonic() < deadline:
+        try:
+            client, _ = listener.accept()
+        except socket.timeout:
+            continue
+        server = socket.create_connection(("127.0.0.1", upstream_port), timeout=5)
+        threading.Thread(target=pipe, args=(client, server, True), daemon=True).start()
+        threading.Thread(target=pipe, args=(server, client, False), daemon=True).start()
+    listener.close()
+
+
 def slowloris(host, port, count, seconds, report_path, sources):
     selector = selectors.DefaultSelector()
     open_sockets = {}
@@ -247,6 +384,12 @@ def main(argv):
         print(slowbody(argv[2], argv[3], float(argv[4]), *[int(a) for a in argv[5:6]]))
     elif command == "cap":
         print(cap(argv[2], int(argv[3]), int(argv[4]), argv[5]))
+    elif command == "trickle":
+        print(trickle(argv[2], argv[3], int(argv[4]), int(argv[5]), float(argv[6]), float(argv[7])))
+    elif command == "challenge-flood":
+        print(challenge_flood(argv[2], argv[3], argv[4], int(argv[5]), argv[6:]))
+    elif command == "throttle":
+        throttle(int(argv[2]), argv[3], int(argv[4]), int(argv[5]), float(argv[6]), float(argv[7]))
     else:
         print(__doc__, file=sys.stderr)
         return 2
