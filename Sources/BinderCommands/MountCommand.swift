@@ -119,9 +119,12 @@ struct MountCommand: ParsableCommand {
                                      conversationKey: conversationKey, cacheBytes: cacheBytes, state: state, logPath: logPath,
                                      writerLock: writerLock)
         }
+        let progress = ProgressLine()
+        let firstMount = FirstMountListing.isDue(gitDirectory: repository.gitDirectory, line: progress)
         try spawnDaemon(key: key, logPath: logPath, mountpoint: mountpoint, writerLock: writerLock)
         printInfo("Mounted \(name) at \(mountpoint)" + (idleSeconds.map { " (locks after \(formatDuration($0)) idle)" } ?? ""))
         printInfo("Unmount with: binder unmount \(mountpoint)   (log: \(logPath))")
+        if firstMount { FirstMountListing(mountpoint: mountpoint, line: progress).run() }
     }
 
     /// Checks that the mountpoint and the repository may be mounted, and takes the binder's

@@ -33,7 +33,7 @@ struct ListingIndex: Sendable {
     private let seal: LocalSeal
 
     init(gitDirectory: String, key: NIP44.ConversationKey) throws(SecureMemoryError) {
-        path = join(gitDirectory.hasSuffix("/") ? String(gitDirectory.dropLast()) : gitDirectory, "binder/listing-index")
+        path = ListingIndexFile.path(gitDirectory: gitDirectory)
         seal = try LocalSeal(conversationKey: key, label: Self.sealLabel)
     }
 
@@ -129,6 +129,14 @@ struct ListingIndex: Sendable {
             case .tooLarge(let size): throw .tooLarge(size)
             }
         }
+    }
+}
+
+/// Where a binder keeps its listing index; its absence means the next mount is the first
+/// (every listing is built from the records: `binder mount` shows that with a progress line).
+public enum ListingIndexFile {
+    public static func path(gitDirectory: String) -> String {
+        join(gitDirectory.hasSuffix("/") ? String(gitDirectory.dropLast()) : gitDirectory, "binder/listing-index")
     }
 }
 

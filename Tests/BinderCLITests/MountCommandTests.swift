@@ -94,6 +94,28 @@ final class MountCommandTests: XCTestCase {
         XCTAssertNil(mountEntry(binder.mountpoint))
     }
 
+    /// The first mount of a binder on a terminal (script(1) gives it one) reads every folder's
+    /// listing through the mount with a progress line, redrawn in place, then says how many
+    /// files it found; the next mount starts from the listing index and reads nothing.
+    func testFirstMountOnATerminalShowsListingProgress() throws {
+        let binder = try MountedBinder()
+        defer { binder.unmount() }
+        let command = "BINDER_HOME='\(binder.sandbox.home.path)' '\(BinderSandbox.binary)' mount '\(binder.repository)' '\(binder.mountpoint)' "
+            + "--passphrase-file '\(binder.passphraseFile)' 2>&1"
+        let first = try shell("script -qec \"\(command)\" /dev/null")
+        binder.markMounted()
+        XCTAssertEqual(first.status, 0, first.stdout)
+        XCTAssertTrue(first.stdout.contains("\r\u{1B}[KReading the binder's listings for its first mount"), first.stdout.debugDescription)
+        let files = try shell("find . -type f | wc -l", in: binder.mountpoint).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        XCTAssertTrue(first.stdout.contains("Listings ready: ") && first.stdout.contains(" folders, \(files) files"), first.stdout.debugDescription)
+        binder.unmount()
+        let again = try shell("script -qec \"\(command)\" /dev/null")
+        binder.markMounted()
+        XCTAssertEqual(again.status, 0, again.stdout)
+        XCTAssertTrue(again.stdout.contains("Mounted"), again.stdout)
+        XCTAssertFalse(again.stdout.contains("Reading the binder's listings"), again.stdout.debugDescription)
+    }
+
     func testCreateMountVerifyByName() throws {
         let binder = try MountedBinder(cloneFixture: false)
         defer { binder.unmount() }
