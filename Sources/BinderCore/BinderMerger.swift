@@ -120,9 +120,11 @@ public enum BinderMerger {
         let mode: UInt32
     }
 
+    /// A folder that cannot be read, and an entry with an empty name (a crafted tree's), are no
+    /// files to merge: the local one stays as it is, one from the other side stays in its commit.
     static func files(_ repository: GitRepository, _ commit: ObjectID) throws -> [String: FileVersion] {
         var files: [String: FileVersion] = [:]
-        for entry in try repository.listTree(commit: commit) where entry.kind != .tree {
+        for entry in try repository.listTree(commit: commit) where entry.kind != .tree && entry.kind != .unreadable && !entry.name.isEmpty {
             files[entry.path] = FileVersion(blob: entry.id, mode: entry.mode)
         }
         return files

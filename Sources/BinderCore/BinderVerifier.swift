@@ -75,7 +75,7 @@ public struct BinderVerifier {
                 continue
             case .blob:
                 break
-            case .link, .submodule:
+            case .link, .submodule, .unreadable:
                 continue  // reported by the listing
             }
             if name == NameMapping.folderMetadataName {
@@ -86,6 +86,8 @@ public struct BinderVerifier {
             } else if name.hasSuffix(NameMapping.sidecarExtension) {
                 report.attachments += 1
                 checkSidecar(entry, problem: problem)
+            } else if let unreadable = Self.unreadableBlob(entry, in: repository) {
+                problem(path, unreadable)
             } else {
                 report.findings.append(Finding(path: path, reason: "not part of the binder format (shown as stored)", isProblem: false))
             }
@@ -107,6 +109,13 @@ public struct BinderVerifier {
         guard files[join(folder, stem + NameMapping.documentExtension)] != nil else { return }
         problem(path, "a git folder named like the folder the view makes for the children of "
                 + "\(stem)\(NameMapping.documentExtension); once that document has children, it is not shown")
+    }
+
+    /// Why a file shown as stored cannot be read (its object is missing, or is not a blob: a
+    /// crafted tree's file mode on a folder); nil when it can. Only its header is read.
+    private static func unreadableBlob(_ entry: TreeEntry, in repository: GitRepository) -> String? {
+        do { _ = try repository.blobSize(entry.id) } catch { return "\(error) (reading it through the mount fails with EIO)" }
+        return nil
     }
 
     /// A folder's `.meta.json` decrypts to a JSON object.

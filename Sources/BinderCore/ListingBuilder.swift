@@ -141,7 +141,7 @@ struct ListingBuilder {
                     }
                 }
                 _ = insert(name, rawNode(entry, gitPath: gitPath), into: &listing)
-            case .submodule:
+            case .submodule, .unreadable:
                 continue  // left out by `showableEntries`
             }
         }
@@ -184,6 +184,9 @@ struct ListingBuilder {
                 reason = "not shown: its name is " + unsafe
             } else if entry.kind == .submodule {
                 reason = "not shown: a submodule (gitlink), whose commit is not in this repository"
+            } else if entry.kind == .unreadable {
+                reason = "not shown: a folder whose tree cannot be read (its object \(entry.id) is missing, is not a tree, "
+                    + "or does not parse); saves beside it keep it as it is"
             } else if !sharedHashes.isEmpty, sharedHashes.contains(entry.name.hashValue), !seen.insert(entry.name).inserted {
                 reason = "not shown: a second entry of this name in its folder"
             }

@@ -42,9 +42,12 @@ struct Snapshot: Sendable {
             folders.removeValue(forKey: path)
             for key in folders.keys where PathBytes.isInside(key, folder: path) { folders.removeValue(forKey: key) }
         }
-        func loadFolder(_ path: String, recursive: Bool) throws {
+        /// False when `path` is not a folder that can be read.
+        @discardableResult
+        func loadFolder(_ path: String, recursive: Bool) throws -> Bool {
             guard let entries = try repository.listFolder(commit: commit, path: path, recursive: recursive) else {
-                return removeFolder(path)
+                removeFolder(path)
+                return false
             }
             if recursive {
                 removeFolder(path)
@@ -56,14 +59,23 @@ struct Snapshot: Sendable {
                     folders[parent, default: []].append(entry)
                     if entry.kind == .tree, folders[entry.path] == nil { folders[entry.path] = [] }
                 }
-                return
+                return true
             }
             folders[path] = entries
             reread.insert(path)
-            // A folder that appeared (the first file written into it) is read whole.
+            // A folder that appeared (the first file written into it) is read whole; one that
+            // cannot be read is listed as such, as a whole load lists it.
+            var unreadable = Set<String>()
             for entry in entries where entry.kind == .tree && folders[entry.path] == nil {
-                try loadFolder(entry.path, recursive: true)
+                if try !loadFolder(entry.path, recursive: true) { unreadable.insert(entry.path) }
             }
+            if !unreadable.isEmpty {
+                folders[path] = entries.map { entry in
+                    unreadable.contains(entry.path)
+                        ? TreeEntry(path: entry.path, id: entry.id, kind: .unreadable, mode: entry.mode, nameIsExact: entry.nameIsExact) : entry
+                }
+            }
+            return true
         }
         var ancestors = Set<String>()
         for change in changes {
@@ -106,12 +118,12 @@ struct Snapshot: Sendable {
     /// every folder a snapshot loads).
     static func gitOrderPrecedes(_ a: TreeEntry, _ b: TreeEntry) -> Bool {
         let inPlace = a.withNameBytes { left in
-            b.withNameBytes { right in gitOrderPrecedes(left, a.kind == .tree, right, b.kind == .tree) }
+            b.withNameBytes { right in gitOrderPrecedes(left, a.sortsAsFolder, right, b.sortsAsFolder) }
         }
         if let inPlace { return inPlace }
         let slash = UInt8(ascii: "/")
         var left = a.name.utf8.makeIterator(), right = b.name.utf8.makeIterator()
-        var leftSlash = a.kind == .tree, rightSlash = b.kind == .tree
+        var leftSlash = a.sortsAsFolder, rightSlash = b.sortsAsFolder
         while true {
             var x = left.next(), y = right.next()
             if x == nil, leftSlash { x = slash; leftSlash = false }
@@ -248,7 +260,7 @@ struct Snapshot: Sendable {
             if gitOrderPrecedes(entries[middle], entry) { low = middle + 1 } else { high = middle }
         }
         if low < entries.count, !gitOrderPrecedes(entry, entries[low]) {  // neither precedes: the same key
-            guard (entries[low].kind == .tree) == (entry.kind == .tree) else { return nil }
+            guard entries[low].sortsAsFolder == entry.sortsAsFolder else { return nil }
             return (low, true)
         }
         // (A folder of a new file's name sits elsewhere in git's order: the caller rules it out.)

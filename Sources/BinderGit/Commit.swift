@@ -90,9 +90,10 @@ extension GitRepository {
     /// - The commit's new objects (those blobs, the trees on the changed paths,
     ///   the commit) are written as one pack, fsynced once with its index and
     ///   folder, before the branch moves: not one loose file and fsync each.
-    ///   Files written into folders that exist (a save) take the spliced path
-    ///   (`splicedCommitLocked`: trees spliced as bytes, the pack written by
-    ///   `PackWriter`); the rest libgit2's tree updates and pack builder.
+    ///   Files written into or deleted from folders that exist (a save, a merge)
+    ///   take the spliced path (`splicedCommitLocked`: trees spliced as bytes,
+    ///   the pack written by `PackWriter`); the rest libgit2's tree updates and
+    ///   pack builder.
     ///   A kill before the branch moves leaves at most an unreferenced pack.
     /// - The branch update is a compare-and-swap under git's ref lock (the same
     ///   lock command-line git uses): if the branch no longer points at
@@ -112,10 +113,12 @@ extension GitRepository {
         return try locked { () throws(GitError) in
             // Cheap early check, so that a stale caller writes nothing.
             try checkTipLocked(branch: branch, is: parent)
-            // A save (files written into folders that exist) is spliced; the rest goes through libgit2.
+            // A save or a merge into folders that exist is spliced (which also keeps a crafted
+            // folder's other entries as they are); the rest goes through libgit2.
             var spliced: ObjectID? = nil
-            if let parent, mergedParents.isEmpty {
-                spliced = try splicedCommitLocked(onto: parent, changes: changes, message: message, author: author, blobs: blobs)
+            if let parent {
+                spliced = try splicedCommitLocked(onto: parent, mergedParents: mergedParents, changes: changes, message: message,
+                                                  author: author, blobs: blobs)
             }
             let newID: ObjectID
             if let spliced {

@@ -197,19 +197,27 @@ extension GitRepository {
                          extending earlier: (tip: ObjectID, versions: [PathVersion])? = nil) throws(GitError) -> [PathVersion] {
         _ = try Self.components(of: path)
         let (folder, name) = PathBytes.split(path)
+        let folderComponents = folder.isEmpty ? [] : try Self.components(of: folder)
         return try locked { () throws(GitError) in
             var blobs: [ObjectID: ObjectID?] = [:]
             var inFolder: [ObjectID: ObjectID?] = [:]
+            // Folders are read as a listing reads them (`folderLocked`): a crafted entry beside
+            // the path does not stop the walk.
             func blob(_ commit: ObjectID) throws(GitError) -> ObjectID? {
                 if let known = blobs[commit] { return known }
-                let root = try commitTreeLocked(commit)
-                let folderTree = folder.isEmpty ? ObjectID(git_tree_id(root.pointer)) : try entryIDLocked(in: root, path: folder, treesOnly: true)
+                let root = ObjectID(git_commit_tree_id(try lookupCommitLocked(commit).pointer))
+                var folderTree: ObjectID? = root
+                if !folder.isEmpty {
+                    folderTree = try entryLocked(folderComponents, inTree: root).flatMap { TreeEntry.Kind(mode: $0.mode) == .tree ? $0.id : nil }
+                }
                 var found: ObjectID? = nil
                 if let folderTree {
                     if let known = inFolder[folderTree] {
                         found = known
                     } else {
-                        found = try entryIDLocked(in: try lookupTreeLocked(folderTree), path: name, blobsOnly: true)
+                        found = try entryLocked([Substring(name)], inTree: folderTree).flatMap { entry in
+                            [.blob, .link].contains(TreeEntry.Kind(mode: entry.mode)) ? entry.id : nil
+                        }
                         inFolder[folderTree] = found
                     }
                 }
@@ -277,9 +285,15 @@ extension GitRepository {
             if line != nil, let earlier {
                 for file in earlier.newest where seen.insert(file.path).inserted { newest.append(file) }
             }
-            let tipTree = try commitTreeLocked(tip)
+            let tipTree = ObjectID(git_commit_tree_id(try lookupCommitLocked(tip).pointer))
             var deleted: [DeletedFile] = []
-            for file in newest where try entryIDLocked(in: tipTree, path: file.path) == nil { deleted.append(file) }
+            for file in newest {
+                // (A path a crafted tree made, with an empty name in it, is no path to look up.)
+                guard let components = try? Self.components(of: file.path), try entryLocked(components, inTree: tipTree) != nil else {
+                    deleted.append(file)
+                    continue
+                }
+            }
             return Removals(tip: tip, newest: newest, deleted: deleted)
         }
     }
@@ -327,19 +341,6 @@ extension GitRepository {
         return ids
     }
 
-    /// The id of the entry at `path` below `tree` (nil: none there, or not of the kind asked
-    /// for). Lock held.
-    private func entryIDLocked(in tree: TreeHandle, path: String, blobsOnly: Bool = false, treesOnly: Bool = false) throws(GitError) -> ObjectID? {
-        var pointer: OpaquePointer?
-        let rc = git_tree_entry_bypath(&pointer, tree.pointer, path)
-        if rc == GIT_ENOTFOUND.rawValue { return nil }
-        try check(rc, "look up '\(path)'")
-        let entry = TreeEntryHandle(pointer!)
-        let type = git_tree_entry_type(entry.pointer)
-        if (blobsOnly && type != GIT_OBJECT_BLOB) || (treesOnly && type != GIT_OBJECT_TREE) { return nil }
-        return ObjectID(git_tree_entry_id(entry.pointer))
-    }
-
     /// Files in tree `old` that tree `new` lacks, with their blob in `old`. Folders with the
     /// same id on both sides are not entered: a commit costs what it changed, not the size of
     /// the tree. The two trees' bytes are compared (`ParsedTree.differences`): what they hold
@@ -348,11 +349,24 @@ extension GitRepository {
     /// comparisons were most of a cold walk: 5.7 s for 19,000 commits of a folder of 2,400
     /// records.) Trees that are not plain entries in git's order and spelling go through
     /// libgit2 (`removedParsedLocked`). Lock held.
+    ///
+    /// A folder entry whose object is missing or is not a tree (a crafted tree's) holds no
+    /// files: nothing is removed from it, and everything is from a folder that became one.
     private func removedLocked(from old: ObjectID, to new: ObjectID?, prefix: String = "",
                                trees: inout RecentTrees) throws(GitError) -> [(String, ObjectID)] {
-        guard let oldTree = try trees.parsed(old, in: self) else { return try removedParsedLocked(from: old, to: new, prefix: prefix, trees: &trees) }
+        let parsedOld: ParsedTree?
+        do { parsedOld = try trees.parsed(old, in: self) } catch {
+            if !isTreeObjectLocked(old) { return [] }
+            throw error
+        }
+        guard let oldTree = parsedOld else { return try removedParsedLocked(from: old, to: new, prefix: prefix, trees: &trees) }
         var newTree = ParsedTree([])
-        if let new { newTree = try trees.parsed(new, in: self) }
+        if let new {
+            do { newTree = try trees.parsed(new, in: self) } catch {
+                if isTreeObjectLocked(new) { throw error }
+                return try removedLocked(from: old, to: nil, prefix: prefix, trees: &trees)
+            }
+        }
         guard let newTree, let differences = ParsedTree.differences(from: oldTree, to: newTree) else {
             return try removedParsedLocked(from: old, to: new, prefix: prefix, trees: &trees)
         }

@@ -12,40 +12,56 @@ import Foundation
 /// `PackWriter` (stored, not compressed; no indexer pass). The bytes are exactly what libgit2
 /// would write for the same changes (`SplicedCommitTests` compares ids with the general path).
 ///
-/// Anything else (deletes, new folders, a file replacing a folder, names git might refuse,
-/// merges, the first commit) returns nil and takes the general path (`inOnePackLocked`).
+/// Deletions that leave their folder holding something are spliced the same way (the entry's
+/// bytes cut out), and so are merges' commits.
+///
+/// A folder another program made (entries out of git's order or repeated, an empty name, a
+/// folder mode on a blob: `RawTree.isRegular` says no) is spliced too, and only there do its
+/// bytes differ from libgit2's: libgit2 would sort it, drop one of two entries of a name, or
+/// refuse to read it at all, where the splice keeps every entry it does not change byte for
+/// byte. Its entries are then searched to the end for the name (the first of a name is the
+/// one the view shows, and the one replaced).
+///
+/// Anything else (new folders, a deletion that empties its folder, a file replacing a folder,
+/// names git might refuse, the first commit) returns nil and takes the general path
+/// (`inOnePackLocked`).
 extension GitRepository {
-    /// A file written by a save: its folder (git path, "" for the top), name and blob.
-    private typealias SplicedWrite = (folder: String, name: String, blob: ObjectID)
+    /// A file written (`blob`) or deleted (nil) by a save: its folder (git path, "" for the
+    /// top) and name.
+    private typealias SplicedWrite = (folder: String, name: String, blob: ObjectID?)
     /// An object's id and its bytes.
     private typealias ObjectBytes = (id: ObjectID, bytes: [UInt8])
+    /// A folder's tree: its id, its bytes, and whether they are in git's order and spelling
+    /// (`RawTree.isRegular`).
+    private typealias FolderBytes = (id: ObjectID, bytes: [UInt8], isRegular: Bool)
 
-    /// Commits `changes` (all `.write`) onto `parent` without moving the branch; returns the
-    /// new commit's id once its pack is durable, or nil when the changes are not for this path
-    /// (nothing was written then). Lock held.
-    func splicedCommitLocked(onto parent: ObjectID, changes: [TreeChange], message: String, author: Signature,
-                             blobs: [[UInt8]]) throws(GitError) -> ObjectID? {
+    /// Commits `changes` onto `parent` (and `mergedParents`, a merge) without moving the branch;
+    /// returns the new commit's id once its pack is durable, or nil when the changes are not
+    /// for this path (nothing was written then). Lock held.
+    func splicedCommitLocked(onto parent: ObjectID, mergedParents: [ObjectID] = [], changes: [TreeChange], message: String,
+                             author: Signature, blobs: [[UInt8]]) throws(GitError) -> ObjectID? {
         guard splicedCommitsEnabled, let (writes, folders) = try Self.splicedWrites(changes),
               let stored = try storedBlobs(blobs, for: writes),
               var original = try parentTreesLocked(parent, folders: folders),
               let written = try Self.splicedTrees(&original, writes: writes, folders: folders),
               let root = written[""] else { return nil }
-        let commitBytes = try commitObject(tree: root.id, parent: parent, message: message, author: author)
+        let commitBytes = try commitObject(tree: root.id, parents: [parent] + mergedParents, message: message, author: author)
         let commitID = try Self.objectID(of: commitBytes, type: GIT_OBJECT_COMMIT, "hash commit")
         try writeSplicedPackLocked(blobs: stored, trees: written, commit: (commitID, commitBytes))
         splicedCommitCount += 1
         return commitID
     }
 
-    /// The writes of `changes` and the folders on their paths ("" included); nil unless every
-    /// change writes a file, each path once, none inside another written path, every name plain.
+    /// The writes and deletions of `changes` and the folders on their paths ("" included); nil
+    /// unless each path comes once, none inside another changed path, every name plain.
     private static func splicedWrites(_ changes: [TreeChange]) throws(GitError) -> (writes: [SplicedWrite], folders: Set<String>)? {
         var writes: [SplicedWrite] = []
         var paths = Set<String>()
         for change in changes {
-            guard case .write(let path, let blob) = change, paths.insert(path).inserted else { return nil }
-            let components = try components(of: path)
+            guard paths.insert(change.path).inserted else { return nil }
+            let components = try components(of: change.path)
             guard components.allSatisfy(isPlainName), let name = components.last else { return nil }
+            let blob: ObjectID? = if case .write(_, let blob) = change { blob } else { nil }
             writes.append((components.dropLast().joined(separator: "/"), String(name), blob))
         }
         let folders = Set([""] + writes.flatMap { ancestors(of: $0.folder.isEmpty ? "" : $0.folder + "/x") })
@@ -58,55 +74,68 @@ extension GitRepository {
     private func storedBlobs(_ blobs: [[UInt8]], for writes: [SplicedWrite]) throws(GitError) -> [ObjectID: [UInt8]]? {
         var stored: [ObjectID: [UInt8]] = [:]
         for bytes in blobs { stored[try Self.blobID(of: bytes)] = bytes }
-        for write in writes where stored[write.blob] == nil {
-            var oid = write.blob.oid
+        for write in writes {
+            guard let blob = write.blob, stored[blob] == nil else { continue }
+            var oid = blob.oid
             guard git_odb_exists(odb.pointer, &oid) == 1 else { return nil }
         }
         return stored
     }
 
     /// The parent's trees of `folders`, read top down; nil when one does not exist as a folder.
-    private func parentTreesLocked(_ parent: ObjectID, folders: Set<String>) throws(GitError) -> [String: ObjectBytes]? {
+    private func parentTreesLocked(_ parent: ObjectID, folders: Set<String>) throws(GitError) -> [String: FolderBytes]? {
         let parentCommit = try lookupCommitLocked(parent)
         let rootID = ObjectID(git_commit_tree_id(parentCommit.pointer))
-        guard let rootBytes = try treeBytesLocked(rootID) else { return nil }
-        var original: [String: ObjectBytes] = ["": (rootID, rootBytes)]
+        guard let root = try treeBytesLocked(rootID) else { return nil }
+        var original: [String: FolderBytes] = ["": (rootID, root.bytes, root.isRegular)]
         for folder in folders.sorted(by: { Self.depth($0) < Self.depth($1) }) where !folder.isEmpty {
             let (above, name) = PathBytes.split(folder)
             guard let container = original[above],
-                  let entry = RawTree.find(Array(name.utf8), isTree: true, in: container.bytes), entry.exists,
-                  let id = entry.id, let bytes = try treeBytesLocked(id) else { return nil }
-            original[folder] = (id, bytes)
+                  let entry = RawTree.find(Array(name.utf8), isTree: true, in: container.bytes, sorted: container.isRegular), entry.exists,
+                  let id = entry.id, let tree = try treeBytesLocked(id) else { return nil }
+            original[folder] = (id, tree.bytes, tree.isRegular)
         }
         return original
     }
 
-    /// The new trees, bottom up: each folder's files spliced into its bytes, then its changed
-    /// subfolders; nil when a write would replace a folder (the general path refuses it).
+    /// The new trees, bottom up: each folder's files spliced into its bytes (or cut out), then
+    /// its changed subfolders; nil when a write would replace a folder (the general path
+    /// refuses it) or a deletion empties a folder (the general path removes it).
     /// Each folder's bytes are taken out of `original` and spliced in place: held nowhere
     /// else (`treeBytesLocked` hands the kept trees over), a 7 MB tree is not copied into a
     /// fresh allocation (its pages faulted in and zeroed) on every save.
-    private static func splicedTrees(_ original: inout [String: ObjectBytes], writes: [SplicedWrite],
-                                     folders: Set<String>) throws(GitError) -> [String: ObjectBytes]? {
-        var written: [String: ObjectBytes] = [:]
+    private static func splicedTrees(_ original: inout [String: FolderBytes], writes: [SplicedWrite],
+                                     folders: Set<String>) throws(GitError) -> [String: FolderBytes]? {
+        var written: [String: FolderBytes] = [:]
         for folder in folders.sorted(by: { depth($0) > depth($1) }) {
-            guard var bytes = original.removeValue(forKey: folder)?.bytes else { return nil }
+            guard let (_, kept, sorted) = original.removeValue(forKey: folder) else { return nil }
+            var bytes = kept
             for write in writes where write.folder == folder {
                 let name = Array(write.name.utf8)
-                if let tree = RawTree.find(name, isTree: true, in: bytes), tree.exists { return nil }
-                guard RawTree.upsert(name, mode: "100644", id: write.blob, isTree: false, in: &bytes) else { return nil }
+                guard let blob = write.blob else {
+                    // A file, else a folder, of that name; deleting what is not there changes nothing.
+                    guard let file = RawTree.find(name, isTree: false, in: bytes, sorted: sorted),
+                          let folder = RawTree.find(name, isTree: true, in: bytes, sorted: sorted) else { return nil }
+                    let place = file.exists ? file : folder
+                    if place.exists { bytes.removeSubrange(place.range) }
+                    continue
+                }
+                if let tree = RawTree.find(name, isTree: true, in: bytes, sorted: sorted), tree.exists { return nil }
+                guard RawTree.upsert(name, mode: "100644", id: blob, isTree: false, in: &bytes, sorted: sorted) else { return nil }
             }
             for (child, tree) in written where !child.isEmpty && PathBytes.split(child).parent == folder {
-                guard RawTree.upsert(Array(PathBytes.split(child).name.utf8), mode: "40000", id: tree.id, isTree: true, in: &bytes) else { return nil }
+                guard RawTree.upsert(Array(PathBytes.split(child).name.utf8), mode: "40000", id: tree.id, isTree: true, in: &bytes,
+                                     sorted: sorted) else { return nil }
             }
-            written[folder] = (try objectID(of: bytes, type: GIT_OBJECT_TREE, "hash tree"), bytes)
+            if bytes.isEmpty { return nil }
+            written[folder] = (try objectID(of: bytes, type: GIT_OBJECT_TREE, "hash tree"), bytes, sorted)
         }
         return written
     }
 
     /// Writes what the repository lacks of the commit's objects (an unchanged folder, a blob
     /// saved before: not again) as one durable pack, and keeps the new trees for the next save.
-    private func writeSplicedPackLocked(blobs: [ObjectID: [UInt8]], trees: [String: ObjectBytes],
+    private func writeSplicedPackLocked(blobs: [ObjectID: [UInt8]], trees: [String: FolderBytes],
                                         commit: ObjectBytes) throws(GitError) {
         var objects: [PackObject] = []
         func add(_ id: ObjectID, _ kind: PackObject.Kind, _ content: [UInt8]) {
@@ -122,13 +151,14 @@ extension GitRepository {
         // Both databases find the new pack without waiting for a lookup to miss.
         _ = git_odb_refresh(odb.pointer)
         if let commitStaging { _ = git_odb_refresh(commitStaging.odb.pointer) }
-        // The next save starts from these trees: kept, so that it need not read them back.
-        recentTrees = Dictionary(trees.values.map { ($0.id, $0.bytes) }, uniquingKeysWith: { a, _ in a })
+        // The next save starts from these trees: kept, so that it need not read them back
+        // (regular ones: a crafted one is looked at again).
+        recentTrees = Dictionary(trees.values.filter(\.isRegular).map { ($0.id, $0.bytes) }, uniquingKeysWith: { a, _ in a })
     }
 
     /// A commit object's bytes as libgit2's `git_commit_create` writes them (the signature
     /// checked and trimmed by `git_signature_new`, as there).
-    private func commitObject(tree: ObjectID, parent: ObjectID, message: String, author: Signature) throws(GitError) -> [UInt8] {
+    private func commitObject(tree: ObjectID, parents: [ObjectID], message: String, author: Signature) throws(GitError) -> [UInt8] {
         var signaturePointer: UnsafeMutablePointer<git_signature>?
         try check(git_signature_new(&signaturePointer, author.name, author.email,
                                     author.seconds, Int32(author.timeZoneOffsetMinutes)),
@@ -143,26 +173,26 @@ extension GitRepository {
         let zone = sign + (hours < 10 ? "0" : "") + String(hours) + (minutes < 10 ? "0" : "") + String(minutes)
         // libgit2 prints the time as an unsigned 32-bit number.
         let line = name + " <" + email + "> " + String(UInt32(truncatingIfNeeded: when.time)) + " " + zone + "\n"
-        let text = "tree " + tree.hex + "\nparent " + parent.hex + "\nauthor " + line + "committer " + line + "\n" + message
+        let text = "tree " + tree.hex + "\n" + parents.map { "parent " + $0.hex + "\n" }.joined() + "author " + line + "committer " + line + "\n" + message
         return Array(text.utf8)
     }
 
     /// The raw bytes of tree `id`: from the last spliced commit's trees (handed over: the next
-    /// save splices them in place, so nothing else may hold them), else read. nil when
-    /// the object is not a tree, or not one libgit2 would write back byte for byte
-    /// (`RawTree.isRegular`: a crafted tree, which the general path rewrites). The trees kept
-    /// are spliced from regular ones with plain names, so regular too.
-    private func treeBytesLocked(_ id: ObjectID) throws(GitError) -> [UInt8]? {
-        if let bytes = recentTrees.removeValue(forKey: id) { return bytes }
+    /// save splices them in place, so nothing else may hold them), else read; and whether
+    /// libgit2 would write them back byte for byte (`RawTree.isRegular`; the trees kept are).
+    /// nil when the object is not a tree, or its bytes are not a list of entries.
+    private func treeBytesLocked(_ id: ObjectID) throws(GitError) -> (bytes: [UInt8], isRegular: Bool)? {
+        if let bytes = recentTrees.removeValue(forKey: id) { return (bytes, true) }
         var oid = id.oid
         var pointer: OpaquePointer?
         try check(git_odb_read(&pointer, odb.pointer, &oid), "read tree \(id)")
         let object = OdbObjectHandle(pointer!)
         guard git_odb_object_type(object.pointer) == GIT_OBJECT_TREE else { return nil }
         let size = git_odb_object_size(object.pointer)
-        guard size > 0, let data = git_odb_object_data(object.pointer) else { return [] }
+        guard size > 0, let data = git_odb_object_data(object.pointer) else { return ([], true) }
         let bytes = [UInt8](UnsafeRawBufferPointer(start: data, count: size))
-        return RawTree.isRegular(bytes) ? bytes : nil
+        if RawTree.isRegular(bytes) { return (bytes, true) }
+        return ParsedTree(bytes) == nil ? nil : (bytes, false)
     }
 
     /// A name this path writes without asking libgit2 whether git accepts it: printable, not
@@ -191,35 +221,43 @@ enum RawTree {
         var exists: Bool { id != nil }
     }
 
-    static func find(_ name: [UInt8], isTree: Bool, in bytes: [UInt8]) -> Place? {
+    /// `sorted` false (a tree not in git's order): the entries are searched to the end, and
+    /// the first one of the name is found; a new one goes where git's order puts it among the
+    /// entries before the first that sorts after it.
+    static func find(_ name: [UInt8], isTree: Bool, in bytes: [UInt8], sorted: Bool = true) -> Place? {
         bytes.withUnsafeBytes { tree -> Place? in
             name.withUnsafeBufferPointer { name -> Place? in
                 var position = 0
+                var insertion: Int? = nil
                 while position < tree.count {
                     guard let entry = entry(in: tree, at: position) else { return nil }
                     let order = compare(self.name(of: entry, in: tree), entry.isTree, name, isTree)
                     if order == 0 {
                         return Place(range: position..<entry.end, id: ObjectID(bytes: UnsafeRawBufferPointer(rebasing: tree[entry.id])))
                     }
-                    if order > 0 { return Place(range: position..<position, id: nil) }
+                    if order > 0 {
+                        if sorted { return Place(range: position..<position, id: nil) }
+                        if insertion == nil { insertion = position }
+                    }
                     position = entry.end
                 }
-                return Place(range: tree.count..<tree.count, id: nil)
+                let at = insertion ?? tree.count
+                return Place(range: at..<at, id: nil)
             }
         }
     }
 
     /// Whether libgit2 writes `bytes` back as they are when it rewrites the tree: well formed,
     /// each mode in its canonical spelling ("40000", "100644", "100755", "120000", "160000"),
-    /// names strictly in git's order (libgit2's tree builder sorts, and keeps one entry of a
-    /// repeated name).
+    /// names not empty (libgit2 does not read such a tree) and strictly in git's order
+    /// (libgit2's tree builder sorts, and keeps one entry of a repeated name).
     static func isRegular(_ bytes: [UInt8]) -> Bool {
         let modes: Set<[UInt8]> = Set(["40000", "100644", "100755", "120000", "160000"].map { Array($0.utf8) })
         return bytes.withUnsafeBytes { tree -> Bool in
             var position = 0
             var previous: Entry? = nil
             while position < tree.count {
-                guard let entry = entry(in: tree, at: position), modes.contains(Array(tree[entry.mode])) else { return false }
+                guard let entry = entry(in: tree, at: position), !entry.name.isEmpty, modes.contains(Array(tree[entry.mode])) else { return false }
                 if let previous, compare(tree, previous, tree, entry) >= 0 { return false }
                 previous = entry
                 position = entry.end
@@ -230,8 +268,8 @@ enum RawTree {
 
     /// Puts entry `name` with `mode` and `id` in its place in `bytes`, replacing one of the
     /// same name and kind. False when the tree is malformed.
-    static func upsert(_ name: [UInt8], mode: String, id: ObjectID, isTree: Bool, in bytes: inout [UInt8]) -> Bool {
-        guard let place = find(name, isTree: isTree, in: bytes) else { return false }
+    static func upsert(_ name: [UInt8], mode: String, id: ObjectID, isTree: Bool, in bytes: inout [UInt8], sorted: Bool = true) -> Bool {
+        guard let place = find(name, isTree: isTree, in: bytes, sorted: sorted) else { return false }
         bytes.replaceSubrange(place.range, with: Array(mode.utf8) + [0x20] + name + [0] + id.bytes)
         return true
     }
@@ -246,15 +284,15 @@ enum RawTree {
         var id: Range<Int> { (end - 20)..<end }
     }
 
-    /// The entry starting at `start`; nil when the bytes there are not one (no space, an empty
-    /// name, no NUL, or fewer than 20 bytes of id).
+    /// The entry starting at `start`; nil when the bytes there are not one (no space, no NUL,
+    /// or fewer than 20 bytes of id). The name may be empty (only a crafted tree's).
     static func entry(in tree: UnsafeRawBufferPointer, at start: Int) -> Entry? {
         guard let base = tree.baseAddress, start < tree.count,
               let space = memchr(base + start, 0x20, tree.count - start) else { return nil }
         let nameStart = base.distance(to: UnsafeRawPointer(space)) + 1
         guard nameStart < tree.count, let nul = memchr(base + nameStart, 0, tree.count - nameStart) else { return nil }
         let nameEnd = base.distance(to: UnsafeRawPointer(nul))
-        guard nameEnd + 21 <= tree.count, nameEnd > nameStart else { return nil }
+        guard nameEnd + 21 <= tree.count else { return nil }
         let isTree = nameStart - start == 6 && tree[start] == UInt8(ascii: "4") && tree[start + 1] == UInt8(ascii: "0")
         return Entry(mode: start..<(nameStart - 1), name: nameStart..<nameEnd, end: nameEnd + 21, isTree: isTree)
     }

@@ -13,6 +13,10 @@ public struct TreeEntry: Sendable, Hashable {
         case link
         /// A submodule commit ("gitlink", mode 160000); the id is not in this repository.
         case submodule
+        /// A folder (mode 040000) that cannot be read: its object is missing or is not a tree,
+        /// its tree's bytes are not a list of entries, or its name is empty (only a crafted
+        /// tree holds one). Listed, never walked into; saves beside it keep it as it is.
+        case unreadable
 
         init(mode: UInt32) {
             switch mode & 0o170000 {
@@ -78,6 +82,10 @@ public struct TreeEntry: Sendable, Hashable {
         path[path.utf8.index(path.utf8.startIndex, offsetBy: nameOffset)...]
     }
 
+    /// Whether git sorts the entry as a folder (its name read with a '/' after it): a folder's,
+    /// readable or not.
+    public var sortsAsFolder: Bool { kind == .tree || kind == .unreadable }
+
     /// The path of the folder holding the entry ("" at the root).
     public var folder: Substring {
         nameOffset == 0 ? path[path.startIndex..<path.startIndex] : path[..<path.utf8.index(path.utf8.startIndex, offsetBy: nameOffset - 1)]
@@ -107,8 +115,7 @@ extension GitRepository {
     /// like `git ls-tree -r -t`.
     public func listTree(commit: ObjectID) throws(GitError) -> [TreeEntry] {
         try locked { () throws(GitError) in
-            let root = try commitTreeLocked(commit)
-            return try listLocked(root)
+            try listLocked(try rootFolderLocked(commit))
         }
     }
 
@@ -120,7 +127,7 @@ extension GitRepository {
     public func listFolders(commit: ObjectID) throws(GitError) -> [String: [TreeEntry]] {
         try locked { () throws(GitError) in
             var paths = [""], entries: [[TreeEntry]] = [[]]
-            try walkLocked(try commitTreeLocked(commit)) { entry, folder in
+            try walkLocked(try rootFolderLocked(commit)) { entry, folder in
                 entries[folder].append(entry)
                 if entry.kind == .tree {
                     paths.append(entry.path)
@@ -138,65 +145,86 @@ extension GitRepository {
     /// Every entry reachable from tree `tree` (see `listTree(commit:)`).
     public func listTree(tree: ObjectID) throws(GitError) -> [TreeEntry] {
         try locked { () throws(GitError) in
-            try listLocked(try lookupTreeLocked(tree))
+            guard let folder = try folderLocked(tree) else {
+                throw GitError.failed(operation: "read tree \(tree)", code: .invalid, message: "not a readable tree", posixErrno: EIO)
+            }
+            return try listLocked(folder)
         }
     }
 
     /// The entry at `path` in `commit`'s tree; nil when there is none.
     public func entry(at path: String, commit: ObjectID) throws(GitError) -> TreeEntry? {
-        _ = try Self.components(of: path)
-        return try locked { () throws(GitError) in
-            let root = try commitTreeLocked(commit)
-            var pointer: OpaquePointer?
-            let rc = git_tree_entry_bypath(&pointer, root.pointer, path)
-            if rc == GIT_ENOTFOUND.rawValue { return nil }
-            try check(rc, "look up '\(path)' in \(commit)")
-            let entry = TreeEntryHandle(pointer!)
-            let mode = git_tree_entry_filemode_raw(entry.pointer).rawValue
-            return TreeEntry(path: path, id: ObjectID(git_tree_entry_id(entry.pointer)),
-                             kind: TreeEntry.Kind(mode: mode), mode: mode)
+        let components = try Self.components(of: path)
+        return try locked { () throws(GitError) -> TreeEntry? in
+            let root = try rootFolderLocked(commit)
+            if case .parsed(let tree) = root {
+                var pointer: OpaquePointer?
+                let rc = git_tree_entry_bypath(&pointer, tree.pointer, path)
+                if rc == GIT_ENOTFOUND.rawValue { return nil }
+                if rc == 0 {
+                    let entry = TreeEntryHandle(pointer!)
+                    let mode = git_tree_entry_filemode_raw(entry.pointer).rawValue
+                    return TreeEntry(path: path, id: ObjectID(git_tree_entry_id(entry.pointer)),
+                                     kind: TreeEntry.Kind(mode: mode), mode: mode)
+                }
+                GitError.clearLast()
+            }
+            // A folder on the way that libgit2 does not parse: read as `listFolder` reads it.
+            guard let found = try lenientEntryLocked(components, in: root) else { return nil }
+            return TreeEntry(path: path, id: found.id, kind: TreeEntry.Kind(mode: found.mode), mode: found.mode)
         }
     }
 
     /// The entries of folder `path` ("" is the root) in `commit`'s tree and everything
     /// below it, with full paths, in the order of `listTree(commit:)`; nil when `path` is not
-    /// a folder there. `recursive: false` gives the folder's own entries only.
+    /// a folder there, or one that cannot be read (`TreeEntry.Kind.unreadable`).
+    /// `recursive: false` gives the folder's own entries only.
     public func listFolder(commit: ObjectID, path: String, recursive: Bool) throws(GitError) -> [TreeEntry]? {
-        if !path.isEmpty { _ = try Self.components(of: path) }
+        let components = path.isEmpty ? [] : try Self.components(of: path)
         return try locked { () throws(GitError) -> [TreeEntry]? in
-            let root = try commitTreeLocked(commit)
-            var folder = root
+            var folder = try rootFolderLocked(commit)
             if !path.isEmpty {
-                var pointer: OpaquePointer?
-                let rc = git_tree_entry_bypath(&pointer, root.pointer, path)
-                if rc == GIT_ENOTFOUND.rawValue { return nil }
-                try check(rc, "look up '\(path)' in \(commit)")
-                let entry = TreeEntryHandle(pointer!)
-                guard git_tree_entry_type(entry.pointer) == GIT_OBJECT_TREE else { return nil }
-                folder = try lookupTreeLocked(ObjectID(git_tree_entry_id(entry.pointer)))
+                guard let found = try lenientEntryLocked(components, in: folder), TreeEntry.Kind(mode: found.mode) == .tree,
+                      let read = try folderLocked(found.id) else { return nil }
+                folder = read
             }
             let prefix = path.isEmpty ? "" : path + "/"
             if recursive {
-                return try listLocked(folder).map { TreeEntry(path: prefix + $0.path, id: $0.id, kind: $0.kind, mode: $0.mode) }
+                var result: [TreeEntry] = []
+                try walkLocked(folder, prefix: prefix) { entry, _ in result.append(entry) }
+                return result
             }
-            return (0..<git_tree_entrycount(folder.pointer)).map { index in
-                let entry = git_tree_entry_byindex(folder.pointer, index)!
-                let mode = git_tree_entry_filemode_raw(entry).rawValue
-                let name = Self.entryName(entry)
-                return TreeEntry(path: prefix + name.text, id: ObjectID(git_tree_entry_id(entry)),
-                                 kind: TreeEntry.Kind(mode: mode), mode: mode, nameIsExact: name.isExact)
+            return (0..<folder.count).map { index in
+                let (name, mode, id) = folder.entry(index)
+                return TreeEntry(prefix: prefix, name: name.text, id: id, kind: Self.listedKind(name: name.text, mode: mode),
+                                 mode: mode, nameIsExact: name.isExact)
             }
         }
+    }
+
+    /// The kind a listing gives an entry: its mode's, but a folder with an empty name is not
+    /// one to walk into. (Whether a folder's tree can be read is known once it is read.)
+    private static func listedKind(name: String, mode: UInt32) -> TreeEntry.Kind {
+        let kind = TreeEntry.Kind(mode: mode)
+        return kind == .tree && name.isEmpty ? .unreadable : kind
     }
 
     /// A tree entry's name as text. libgit2 reads names as stored; one that is not UTF-8 or
     /// holds '/' (a crafted tree) gets U+FFFD in their place, so that its path stays in its
     /// folder, and says so.
-    private static func entryName(_ entry: OpaquePointer) -> (text: String, isExact: Bool) {
+    fileprivate static func entryName(_ entry: OpaquePointer) -> (text: String, isExact: Bool) {
         guard let raw = git_tree_entry_name(entry) else { return ("", false) }
         let text = String(validatingCString: raw)
         let name = text ?? String(cString: raw)
         if name.utf8.contains(UInt8(ascii: "/")) { return (name.replacingOccurrences(of: "/", with: "\u{FFFD}"), false) }
+        return (name, text != nil)
+    }
+
+    /// `entryName` of a name read from a tree's bytes.
+    fileprivate static func entryName(_ bytes: UnsafeBufferPointer<UInt8>) -> (text: String, isExact: Bool) {
+        let text = String(validating: bytes, as: UTF8.self)
+        let name = text ?? String(decoding: bytes, as: UTF8.self)
+        if bytes.contains(UInt8(ascii: "/")) { return (name.replacingOccurrences(of: "/", with: "\u{FFFD}"), false) }
         return (name, text != nil)
     }
 
@@ -216,10 +244,80 @@ extension GitRepository {
         return TreeHandle(pointer!)
     }
 
+    /// The folder `id` as a listing reads it; nil when it cannot be read (see `FolderEntries`).
+    /// A tree libgit2 refuses (the object is missing or not a tree, or its bytes do not parse)
+    /// is read from its bytes, leniently: a crafted entry must not hide the folder's records.
+    func folderLocked(_ id: ObjectID) throws(GitError) -> FolderEntries? {
+        var oid = id.oid
+        var pointer: OpaquePointer?
+        if git_tree_lookup(&pointer, repo.pointer, &oid) == 0 { return .parsed(TreeHandle(pointer!)) }
+        GitError.clearLast()
+        var object: OpaquePointer?
+        guard git_odb_read(&object, odb.pointer, &oid) == 0 else {
+            GitError.clearLast()
+            return nil
+        }
+        let handle = OdbObjectHandle(object!)
+        guard git_odb_object_type(handle.pointer) == GIT_OBJECT_TREE else { return nil }
+        let size = git_odb_object_size(handle.pointer)
+        guard size > 0, let data = git_odb_object_data(handle.pointer) else { return .raw([]) }
+        return FolderEntries.lenient(UnsafeRawBufferPointer(start: data, count: size)).map { .raw($0) }
+    }
+
+    /// `commit`'s root folder; throws when it cannot be read at all.
+    func rootFolderLocked(_ commit: ObjectID) throws(GitError) -> FolderEntries {
+        let handle = try lookupCommitLocked(commit)
+        var pointer: OpaquePointer?
+        if git_commit_tree(&pointer, handle.pointer) == 0 { return .parsed(TreeHandle(pointer!)) }
+        let id = ObjectID(git_commit_tree_id(handle.pointer))
+        guard let root = try folderLocked(id) else { return .parsed(try lookupTreeLocked(id)) }  // throws libgit2's error
+        return root
+    }
+
+    /// Whether `id` names a tree in the object database (false: missing, or another type).
+    func isTreeObjectLocked(_ id: ObjectID) -> Bool {
+        var oid = id.oid
+        var size = 0
+        var type = GIT_OBJECT_INVALID
+        defer { GitError.clearLast() }
+        return git_odb_read_header(&size, &type, odb.pointer, &oid) == 0 && type == GIT_OBJECT_TREE
+    }
+
+    /// The entry at `components` below tree `id` (see `lenientEntryLocked`); nil when there is
+    /// none, or the tree cannot be read.
+    func entryLocked(_ components: [Substring], inTree id: ObjectID) throws(GitError) -> (mode: UInt32, id: ObjectID)? {
+        guard let folder = try folderLocked(id) else { return nil }
+        return try lenientEntryLocked(components, in: folder)
+    }
+
+    /// The entry at `components` below `folder`, each folder on the way read leniently
+    /// (`folderLocked`): in a parsed tree the one libgit2 finds by name, in one read from its
+    /// bytes the first of the name (the one the view shows); nil when there is none.
+    private func lenientEntryLocked(_ components: [Substring], in folder: FolderEntries) throws(GitError) -> (mode: UInt32, id: ObjectID)? {
+        var folder = folder
+        for (index, component) in components.enumerated() {
+            let found: (mode: UInt32, id: ObjectID)?
+            switch folder {
+            case .parsed(let tree):
+                // Borrowed from `tree`: copied out at once.
+                found = git_tree_entry_byname(tree.pointer, String(component)).map { entry in
+                    (git_tree_entry_filemode_raw(entry).rawValue, ObjectID(git_tree_entry_id(entry)))
+                }
+            case .raw(let entries):
+                found = entries.first { $0.name.isExact && $0.name.text == component }.map { ($0.mode, $0.id) }
+            }
+            guard let found else { return nil }
+            if index == components.count - 1 { return (found.mode, found.id) }
+            guard TreeEntry.Kind(mode: found.mode) == .tree, let next = try folderLocked(found.id) else { return nil }
+            folder = next
+        }
+        return nil
+    }
+
     /// Every entry below `root`, in pre-order (see `listTree(commit:)`).
-    private func listLocked(_ root: TreeHandle) throws(GitError) -> [TreeEntry] {
+    private func listLocked(_ root: FolderEntries) throws(GitError) -> [TreeEntry] {
         var result: [TreeEntry] = []
-        result.reserveCapacity(git_tree_entrycount(root.pointer))
+        result.reserveCapacity(root.count)
         try walkLocked(root) { entry, _ in result.append(entry) }
         return result
     }
@@ -227,41 +325,38 @@ extension GitRepository {
     /// Iterative pre-order walk (no recursion, so no stack depth limit). `visit` gets each entry
     /// and the number of the folder holding it: 0 for the root, and each folder the number of
     /// folder entries visited up to and including its own (its entry is visited before its
-    /// contents: the first folder met is 1, the next 2…).
-    private func walkLocked(_ root: TreeHandle, _ visit: (TreeEntry, _ folder: Int) -> Void) throws(GitError) {
+    /// contents: the first folder met is 1, the next 2…). A folder that cannot be read is
+    /// visited as `.unreadable` and not walked into.
+    private func walkLocked(_ root: FolderEntries, prefix: String = "", _ visit: (TreeEntry, _ folder: Int) -> Void) throws(GitError) {
         struct Frame {
-            let tree: TreeHandle
+            let folder: FolderEntries
             let prefix: String  // "" for the root, else "dir/sub/"
-            let folder: Int
+            let number: Int
             let count: Int
             var next: Int
         }
         var folders = 0
-        var stack = [Frame(tree: root, prefix: "", folder: 0, count: git_tree_entrycount(root.pointer), next: 0)]
+        var stack = [Frame(folder: root, prefix: prefix, number: 0, count: root.count, next: 0)]
         while !stack.isEmpty {
             let top = stack.count - 1
             guard stack[top].next < stack[top].count else {
                 stack.removeLast()
                 continue
             }
-            let tree = stack[top].tree
             let index = stack[top].next
             stack[top].next += 1
-            // Borrowed from `tree`, which the frame keeps alive.
-            guard let entry = git_tree_entry_byindex(tree.pointer, index) else {
-                preconditionFailure("git_tree_entry_byindex(\(index)) out of range")
-            }
-            let name = Self.entryName(entry)
-            let mode = git_tree_entry_filemode_raw(entry).rawValue
-            let kind = TreeEntry.Kind(mode: mode)
-            let id = ObjectID(git_tree_entry_id(entry))
-            let listed = TreeEntry(prefix: stack[top].prefix, name: name.text, id: id, kind: kind, mode: mode, nameIsExact: name.isExact)
-            visit(listed, stack[top].folder)
+            let (name, mode, id) = stack[top].folder.entry(index)
+            var kind = Self.listedKind(name: name.text, mode: mode)
+            var subfolder: FolderEntries? = nil
             if kind == .tree {
+                subfolder = try folderLocked(id)
+                if subfolder == nil { kind = .unreadable }
+            }
+            let listed = TreeEntry(prefix: stack[top].prefix, name: name.text, id: id, kind: kind, mode: mode, nameIsExact: name.isExact)
+            visit(listed, stack[top].number)
+            if let subfolder {
                 folders += 1
-                let subtree = try lookupTreeLocked(id)
-                stack.append(Frame(tree: subtree, prefix: listed.path + "/", folder: folders,
-                                   count: git_tree_entrycount(subtree.pointer), next: 0))
+                stack.append(Frame(folder: subfolder, prefix: listed.path + "/", number: folders, count: subfolder.count, next: 0))
             }
         }
     }
@@ -377,5 +472,60 @@ extension GitRepository {
             if part == "." || part == ".." { throw GitError.invalidPath(path, reason: "'\(part)' component") }
         }
         return parts
+    }
+}
+
+/// A folder's entries as a listing reads them: libgit2's parsed tree, or, for a tree libgit2
+/// refuses to parse (an entry with an empty name, which git never writes), the entries read
+/// from its bytes by `lenient`.
+enum FolderEntries {
+    case parsed(TreeHandle)
+    case raw([(name: (text: String, isExact: Bool), mode: UInt32, id: ObjectID)])
+
+    var count: Int {
+        switch self {
+        case .parsed(let tree): git_tree_entrycount(tree.pointer)
+        case .raw(let entries): entries.count
+        }
+    }
+
+    /// Entry `index` (below `count`): its name as text (see `GitRepository.entryName`), its
+    /// raw mode and its id.
+    func entry(_ index: Int) -> (name: (text: String, isExact: Bool), mode: UInt32, id: ObjectID) {
+        switch self {
+        case .parsed(let tree):
+            // Borrowed from `tree`, which `self` keeps alive.
+            guard let entry = git_tree_entry_byindex(tree.pointer, index) else {
+                preconditionFailure("git_tree_entry_byindex(\(index)) out of range")
+            }
+            return (GitRepository.entryName(entry), git_tree_entry_filemode_raw(entry).rawValue, ObjectID(git_tree_entry_id(entry)))
+        case .raw(let entries):
+            return entries[index]
+        }
+    }
+
+    /// The entries of a tree's bytes: "<octal mode> <name>\0<20-byte id>" to the end, names
+    /// possibly empty; nil when the bytes are not such a list (a NUL inside a name, say, runs
+    /// the entries together).
+    static func lenient(_ bytes: UnsafeRawBufferPointer) -> [(name: (text: String, isExact: Bool), mode: UInt32, id: ObjectID)]? {
+        let tree = bytes.assumingMemoryBound(to: UInt8.self)
+        var entries: [(name: (text: String, isExact: Bool), mode: UInt32, id: ObjectID)] = []
+        var position = 0
+        while position < tree.count {
+            var mode: UInt32 = 0
+            var digits = 0
+            while position < tree.count, tree[position] >= UInt8(ascii: "0"), tree[position] <= UInt8(ascii: "7"), digits < 7 {
+                mode = mode << 3 | UInt32(tree[position] - UInt8(ascii: "0"))
+                position += 1
+                digits += 1
+            }
+            guard digits > 0, position < tree.count, tree[position] == 0x20 else { return nil }
+            let nameStart = position + 1
+            guard let nul = tree[nameStart...].firstIndex(of: 0), nul + 21 <= tree.count,
+                  let id = ObjectID(bytes: UnsafeRawBufferPointer(rebasing: bytes[(nul + 1)..<(nul + 21)])) else { return nil }
+            entries.append((GitRepository.entryName(UnsafeBufferPointer(rebasing: tree[nameStart..<nul])), mode, id))
+            position = nul + 21
+        }
+        return entries
     }
 }

@@ -331,20 +331,6 @@ final class HostileTreeTests: XCTestCase {
         XCTAssertTrue(verify.stdout.contains("problem: visits/caf") && verify.stdout.contains("second entry"), verify.stdout)
     }
 
-    /// A tree libgit2 cannot parse (an entry with an empty name): neither the mount nor verify
-    /// can read the binder, and both say so.
-    func testAnUnreadableTreeIsAnErrorNotAnEmptyBinder() throws {
-        try craft([["add": "visits", "name_hex": "", "mode": "100644", "blob_at": "visits/a.json"]])
-        let tree = try shell("git rev-parse main:visits", in: binder.repository).stdout.trimmingCharacters(in: .newlines)
-        let verify = try binder.sandbox.run(["verify", binder.repository, "--passphrase-file", binder.passphraseFile])
-        XCTAssertNotEqual(verify.status, 0)
-        XCTAssertTrue(verify.stderr.contains("cannot read") && verify.stderr.contains(tree), verify.stderr)
-        let mount = try binder.sandbox.run(["mount", binder.repository, binder.mountpoint, "--passphrase-file", binder.passphraseFile])
-        XCTAssertNotEqual(mount.status, 0)
-        XCTAssertTrue(mount.stderr.contains("cannot mount") && mount.stderr.contains(tree), mount.stderr)
-        XCTAssertFalse(try shell("grep -qs ' \(binder.mountpoint) ' /proc/mounts").status == 0)
-    }
-
     func testVerifyEscapesControlCharactersInNames() throws {
         try craft([["add": "labs", "name_hex": Hex.encode(Array("evil\n\u{1b}[2Jname.txt".utf8)), "mode": "100644",
                     "blob_b64": Data("x".utf8).base64EncodedString()]])
@@ -402,5 +388,164 @@ final class HostileTreeTests: XCTestCase {
         XCTAssertNil(try? FileManager.default.destinationOfSymbolicLink(atPath: work + "outlink"))
         XCTAssertNil(try? FileManager.default.destinationOfSymbolicLink(atPath: work + "b.json"))
         XCTAssertTrue(FileManager.default.fileExists(atPath: work + "outlink/new.json"))
+    }
+}
+
+/// One bad entry in a crafted tree does not take the binder with it: the mount shows the rest,
+/// the bad entry is hidden or read-only, saves beside it keep it byte for byte, and
+/// `binder verify` names it by its path and fails. A new kind of bad entry is a new row.
+final class BadTreeEntryTests: XCTestCase {
+    struct Row {
+        /// What is wrong with the entry.
+        let kind: String
+        /// Its name (bytes) in the git folder `visits`.
+        let name: [UInt8]
+        let mode: String
+        /// Its object, as `craft_tree.py` takes it ("blob_at", "tree_of", "oid").
+        let object: [String: String]
+        /// The path `binder verify` names it by.
+        let verifyPath: String
+        /// The bytes of a tree object to write first (its id then goes in as "oid").
+        var rawTree: [UInt8]? = nil
+    }
+
+    static let missing = String(repeating: "3", count: 40)
+    /// A tree whose second entry's name swallowed the NUL meant to end it: it does not parse.
+    static let nulInName = Array("100644 a\0b.json\0".utf8) + [UInt8](repeating: 7, count: 20)
+
+    static let rows: [Row] = [
+        Row(kind: "a folder mode on a blob", name: Array("bad".utf8), mode: "40000", object: ["blob_at": "visits/a.json"],
+            verifyPath: "visits/bad"),
+        Row(kind: "an empty name", name: [], mode: "100644", object: ["blob_at": "visits/a.json"], verifyPath: "visits/"),
+        Row(kind: "a file mode on a tree", name: Array("bad.json".utf8), mode: "100644", object: ["tree_of": "labs"],
+            verifyPath: "visits/bad.json"),
+        Row(kind: "a file mode on a tree, a name not binder's", name: Array("notes".utf8), mode: "100644", object: ["tree_of": "labs"],
+            verifyPath: "visits/notes"),
+        Row(kind: "a submodule (gitlink)", name: Array("sub".utf8), mode: "160000", object: ["oid": String(repeating: "1", count: 40)],
+            verifyPath: "visits/sub"),
+        Row(kind: "a symbolic link", name: Array("link.json".utf8), mode: "120000", object: ["blob_at": "visits/a.json"],
+            verifyPath: "visits/link.json"),
+        Row(kind: "a name holding '/'", name: Array("x/y.json".utf8), mode: "100644", object: ["blob_at": "visits/a.json"],
+            verifyPath: "visits/x\u{FFFD}y.json"),
+        Row(kind: "a second entry of one name", name: Array("a.json".utf8), mode: "100644", object: ["blob_at": "visits/b.json"],
+            verifyPath: "visits/a.json"),
+        Row(kind: "a file naming a missing object", name: Array("ghost.json".utf8), mode: "100644", object: ["oid": missing],
+            verifyPath: "visits/ghost.json"),
+        Row(kind: "a folder naming a missing object", name: Array("gone".utf8), mode: "40000", object: ["oid": missing],
+            verifyPath: "visits/gone"),
+        Row(kind: "a folder whose tree does not parse (a NUL in a name)", name: Array("broken".utf8), mode: "40000", object: [:],
+            verifyPath: "visits/broken", rawTree: nulInName),
+    ]
+
+    func testEachBadEntryKeepsTheRestUsableAndItselfIntact() throws {
+        for row in Self.rows {
+            try check(row)
+        }
+    }
+
+    func check(_ row: Row) throws {
+        let binder = try MountedBinder(cloneFixture: false)
+        defer { binder.unmount() }
+        let own = try NIP44.ConversationKey(selfOf: try SecretKey(nsec: Fixtures.nsec))
+        func note(_ type: String, _ value: String) throws -> [UInt8] {
+            Array(try NIP44.encrypt(MedicalDocument(type: type, value: value).serializedBytes(), key: own).utf8)
+        }
+        try binder.commitRepository([
+            "patient-info.json": try note("patient-info", "# Test Patient\n"),
+            "visits/a.json": try note("visit", "# Visit A\n"),
+            "visits/b.json": try note("visit", "# Visit B\n"),
+            "labs/lipids.json": try note("lab", "# Lipids\n"),
+        ])
+        var object = row.object
+        if let raw = row.rawTree {
+            let file = binder.sandbox.root.appendingPathComponent("raw-tree")
+            try Data(raw).write(to: file)
+            let run = try shell("git hash-object -t tree --literally -w '\(file.path)'", in: binder.repository)
+            XCTAssertEqual(run.status, 0, run.stderr)
+            object["oid"] = run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let ops = [object.merging(["add": "visits", "name_hex": Hex.encode(row.name), "mode": row.mode]) { a, _ in a }]
+        let opsFile = binder.sandbox.root.appendingPathComponent("ops.json")
+        try JSONSerialization.data(withJSONObject: ops).write(to: opsFile)
+        let crafted = try shell("python3 '\(HostileTreeTests.craftTool)' '\(binder.repository)' '\(opsFile.path)'")
+        XCTAssertEqual(crafted.status, 0, "\(row.kind): \(crafted.stderr)")
+        let before = try badEntries(row, in: binder)
+        XCTAssertFalse(before.isEmpty, "\(row.kind): not crafted")
+
+        // The mount comes up and shows the rest.
+        let mount = try binder.sandbox.run(["mount", binder.repository, binder.mountpoint, "--passphrase-file", binder.passphraseFile])
+        XCTAssertEqual(mount.status, 0, "\(row.kind): \(mount.stderr)")
+        guard mount.status == 0 else { return }
+        binder.markMounted()
+        let listing = try shell("ls -a1 visits", in: binder.mountpoint)
+        XCTAssertEqual(listing.status, 0, "\(row.kind): \(listing.stderr)")
+        XCTAssertTrue(String(decoding: try binder.read("visits/a.md"), as: UTF8.self).hasSuffix("# Visit A\n"), row.kind)
+        XCTAssertTrue(String(decoding: try binder.read("labs/lipids.md"), as: UTF8.self).hasSuffix("# Lipids\n"), row.kind)
+        // Whatever else the folder shows cannot be read, or is read-only.
+        for name in listing.stdout.split(separator: "\n").map(String.init) where ![".", "..", "a.md", "b.md"].contains(name) {
+            let path = binder.path("visits/" + name)
+            let read = try shell("cat -- '\(path)' > /dev/null")
+            // (By its mode: the tests run as root, for whom access(2) grants any write.)
+            let mode = (try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) ?? 0
+            let writable = mode & 0o222 != 0
+            XCTAssertTrue(read.status != 0 || !writable, "\(row.kind): visits/\(name) is readable and writable")
+        }
+
+        // Saves beside it (an edit, a new record, a deletion) keep it byte for byte.
+        let edit = try shell("printf 'more\\n' >> visits/b.md && printf '# New\\n' > visits/new.md", in: binder.mountpoint)
+        XCTAssertEqual(edit.status, 0, "\(row.kind): \(edit.stderr)")
+        XCTAssertTrue(String(decoding: try binder.read("visits/b.md"), as: UTF8.self).hasSuffix("more\n"), row.kind)
+        XCTAssertEqual(try badEntries(row, in: binder), before, "\(row.kind): changed by a save beside it")
+        let remove = try shell("rm visits/new.md", in: binder.mountpoint)
+        XCTAssertEqual(remove.status, 0, "\(row.kind): \(remove.stderr)")
+        binder.unmount()
+        XCTAssertEqual(try badEntries(row, in: binder), before, "\(row.kind): changed by a deletion beside it")
+        // (Read from the tree's bytes: `git ls-tree` refuses a tree holding an empty name.)
+        let names = try visitsEntries(in: binder).map(\.name)
+        XCTAssertTrue(names.contains(Array("b.json".utf8)) && !names.contains(Array("new.json".utf8)), "\(row.kind): \(names)")
+
+        // verify names it by its path and fails; --repair leaves it as it is.
+        for extra in [[], ["--repair"]] {
+            let verify = try binder.sandbox.run(["verify", binder.repository, "--passphrase-file", binder.passphraseFile] + extra)
+            XCTAssertNotEqual(verify.status, 0, "\(row.kind) \(extra)")
+            XCTAssertTrue(verify.stdout.contains("problem: \(row.verifyPath): "), "\(row.kind) \(extra): \(verify.stdout)\(verify.stderr)")
+            XCTAssertEqual(try badEntries(row, in: binder), before, "\(row.kind): changed by verify \(extra)")
+        }
+
+        // A second mount (from the listing index the first one left), an export and a record's
+        // history read the rest too.
+        try binder.mount()
+        XCTAssertTrue(String(decoding: try binder.read("visits/b.md"), as: UTF8.self).hasSuffix("more\n"), row.kind)
+        XCTAssertEqual(try shell("ls -a1 visits", in: binder.mountpoint).status, 0, row.kind)
+        binder.unmount()
+        let exported = binder.sandbox.root.appendingPathComponent("export.json").path
+        let export = try binder.sandbox.run(["export", "--binder", binder.repository, "--format", "fhir", "-o", exported,
+                                             "--passphrase-file", binder.passphraseFile])
+        XCTAssertEqual(export.status, 0, "\(row.kind): \(export.stderr)")
+        XCTAssertTrue((try? String(contentsOfFile: exported, encoding: .utf8))?.contains("Visit B") ?? false, row.kind)
+        let log = try binder.sandbox.run(["log", "visits/b.md", "--binder", binder.repository])
+        XCTAssertEqual(log.status, 0, "\(row.kind): \(log.stderr)")
+        XCTAssertEqual(log.stdout.split(separator: "\n").count, 2, "\(row.kind): \(log.stdout)")
+    }
+
+    /// The entries named `row.name` in the raw bytes of `main:visits`, each "<mode> <name>\0<id>".
+    func badEntries(_ row: Row, in binder: MountedBinder) throws -> [[UInt8]] {
+        try visitsEntries(in: binder).filter { $0.name == row.name }.map(\.bytes)
+    }
+
+    /// The entries of `main:visits`, read from its bytes: each name and "<mode> <name>\0<id>".
+    func visitsEntries(in binder: MountedBinder) throws -> [(name: [UInt8], bytes: [UInt8])] {
+        let file = binder.sandbox.root.appendingPathComponent("visits-tree").path
+        let run = try shell("git cat-file tree \"$(git rev-parse main:visits)\" > '\(file)'", in: binder.repository)
+        XCTAssertEqual(run.status, 0, run.stderr)
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: file)))
+        var entries: [(name: [UInt8], bytes: [UInt8])] = []
+        var position = 0
+        while position < bytes.count, let space = bytes[position...].firstIndex(of: 0x20),
+              let nul = bytes[space...].firstIndex(of: 0), nul + 21 <= bytes.count {
+            entries.append((Array(bytes[(space + 1)..<nul]), Array(bytes[position..<(nul + 21)])))
+            position = nul + 21
+        }
+        return entries
     }
 }

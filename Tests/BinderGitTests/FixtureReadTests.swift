@@ -48,7 +48,7 @@ final class FixtureReadTests: XCTestCase {
         let actual = entries.map { entry -> String in
             let type: String
             switch entry.kind {
-            case .tree: type = "tree"
+            case .tree, .unreadable: type = "tree"
             case .blob, .link: type = "blob"
             case .submodule: type = "commit"
             }

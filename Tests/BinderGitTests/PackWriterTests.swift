@@ -224,8 +224,11 @@ final class PackWriterTests: XCTestCase {
         try assertRepositoryComplete(path, tip: tip!, commits: total + 1)
     }
 
-    /// A crafted folder (entries out of git's order) is not spliced: libgit2 rewrites it sorted.
-    func testCraftedFolderTakesTheGeneralPath() throws {
+    /// A crafted folder is spliced as it is: entries out of git's order and a second entry of
+    /// one name (which libgit2 would sort and drop) stay, byte for byte, through a write and a
+    /// deletion beside them; a write of the repeated name replaces the first (the one the view
+    /// shows). A merge commit is spliced too.
+    func testCraftedFolderIsSplicedAsItIs() throws {
         let tmp = try TemporaryDirectory()
         let repo = try GitRepository.create(path: tmp.sub("r.git"), bare: true)
         let path = repo.gitDirectory
@@ -233,21 +236,39 @@ final class PackWriterTests: XCTestCase {
             try oid(String(decoding: try gitData(["hash-object", "-t", type, "--literally", "-w", "--stdin"], in: path, input: Data(bytes)),
                            as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
         }
-        let blob = try repo.writeBlob(Array("x".utf8))
-        let folder = try hashObject("tree", Array("100644 b".utf8) + [0] + blob.bytes + Array("100644 a".utf8) + [0] + blob.bytes)
+        let blob = try repo.writeBlob(Array("x".utf8)), other = try repo.writeBlob(Array("y".utf8))
+        let crafted = Array("100644 b".utf8) + [0] + blob.bytes + Array("100644 a".utf8) + [0] + blob.bytes
+            + Array("100644 a".utf8) + [0] + other.bytes
+        let folder = try hashObject("tree", crafted)
         let root = try hashObject("tree", Array("40000 f".utf8) + [0] + folder.bytes)
         let commit = try oid(try git("commit-tree", root.hex, "-m", "crafted", in: path))
         try git("update-ref", "refs/heads/main", commit.hex, in: path)
-        let record = Array("c".utf8)
-        let tip = try repo.commitChanges(onto: commit, changes: [.write(path: "f/c.json", blob: try GitRepository.blobID(of: record))],
+        func folderBytes(_ tip: ObjectID) throws -> [UInt8] { [UInt8](try gitData(["cat-file", "tree", tip.hex + ":f"], in: path, input: Data())) }
+        let record = Array("c".utf8), recordID = try GitRepository.blobID(of: record)
+        let tip = try repo.commitChanges(onto: commit, changes: [.write(path: "f/c.json", blob: recordID)],
                                          message: "Save", author: testAuthor, blobs: [record])
-        XCTAssertEqual(repo.splicedCommitCount, 0)
-        XCTAssertEqual(lines(try git("ls-tree", "--name-only", tip.hex + ":f", in: path)), ["a", "b", "c.json"])
-        // Its commit is regular, so the next save is spliced.
-        let next = try repo.commitChanges(onto: tip, changes: [.write(path: "f/d.json", blob: try GitRepository.blobID(of: record))],
-                                          message: "Save", author: testAuthor, blobs: [record])
         XCTAssertEqual(repo.splicedCommitCount, 1)
-        XCTAssertEqual(lines(try git("ls-tree", "--name-only", next.hex + ":f", in: path)), ["a", "b", "c.json", "d.json"])
+        XCTAssertEqual(try folderBytes(tip), crafted + Array("100644 c.json".utf8) + [0] + recordID.bytes)
+        let deleted = try repo.commitChanges(onto: tip, changes: [.delete(path: "f/c.json"), .delete(path: "f/missing.json")],
+                                             message: "Delete", author: testAuthor)
+        XCTAssertEqual(repo.splicedCommitCount, 2)
+        XCTAssertEqual(try folderBytes(deleted), crafted)
+        let replaced = try repo.commitChanges(onto: deleted, changes: [.write(path: "f/a", blob: recordID)], message: "Save",
+                                              author: testAuthor, blobs: [record])
+        XCTAssertEqual(try folderBytes(replaced), Array("100644 b".utf8) + [0] + blob.bytes + Array("100644 a".utf8) + [0] + recordID.bytes
+                       + Array("100644 a".utf8) + [0] + other.bytes)
+        let merge = try repo.commitChanges(onto: replaced, changes: [.write(path: "f/m.json", blob: recordID)], message: "Merge",
+                                           author: testAuthor, mergedParents: [tip])
+        XCTAssertEqual(repo.splicedCommitCount, 4)
+        XCTAssertEqual(lines(try git("rev-list", "--parents", "-n", "1", merge.hex, in: path)), ["\(merge.hex) \(replaced.hex) \(tip.hex)"])
+        XCTAssertEqual(try git("cat-file", "-p", merge.hex + ":f/m.json", in: path), "c")
+        // A new folder, and a deletion that empties its folder, take the general path (which
+        // makes and removes the folder).
+        let added = try repo.commitChanges(onto: merge, changes: [.write(path: "g/only.json", blob: recordID)], message: "New folder",
+                                           author: testAuthor, blobs: [record])
+        let emptied = try repo.commitChanges(onto: added, changes: [.delete(path: "g/only.json")], message: "Empty", author: testAuthor)
+        XCTAssertEqual(repo.splicedCommitCount, 4)
+        XCTAssertEqual(lines(try git("ls-tree", "--name-only", emptied.hex, in: path)), ["f"])
     }
 
     func testPlainNames() {
