@@ -17,12 +17,46 @@ struct ServerOptions: ParsableArguments {
     /// `--server`, else `BINDER_SERVER`, else the last login's, else limbo.health.
     var chosen: String? { server ?? ProcessInfo.processInfo.environment["BINDER_SERVER"].flatMap { $0.isEmpty ? nil : $0 } }
 
-    func client(_ accounts: Accounts) throws -> ServerClient {
-        do { return try ServerClient(server: chosen ?? accounts.defaultServer) } catch { throw CommandFailure(error.description) }
+    func client(_ accounts: Accounts, retry: RetryPolicy = .request) throws -> ServerClient {
+        do { return try ServerClient(server: chosen ?? accounts.defaultServer, retry: retry) } catch { throw CommandFailure(error.description) }
     }
 }
 
 func failure(_ error: SyncError) -> CommandFailure { CommandFailure(error.description) }
+
+/// `--deadline` of the commands a person waits for (`login`, `clone`, `sync`): how long a
+/// server may make no progress before the command gives up, its retries included; each retry
+/// is said on stderr (a terminal) with its reason. A transfer that keeps moving is never cut by it.
+struct DeadlineOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Give up when the server makes no progress for SECONDS, retries included (default 60); a transfer that keeps moving is not cut, and a server's Retry-After is waited for when it fits.",
+                               valueName: "SECONDS"))
+    var deadline: Double = RetryPolicy.defaultCommandDeadline
+
+    func validate() throws {
+        guard deadline.isFinite, deadline > 0, deadline <= 86_400 else { throw ValidationError("--deadline takes seconds, from more than 0 to 86400") }
+    }
+
+    /// The retry policy: the standard tries, within the deadline, each retry told on stderr
+    /// when it is a terminal (a person is waiting; a script gets the one line of the outcome).
+    var policy: RetryPolicy {
+        let deadline = self.deadline
+        guard isatty(2) == 1 else { return .command(deadline: deadline, onRetry: nil) }
+        return .command(deadline: deadline, onRetry: { error, wait in
+            printErr("binder: \(error); retrying in \(Self.seconds(wait)) (gives up after \(Self.seconds(deadline)) without progress: --deadline)")
+        })
+    }
+
+    /// A failure; one that waiting might have cured (no answer, or a server that asked to wait)
+    /// says the command gave up, and how to wait longer.
+    func failure(_ error: SyncError) -> CommandFailure {
+        guard error.isNetworkFailure || error.retryAfter != nil else { return CommandFailure(error.description) }
+        return CommandFailure("\(error) (gave up; a longer --deadline than \(Self.seconds(deadline)) waits more)")
+    }
+
+    static func seconds(_ value: TimeInterval) -> String {
+        value >= 10 || value == value.rounded() ? "\(Int(value.rounded())) s" : String(format: "%.1f s", value)
+    }
+}
 
 struct LoginCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -30,18 +64,19 @@ struct LoginCommand: ParsableCommand {
         abstract: "Log in to a server with your Nostr key (signs a kind-22242 challenge); the token is kept encrypted.")
 
     @OptionGroup var serverOptions: ServerOptions
+    @OptionGroup var deadline: DeadlineOptions
     @OptionGroup var passphrase: PassphraseOptions
 
     func run() throws {
         let state = StateDirectory()
         try state.ensureExists()
         let accounts = Accounts(path: state.accountsFile)
-        let client = try serverOptions.client(accounts)
+        let client = try serverOptions.client(accounts, retry: deadline.policy)
         let key = try KeyStore(state: state).secretKey(passphrase: passphrase.source)
         do {
             let token = try client.login(secretKey: key)
             try accounts.store(token: token, server: client.base, key: key, makeDefault: true)
-        } catch { throw failure(error) }
+        } catch { throw deadline.failure(error) }
         printOut("Logged in to \(client.base) as \(key.publicKey.npub)")
     }
 }
@@ -110,6 +145,7 @@ struct CloneCommand: ParsableCommand {
     @Flag(help: "Show transfer progress even when stderr is not a terminal.")
     var progress = false
     @OptionGroup var serverOptions: ServerOptions
+    @OptionGroup var deadline: DeadlineOptions
     @OptionGroup var passphrase: PassphraseOptions
 
     func validate() throws {
@@ -133,15 +169,15 @@ struct CloneCommand: ParsableCommand {
             do {
                 let payload = try ClonePayload(json: bytes)
                 let (server, id) = try payload.split()
-                let client = try ServerClient(server: server)
+                let client = try ServerClient(server: server, retry: deadline.policy)
                 guard SyncTarget.isValidRepoID(id) else { throw SyncError.configuration("the QR payload names a bad repository id") }
                 // The QR's token serves this clone only and is never stored; if it has expired,
                 // the user's own key logs in instead.
                 session = ServerSession(client: client, token: payload.token, key: key)
                 target = SyncTarget(server: client.base, repoId: id)
-            } catch let error as SyncError { throw failure(error) }
+            } catch let error as SyncError { throw deadline.failure(error) }
         } else {
-            let client = try serverOptions.client(accounts)
+            let client = try serverOptions.client(accounts, retry: deadline.policy)
             session = ServerSession(client: client, key: key, accounts: accounts)
             target = SyncTarget(server: client.base, repoId: repoId!)
         }
@@ -156,11 +192,13 @@ struct CloneCommand: ParsableCommand {
         try FileManager.default.createDirectory(atPath: state.bindersDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         do {
-            let repository = try GitRepository.create(path: path, bare: false)
+            // Bare, as `binder create` makes them: one layout for every binder (a clone made
+            // before, with a work tree, is read and synced all the same).
+            let repository = try GitRepository.create(path: path, bare: true)
             try target.write(repository)
             let engine = try SyncEngine(repositoryPath: path, key: NIP44.ConversationKey(selfOf: key), session: session,
                                         target: target, author: commitAuthor(), logger: quietLogger("binder.clone"),
-                                        progress: ProgressPrinter(force: progress).callback)
+                                        progress: ProgressPrinter(force: progress).callback, retry: deadline.policy)
             let report = try engine.sync()
             guard report.tip != nil else { throw CommandFailure("the server has no repository '\(target.repoId)' (or it is empty)") }
             do { try BinderCreator.checkKey(repository, key: NIP44.ConversationKey(selfOf: key)) } catch {
@@ -169,7 +207,7 @@ struct CloneCommand: ParsableCommand {
         } catch {
             try? FileManager.default.removeItem(atPath: path)
             if let error = error as? CommandFailure { throw error }
-            if let error = error as? SyncError { throw failure(error) }
+            if let error = error as? SyncError { throw deadline.failure(error) }
             throw CommandFailure("cannot clone: \(error)")
         }
         printOut("Cloned \(target.repoId) from \(target.server) into \(path)")
@@ -188,6 +226,7 @@ struct SyncCommand: ParsableCommand {
     @Flag(help: "Show transfer progress even when stderr is not a terminal.")
     var progress = false
     @OptionGroup var serverOptions: ServerOptions
+    @OptionGroup var deadline: DeadlineOptions
     @OptionGroup var passphrase: PassphraseOptions
 
     func run() throws {
@@ -231,17 +270,17 @@ struct SyncCommand: ParsableCommand {
         writerLock.record(WriterLock.Holder(pid: getpid(), command: "sync"))
         defer { withExtendedLifetime(writerLock) {} }
         let client: ServerClient
-        do { client = try ServerClient(server: chosen.server) } catch { throw failure(error) }
+        do { client = try ServerClient(server: chosen.server, retry: deadline.policy) } catch { throw failure(error) }
         let session = ServerSession(client: client, key: key, accounts: accounts)
         let report: SyncReport
         do {
             let engine = try SyncEngine(repositoryPath: path, key: conversationKey, session: session, target: chosen,
                                         author: commitAuthor(), logger: quietLogger("binder.sync"),
-                                        progress: ProgressPrinter(force: progress).callback)
+                                        progress: ProgressPrinter(force: progress).callback, retry: deadline.policy)
             // The target is remembered by the engine once the server accepted it.
             report = try engine.sync()
         } catch let error as SyncError {
-            throw failure(error)
+            throw deadline.failure(error)
         }
         printOut("Synced \(BinderLocator.displayName(path)): " + syncSummary(report, target: chosen))
     }

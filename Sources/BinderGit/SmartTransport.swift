@@ -1,4 +1,5 @@
 internal import CGit2
+import Glibc
 
 /// One request of git's Smart HTTP protocol (stateless RPC), as libgit2's smart transport asks
 /// for it during a fetch or a push.
@@ -50,7 +51,34 @@ public enum SmartHTTPService: Sendable, Equatable {
 public protocol SmartHTTPCarrier: AnyObject, Sendable {
     /// Sends one request (`body` is empty for an advertisement) and returns the whole answer
     /// body. A throw fails the transfer; the carrier keeps the reason for its caller.
-    func exchange(_ service: SmartHTTPService, body: [UInt8]) throws -> [UInt8]
+    func exchange(_ service: SmartHTTPService, body: [UInt8]) throws -> SmartHTTPAnswer
+}
+
+/// An answer's body as a carrier hands it over: in memory, or spooled to a file (a fetched
+/// pack, up to a GiB: libgit2 then reads it in parts and memory stays bounded).
+public enum SmartHTTPAnswer: Sendable {
+    case bytes([UInt8])
+    /// An open file holding the body from offset 0: read with `pread`, and closed when libgit2
+    /// is done with the request (the stream owns it from here).
+    case file(descriptor: Int32)
+}
+
+/// The file a carrier spools an answer into as it arrives (a fetched pack): made in the
+/// repository's git directory (ciphertext, on the disk its objects go to), its name removed at
+/// once, so that nothing is left behind whatever happens to the transfer or the process.
+public enum SpoolFile {
+    /// A new unnamed file in `directory`, open for reading and writing.
+    public static func create(in directory: String) throws(GitError) -> Int32 {
+        let (descriptor, path) = try PackWriter.makeTemporary(in: directory, prefix: "binder-incoming-pack-")
+        unlink(path)
+        _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+        return descriptor
+    }
+
+    /// Appends all of `bytes`; the OS error's errno when that failed, else 0.
+    public static func append(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) -> Int32 {
+        PackWriter.writeAll(bytes, to: descriptor) ? 0 : errno
+    }
 }
 
 // MARK: - libgit2 glue
@@ -121,12 +149,40 @@ private final class SmartStream {
     let carrier: any SmartHTTPCarrier
     let service: SmartHTTPService
     var request: [UInt8] = []
-    var answer: [UInt8]?
+    var answer: SmartHTTPAnswer?
     var offset = 0
 
     init(carrier: any SmartHTTPCarrier, service: SmartHTTPService) {
         self.carrier = carrier
         self.service = service
+    }
+
+    deinit {
+        if case .file(let descriptor) = answer { close(descriptor) }
+    }
+
+    /// Copies the answer's next bytes into `buffer`; nil when reading the spool file failed.
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> Int? {
+        switch answer {
+        case .bytes(let bytes):
+            let count = min(buffer.count, bytes.count - offset)
+            guard count > 0 else { return 0 }
+            bytes.withUnsafeBytes { source in
+                buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[offset..<offset + count]))
+            }
+            offset += count
+            return count
+        case .file(let descriptor):
+            while true {
+                let count = pread(descriptor, buffer.baseAddress, buffer.count, off_t(offset))
+                if count < 0 && errno == EINTR { continue }
+                guard count >= 0 else { return nil }
+                offset += count
+                return count
+            }
+        case nil:
+            return nil
+        }
     }
 }
 
@@ -184,14 +240,9 @@ private func streamRead(_ stream: UnsafeMutablePointer<git_smart_subtransport_st
             return -1
         }
     }
-    guard let answer = state.answer else { return -1 }
-    let count = min(size, answer.count - state.offset)
-    if count > 0 {
-        answer.withUnsafeBytes { source in
-            UnsafeMutableRawBufferPointer(start: buffer, count: count)
-                .copyMemory(from: UnsafeRawBufferPointer(rebasing: source[state.offset..<state.offset + count]))
-        }
-        state.offset += count
+    guard let count = state.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: size)) else {
+        git_error_set_str(Int32(GIT_ERROR_OS.rawValue), "cannot read the spooled \(state.service.serviceName) answer")
+        return -1
     }
     bytesRead.pointee = count
     return 0

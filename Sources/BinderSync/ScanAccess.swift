@@ -20,9 +20,11 @@ public struct ScanAccess: Sendable {
         self.logger = logger
     }
 
-    private func endpoint() -> (RemoteEndpoint, GitCarrier) {
+    /// `repository`'s endpoint; a fetched pack is spooled in its git directory.
+    private func endpoint(_ repository: GitRepository) -> (RemoteEndpoint, GitCarrier) {
         let url = client.repositoryURL(repoId)
-        let carrier = GitCarrier(repositoryURL: url, token: sessionToken, scheme: "ScanToken", retry: client.retry, logger: logger)
+        let carrier = GitCarrier(repositoryURL: url, token: sessionToken, scheme: "ScanToken", retry: client.retry, logger: logger,
+                                 spoolDirectory: repository.gitDirectory)
         return (RemoteEndpoint(url: url, carrier: carrier), carrier)
     }
 
@@ -39,18 +41,18 @@ public struct ScanAccess: Sendable {
     /// Fetches the staging repository's `main` into `refs/remotes/origin/main`: its tip (nil:
     /// empty). The local `main` does not move.
     public func fetch(_ repository: GitRepository) throws(SyncError) -> ObjectID? {
-        let (remote, carrier) = endpoint()
+        let (remote, carrier) = endpoint(repository)
         do { return try repository.fetch(remote) } catch {
-            throw Self.explained(carrier.failure ?? SyncEngine.classify(error))
+            throw Self.explained(carrier.failure ?? SyncEngine.classify(error, lastAnswer: carrier.lastAnswer))
         }
     }
 
     /// Pushes the local `main` (the doctor's notes on top of what was fetched).
     public func push(_ repository: GitRepository) throws(SyncError) {
-        let (remote, carrier) = endpoint()
+        let (remote, carrier) = endpoint(repository)
         let outcome: PushOutcome
         do { outcome = try repository.push(remote) } catch {
-            throw Self.explained(carrier.failure ?? SyncEngine.classify(error))
+            throw Self.explained(carrier.failure ?? SyncEngine.classify(error, lastAnswer: carrier.lastAnswer))
         }
         if case .rejected(let why) = outcome {
             throw .rejected("the shared repository moved on meanwhile (\(why))")

@@ -67,7 +67,7 @@ public enum StagingPush {
             do throws(GitError) {
                 return try repository.push(RemoteEndpoint(url: url, carrier: carrier), progress: progress)
             } catch {
-                throw carrier.failure ?? SyncEngine.classify(error)
+                throw carrier.failure ?? SyncEngine.classify(error, lastAnswer: carrier.lastAnswer)
             }
         }
         if case .rejected(let why) = outcome {
@@ -81,11 +81,12 @@ public enum StagingPush {
         let url = session.client.repositoryURL(repoId)
         let logger = Logger(label: "binder.share")
         return try session.authorized { (token: String) throws(SyncError) -> ObjectID? in
-            let carrier = GitCarrier(repositoryURL: url, token: token, retry: session.client.retry, logger: logger)
+            let carrier = GitCarrier(repositoryURL: url, token: token, retry: session.client.retry, logger: logger,
+                                     spoolDirectory: repository.gitDirectory)
             do throws(GitError) {
                 return try repository.fetch(RemoteEndpoint(url: url, carrier: carrier))
             } catch {
-                throw carrier.failure ?? SyncEngine.classify(error)
+                throw carrier.failure ?? SyncEngine.classify(error, lastAnswer: carrier.lastAnswer)
             }
         }
     }

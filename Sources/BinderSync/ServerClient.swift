@@ -92,7 +92,14 @@ public struct ServerClient: Sendable {
     public let base: String
     public static let defaultServer = "https://limbo.health"
     /// How each call is retried (the command's and the mount's alike: one request at a time).
-    let retry: RetryPolicy
+    public private(set) var retry: RetryPolicy
+
+    /// This client with another retry policy (a command's deadline and retry notices).
+    public func retrying(_ policy: RetryPolicy) -> ServerClient {
+        var copy = self
+        copy.retry = policy
+        return copy
+    }
 
     public init(server: String, retry: RetryPolicy = .request) throws(SyncError) {
         var base = server.trimmingCharacters(in: .whitespaces)
@@ -161,11 +168,12 @@ public struct ServerClient: Sendable {
             do { bytes = [UInt8](try JSONEncoder().encode(body)) } catch { throw .configuration("cannot encode the request: \(error)") }
         }
         let url = base + path
-        let answer = try retry.run { () throws(SyncError) -> HTTPAnswer in
-            let answer = try HTTPExchange.send(method: .init(rawValue: method), url: url, headers: headers, body: bytes, limits: limits)
+        let answer = try retry.run(within: { (patience) throws(SyncError) -> HTTPAnswer in
+            let answer = try HTTPExchange.send(method: .init(rawValue: method), url: url, headers: headers, body: bytes, limits: limits,
+                                               patience: patience)
             try Self.check(answer)
             return answer
-        }
+        })
         do {
             return try JSONDecoder().decode(Answer.self, from: Data(answer.body))
         } catch {

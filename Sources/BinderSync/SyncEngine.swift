@@ -213,19 +213,24 @@ public final class SyncEngine: Sendable {
     /// token renewed once.
     private func transfer<T>(_ body: (GitRepository, RemoteEndpoint) throws(GitError) -> T) throws(SyncError) -> T {
         try session.authorized { (token: String) throws(SyncError) -> T in
-            let carrier = GitCarrier(repositoryURL: endpointURL, token: token, retry: retry, logger: logger)
+            let carrier = GitCarrier(repositoryURL: endpointURL, token: token, retry: retry, logger: logger,
+                                     spoolDirectory: repository.gitDirectory)
             do throws(GitError) {
                 return try body(repository, RemoteEndpoint(url: endpointURL, carrier: carrier))
             } catch {
-                throw carrier.failure ?? Self.classify(error)
+                throw carrier.failure ?? Self.classify(error, lastAnswer: carrier.lastAnswer)
             }
         }
     }
 
-    /// A transfer that failed in libgit2 itself (not in a request): a protocol error, a bad
-    /// pack, a local write that failed.
-    static func classify(_ error: GitError) -> SyncError {
-        .offline(error.description.replacingOccurrences(of: "git: ", with: ""))
+    /// A transfer that failed in libgit2 itself (not in a request): every request was
+    /// answered, so this is no network failure. A local write that failed (its errno) is
+    /// `.storage`; anything else is the server's answer that libgit2 could not read (a
+    /// protocol error, a bad pack, git's own `ERR` line), quoted.
+    static func classify(_ error: GitError, lastAnswer: String?) -> SyncError {
+        let words = error.description.replacingOccurrences(of: "git: ", with: "")
+        if let code = error.posixErrno { return .storage(words, errno: code) }
+        return .garbled(words + (lastAnswer.map { "; the server sent \($0)" } ?? ""))
     }
 
     private func git<T>(_ body: () throws(GitError) -> T) throws(SyncError) -> T {

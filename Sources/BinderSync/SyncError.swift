@@ -19,6 +19,12 @@ public enum SyncError: Error, Sendable, CustomStringConvertible, Equatable {
     /// The server is busy or limits the rate (429 or 503) and said when to come back
     /// (`Retry-After`, in seconds from when it answered): `RetryPolicy` waits that long.
     case busy(status: Int, message: String, retryAfter: TimeInterval)
+    /// The server answered, but with something that is not the protocol (not HTTP, a git
+    /// answer libgit2 cannot read, a broken pack): its words, or what was wrong with them.
+    /// An answer, not a network failure: not retried, and `error`, never `offline`.
+    case garbled(String)
+    /// This machine could not store what arrived (a full disk): the OS error's words and errno.
+    case storage(String, errno: Int32)
 
     public var description: String {
         switch self {
@@ -31,6 +37,8 @@ public enum SyncError: Error, Sendable, CustomStringConvertible, Equatable {
         case .untrusted(let why): return "offline: cannot verify the server's certificate (\(why))"
         case .busy(let status, let message, let wait):
             return "the server answered \(status): \(message) (it asked to wait \(Int(wait.rounded(.up))) s)"
+        case .garbled(let why): return "the server's answer is not the protocol: \(why)"
+        case .storage(let why, _): return why
         }
     }
 
@@ -41,6 +49,13 @@ public enum SyncError: Error, Sendable, CustomStringConvertible, Equatable {
         case .server(let status, _): return status >= 500 || status == 429
         default: return false
         }
+    }
+
+    /// True when no answer came at all (the server could not be reached, stopped answering,
+    /// or stalled): `offline` in a status; every other failure is an `error`.
+    public var isNetworkFailure: Bool {
+        if case .offline = self { return true }
+        return false
     }
 
     /// How long the server asked to wait before the next try (`.busy`); nil when it did not say.

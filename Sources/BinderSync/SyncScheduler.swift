@@ -307,7 +307,7 @@ public actor SyncScheduler {
             nextSync = Date().addingTimeInterval(wait)
             snapshot.withLock {
                 // Offline: the server could not be reached; any other error came from the server.
-                if case .offline = error { $0.phase = "offline" } else { $0.phase = "error" }
+                $0.phase = error.isNetworkFailure ? "offline" : "error"
                 $0.lastError = error.description
                 $0.nextRetry = nextSync
             }

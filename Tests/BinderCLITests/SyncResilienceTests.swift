@@ -4,22 +4,7 @@ import XCTest
 
 /// Sync on a bad network and against a server that answers the way limbo.health does: a real
 /// `binder serve` behind a real fault-injecting proxy on loopback (`Tests/interop/fault_proxy.py`).
-final class SyncResilienceTests: XCTestCase {
-    var serverRoot: BinderSandbox!
-    var server: TestServer!
-    var nsec: String!
-
-    override func setUpWithError() throws {
-        serverRoot = try BinderSandbox()
-        server = try TestServer(root: serverRoot.root)
-        nsec = String(decoding: try SecretKey.generate().nsec().copyBytes(), as: UTF8.self)
-    }
-
-    override func tearDown() {
-        server?.stop()
-        server = nil; serverRoot = nil
-    }
-
+final class SyncResilienceTests: ServerTestCase {
     func gitOnServer(_ id: String, _ arguments: String) throws -> String {
         try server.git(id, arguments).trimmingCharacters(in: .whitespacesAndNewlines)
     }

@@ -62,6 +62,24 @@ final class TestServer {
     }
 }
 
+/// A test against a real `binder serve` of its own (in a sandbox), with one key for its devices.
+class ServerTestCase: XCTestCase {
+    var serverRoot: BinderSandbox!
+    var server: TestServer!
+    var nsec: String!
+
+    override func setUpWithError() throws {
+        serverRoot = try BinderSandbox()
+        server = try TestServer(root: serverRoot.root)
+        nsec = String(decoding: try SecretKey.generate().nsec().copyBytes(), as: UTF8.self)
+    }
+
+    override func tearDown() {
+        server?.stop()
+        server = nil; serverRoot = nil
+    }
+}
+
 /// One of the patient's devices: its own BINDER_HOME with the same key, unlocked.
 final class Device {
     let sandbox: BinderSandbox
@@ -182,10 +200,12 @@ final class FaultProxy {
     private(set) var pid: Int32 = 0
     private(set) var port = 0
     var url: String { "http://127.0.0.1:\(port)" }
-    var logPath: String { root.appendingPathComponent("proxy.log").path }
+    /// Each proxy's own log (several may run in front of one server).
+    let logPath: String
 
     init(upstream: TestServer, _ options: [String]) throws {
         root = upstream.root
+        logPath = root.appendingPathComponent("proxy-\(UUID().uuidString).log").path
         let script = URL(fileURLWithPath: MgitClient.script).deletingLastPathComponent().appendingPathComponent("fault_proxy.py").path
         let portFile = root.appendingPathComponent("proxy.port").path
         try? FileManager.default.removeItem(atPath: portFile)

@@ -70,7 +70,8 @@ final class SyncTests: XCTestCase {
         XCTAssertEqual(try shell("stat -c %a '\(server.repos)'").stdout, "700\n")
         XCTAssertEqual(try shell("find '\(server.repos)' -perm /o=rwx | head -3").stdout, "", "readable by other users")
         XCTAssertEqual(try phone.tip("health"), try laptop.tip("health"))
-        XCTAssertEqual(try phone.git("health", "status --porcelain"), "", "the clone's work tree is checked out")
+        XCTAssertEqual(try phone.git("health", "rev-parse --is-bare-repository"), "true", "a clone is bare, as create makes them")
+        XCTAssertEqual(try laptop.git("health", "rev-parse --is-bare-repository"), "true")
 
         let listing = try laptop.binder(["list"]).stdout
         XCTAssertTrue(listing.contains("0 to push to \(server.url) as health"), listing)
@@ -113,6 +114,32 @@ final class SyncTests: XCTestCase {
         let clone = try shell("git -c http.extraHeader=\"Authorization: Bearer $(cat '\(tokenFile)')\" clone -q '\(server.url)/api/mgit/repos/health' '\(serverRoot.root.path)/plain' && git -C '\(serverRoot.root.path)/plain' rev-parse HEAD")
         XCTAssertEqual(clone.status, 0, clone.stderr)
         XCTAssertEqual(clone.stdout.trimmingCharacters(in: .whitespacesAndNewlines), try laptop.tip("health"))
+    }
+
+    /// A clone made before clones were bare (a work tree with `.git`, as `binder clone` used to
+    /// make them) is still a binder like any: it mounts and shows its records, syncs both
+    /// ways, and its work tree follows what arrives.
+    func testAnOldCloneWithAWorkTreeIsReadAndSynced() throws {
+        try createOnLaptopAndCloneOnPhone()
+        try offlineEdit(laptop) { try $0.write("visits/first.md", "# First\nMarker-old-clone-1\n") }
+        try laptop.binder(["sync", "health"])
+        let old = phone.repository("old")
+        let made = try shell("git clone -q -b main '\(server.repos)/health.git' '\(old)' && git -C '\(old)' config binder.server '\(server.url)'"
+                             + " && git -C '\(old)' config binder.repoid health && git -C '\(old)' remote set-url origin '\(server.url)/api/mgit/repos/health'")
+        XCTAssertEqual(made.status, 0, made.stderr)
+        XCTAssertEqual(try phone.git("old", "rev-parse --is-bare-repository"), "false")
+        try phone.mount("old", ["--no-sync"])
+        XCTAssertTrue(phone.read("visits/first.md")?.contains("# First\nMarker-old-clone-1\n") == true, phone.read("visits/first.md") ?? "unreadable")
+        try phone.write("labs/from-old.md", "# From the old clone\n")
+        phone.unmount()
+        XCTAssertTrue(try phone.binder(["sync", "old"]).stdout.contains("pushed"))
+        try offlineEdit(laptop) { try $0.write("visits/second.md", "# Second\n") }
+        try laptop.binder(["sync", "health"])
+        let received = try phone.binder(["sync", "old"]).stdout
+        XCTAssertTrue(received.contains("received") || received.contains("merged"), received)
+        XCTAssertEqual(try phone.tip("old"), try laptop.tip("health"))
+        XCTAssertEqual(try phone.git("old", "status --porcelain"), "", "the work tree follows")
+        XCTAssertEqual(try laptop.storedValue("health", "labs/from-old.json"), "# From the old clone\n")
     }
 
     func testCloneFromTheWebAppsQRPayloadUsesItsTokenOnceAndKeepsNothing() throws {

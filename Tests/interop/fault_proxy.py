@@ -18,6 +18,17 @@ tests: it forwards every request and answer unchanged, except that
                     does not count towards N);
   --busy-file PATH  when PATH exists, the number in it is added to N (and PATH removed): a
                     test asks for more busy answers later;
+  --retry-after-date
+                    sends `Retry-After` as an HTTP date (the whole second SECONDS from now, rounded
+                    up) instead of seconds; "early" is then a request before that date;
+  --silent PREFIX   reads a request whose path starts with PREFIX and never answers it (the
+                    connection stays open until the client gives up); logged "silent";
+  --not-http        answers every request with bytes that are not HTTP, then closes; logged "not-http";
+  --garbage-pack    answers POST git-upload-pack 200 with the right Content-Type and a body that is
+                    not git's protocol; logged "garbage";
+  --dribble-pack SECONDS --dribble-bytes N
+                    forwards POST git-upload-pack, then sends the server's answer N bytes every
+                    SECONDS (headers at once, with its Content-Length); logged "dribble";
   --limbo           behaves like limbo.health for a repository that does not exist yet: an
                     upload-pack ref advertisement that the server answers 404 becomes 403
                     {"error":"Not authorized for this repository"}.
@@ -29,6 +40,7 @@ listens, then serves until killed.
 usage: fault_proxy.py --upstream http://127.0.0.1:PORT --port-file FILE --log FILE [options]
 """
 import argparse
+import email.utils
 import http.client
 import http.server
 import os
@@ -57,12 +69,18 @@ def main():
     parser.add_argument("--retry-after", type=int, default=0)
     parser.add_argument("--busy-status", type=int, default=503)
     parser.add_argument("--busy-file")
+    parser.add_argument("--retry-after-date", action="store_true")
+    parser.add_argument("--silent")
+    parser.add_argument("--not-http", action="store_true")
+    parser.add_argument("--garbage-pack", action="store_true")
+    parser.add_argument("--dribble-pack", type=float, default=0)
+    parser.add_argument("--dribble-bytes", type=int, default=1)
     options = parser.parse_args()
     upstream = urllib.parse.urlparse(options.upstream)
     lock = threading.Lock()
     counter = [0]
     # Busy answers given, and when the last one went (monotonic seconds).
-    busy = {"count": 0, "last": None}
+    busy = {"count": 0, "last": None, "until": None}
     log = open(options.log, "a", buffering=1)
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -81,6 +99,20 @@ def main():
                 number = counter[0]
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
+            if options.not_http:
+                self.record(number, "not-http")
+                self.close_connection = True
+                try:
+                    self.wfile.write(b"SSH-2.0-OpenSSH_9.6 this is not a web server\r\n")
+                    self.wfile.flush()
+                except OSError:
+                    pass
+                return
+            if options.silent and self.path.startswith(options.silent):
+                self.record(number, "silent")
+                self.close_connection = True
+                self.wait_for_close()
+                return
             if options.reset_every and number % options.reset_every == 0:
                 self.record(number, "reset")
                 self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -98,15 +130,22 @@ def main():
             if options.busy_first:
                 with lock:
                     now = time.monotonic()
-                    early = busy["last"] is not None and now - busy["last"] < options.retry_after
+                    if options.retry_after_date:
+                        early = busy["until"] is not None and time.time() < busy["until"]
+                    else:
+                        early = busy["last"] is not None and now - busy["last"] < options.retry_after
                     answer_busy = early or busy["count"] < options.busy_first
                     if answer_busy:
                         busy["last"] = now
                         if not early:
                             busy["count"] += 1
+                            busy["until"] = int(time.time()) + 1 + options.retry_after
+                    until = busy["until"]
                 if answer_busy:
+                    wait = (email.utils.formatdate(until, usegmt=True) if options.retry_after_date and until
+                            else str(options.retry_after))
                     self.reply(number, "early" if early else options.busy_status, b'{"error":"busy, come back later"}',
-                               (("Content-Type", "application/json"), ("Retry-After", str(options.retry_after))),
+                               (("Content-Type", "application/json"), ("Retry-After", wait)),
                                status=options.busy_status)
                     return
             if options.fail_every and number % options.fail_every == 0:
@@ -122,6 +161,10 @@ def main():
                 service = self.path.rsplit("=", 1)[-1]
                 line = b"0050" + b"0" * 40 + b" refs/heads/padding-padding-padding\n"
                 self.stream(number, f"application/x-{service}-advertisement", b"", line, options.huge_advertisement, b"0000")
+                return
+            if options.garbage_pack and self.command == "POST" and self.path.endswith("/git-upload-pack"):
+                self.reply(number, "garbage", b"<html>Welcome to the hotel Wi-Fi: please log in</html>\n",
+                           (("Content-Type", "application/x-git-upload-pack-result"),), status=200)
                 return
             connection = http.client.HTTPConnection(upstream.hostname, upstream.port, timeout=60)
             headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
@@ -142,7 +185,28 @@ def main():
                     and self.path.endswith("/info/refs?service=git-upload-pack")):
                 status, data = 403, b'{"error":"Not authorized for this repository"}'
                 answer_headers = [("Content-Type", "application/json")]
+            if options.dribble_pack and self.command == "POST" and self.path.endswith("/git-upload-pack") and status == 200:
+                self.dribble(number, data, answer_headers)
+                return
             self.reply(number, status, data, answer_headers)
+
+        def dribble(self, number, data, headers):
+            """The answer's headers at once, then its body a few bytes at a time."""
+            self.record(number, "dribble")
+            self.send_response(200)
+            for k, v in headers:
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.close_connection = True
+            try:
+                self.wfile.flush()
+                for offset in range(0, len(data), options.dribble_bytes):
+                    time.sleep(options.dribble_pack)
+                    self.wfile.write(data[offset:offset + options.dribble_bytes])
+                    self.wfile.flush()
+            except OSError:
+                pass
 
         def reply(self, number, logged, data, headers=(("Content-Type", "application/json"),), status=None):
             self.record(number, logged)
@@ -178,6 +242,10 @@ def main():
             self.end_headers()
             self.wfile.flush()
             self.close_connection = True
+            self.wait_for_close()
+
+        def wait_for_close(self):
+            """Silence until the client gives up (closes the connection)."""
             try:
                 while self.connection.recv(1024):
                     pass
