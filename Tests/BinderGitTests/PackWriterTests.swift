@@ -262,6 +262,9 @@ final class PackWriterTests: XCTestCase {
         XCTAssertEqual(repo.splicedCommitCount, 4)
         XCTAssertEqual(lines(try git("rev-list", "--parents", "-n", "1", merge.hex, in: path)), ["\(merge.hex) \(replaced.hex) \(tip.hex)"])
         XCTAssertEqual(try git("cat-file", "-p", merge.hex + ":f/m.json", in: path), "c")
+        // A fold of those packs keeps the crafted folder's bytes.
+        XCTAssertGreaterThan(try GitRepository.open(path: path).foldPacks().packsRemoved, 1)
+        XCTAssertEqual(try folderBytes(deleted), crafted)
         // A new folder, and a deletion that empties its folder, take the general path (which
         // makes and removes the folder).
         let added = try repo.commitChanges(onto: merge, changes: [.write(path: "g/only.json", blob: recordID)], message: "New folder",
