@@ -13,6 +13,23 @@ extension BinderView {
         try attributes(of: try controlNode(path))
     }
 
+    /// `.binder/status` now. The text whose size `stat` gave is kept a moment for the read
+    /// that follows (`consuming`), so that both agree: a kernel that keeps pages (a read-only
+    /// mount without OPEN) reads exactly the size it was given.
+    func statusBytes(consuming: Bool) throws(ViewError) -> SecureBytes {
+        let now = ContinuousClock.now
+        if let memo = statusMemo.withLock({ memo -> SecureBytes? in
+            defer { if consuming { memo = nil } }
+            guard let kept = memo, now - kept.at < .seconds(1) else { return nil }
+            return kept.bytes
+        }) {
+            return memo
+        }
+        let bytes = try ViewError.needingSecretMemory(Self.statusPath) { () throws(SecureMemoryError) in try SecureBytes(copyingUTF8: statusText()) }
+        if !consuming { statusMemo.withLock { $0 = (bytes, now) } }
+        return bytes
+    }
+
     /// The entries of a `.binder/` folder, in the order they are listed.
     func controlEntries(_ path: String) throws(ViewError) -> [(name: String, attributes: NodeAttributes)] {
         guard case .folder(let folder, _) = try controlNode(path) else { throw .notDirectory(path) }
@@ -26,7 +43,7 @@ extension BinderView {
     /// The bytes of a file in `.binder/`.
     func controlContent(_ path: String) throws(ViewError) -> SecureBytes {
         switch try controlNode(path) {
-        case .status: return try ViewError.needingSecretMemory(path) { () throws(SecureMemoryError) in try SecureBytes(copyingUTF8: statusText()) }
+        case .status: return try statusBytes(consuming: true)
         case .file(let node): return try content(of: node, path: path)
         case .folder: throw .isDirectory(path)
         case .link: throw .notFound(path)  // the kernel follows links; reading one is readlink
@@ -45,7 +62,8 @@ extension BinderView {
         case .file(let node): return NodeAttributes(kind: .file, size: node.size, modified: node.modified, readOnly: true)
         case .link(let target, let time): return NodeAttributes(kind: .symlink, size: target.utf8.count, modified: time, readOnly: true)
         case .status:
-            return NodeAttributes(kind: .file, size: statusText().utf8.count, modified: listings.snapshot.commitTime, readOnly: true)
+            return NodeAttributes(kind: .file, size: try statusBytes(consuming: false).count, modified: listings.snapshot.commitTime,
+                                  readOnly: true)
         }
     }
 

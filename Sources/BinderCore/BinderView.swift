@@ -86,6 +86,11 @@ public final class BinderView: Sendable {
     /// FUSE bridge has told the kernel (`takeSizeCorrection`).
     let sizeCorrections = Mutex<Set<String>>([])
     let readAhead: ReadAhead
+    /// Contents read by path, without a handle (`read(path:offset:into:)`).
+    let recentReads = RecentReads()
+    /// `.binder/status` as its size was last given, until it is read (`statusBytes`): the
+    /// text changes by itself, and a kernel that keeps pages reads as many bytes as `stat` said.
+    let statusMemo = Mutex<(bytes: SecureBytes, at: ContinuousClock.Instant)?>(nil)
 
     public init(repository: GitRepository, key: NIP44.ConversationKey, logger: Logger, options: Options = Options()) throws {
         self.repository = repository
@@ -225,6 +230,29 @@ public final class BinderView: Sendable {
         }
     }
 
+    /// Reads `path` without a handle: for a read-only mount whose kernel sends no OPEN (it keeps
+    /// every file's pages and asks only for what it lacks). The content comes from the cache,
+    /// the recent reads, or is decrypted (then read-ahead starts, as at a cold open).
+    public func read(path: String, offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(ViewError) -> Int {
+        let path = ViewPath.normalize(path)
+        let content: SecureBytes
+        if Self.isControlPath(path) {
+            content = try controlContent(path)
+        } else if let node = try? listings.node(path), !node.isDirectory, scratch.file(path) == nil,
+                  let recent = plaintext.get(node.source) ?? recentReads.get(node.source) {
+            content = recent
+        } else {
+            var coldRead = false
+            content = try currentContent(path, coldRead: &coldRead)
+            if let node = try? listings.node(path) { recentReads.put(node.source, content) }
+            if coldRead && offset == 0 { scheduleReadAhead(after: path) }
+        }
+        guard offset >= 0, offset < content.count, let destination = buffer.baseAddress else { return 0 }
+        let count = min(buffer.count, content.count - offset)
+        content.withUnsafeBytes { destination.copyMemory(from: $0.baseAddress! + offset, byteCount: count) }
+        return count
+    }
+
     /// Copies up to `buffer.count` bytes from `offset`; returns how many (0 at the end).
     public func read(handle: UInt64, offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(ViewError) -> Int {
         guard let file = openFiles.file(handle) else { throw .badHandle }
@@ -242,6 +270,8 @@ public final class BinderView: Sendable {
         }
         readAhead.stop()
         plaintext.removeAll()
+        recentReads.removeAll()
+        statusMemo.withLock { $0 = nil }
         openFiles.removeAll()
         listings.removeAll()
         scratch.removeAll()

@@ -134,6 +134,21 @@ final class FileSystemContext: Sendable {
         }
     }
 
+    /// A read-only mount answers OPEN and FLUSH with ENOSYS: the kernel then opens files
+    /// itself, keeps their pages, and reads them by path (`ReadOperations`).
+    var opensWithoutAsking: Bool { readOnly }
+
+    /// Drops the kernel's pages and attributes of a `.binder` file whose content changes by
+    /// itself, after the read that filled them returned (a read-only mount keeps pages).
+    func dropCachedControlFile(_ path: String) {
+        let handle = fuseHandle.withLock { $0 }
+        guard handle != 0 else { return }
+        invalidations.async {
+            guard let fuse = OpaquePointer(bitPattern: handle) else { return }
+            _ = fuse_invalidate_path(fuse, path)
+        }
+    }
+
     /// Whether a change at these paths is refused with EROFS: on a read-only mount, and
     /// anywhere in `.binder/` (its views are read-only; links in it lead to the records).
     func refusesChanges(_ paths: String...) -> Bool {

@@ -34,12 +34,22 @@ enum ReadOperations {
             return ReadOperations.open(String(cString: path), info)
         }
 
-        ops.read = { _, buffer, size, offset, info in
+        ops.read = { path, buffer, size, offset, info in
             let fs = FileSystemContext.current
             guard let buffer, let info else { return -EINVAL }
+            let into = UnsafeMutableRawBufferPointer(start: buffer, count: size)
             do {
-                let count = try fs.view.read(handle: info.pointee.fh, offset: Int(offset),
-                                             into: UnsafeMutableRawBufferPointer(start: buffer, count: size))
+                // Handles are numbered from 1: 0 is a file the kernel opened without asking (a
+                // read-only mount answers OPEN with ENOSYS), read by its path.
+                guard info.pointee.fh == 0 else {
+                    return Int32(try fs.view.read(handle: info.pointee.fh, offset: Int(offset), into: into))
+                }
+                guard let path else { return -EBADF }
+                let name = String(cString: path)
+                let count = try fs.view.read(path: name, offset: Int(offset), into: into)
+                // The kernel keeps these pages until told otherwise: `.binder/status` changes by
+                // itself, so what was read of it is dropped once this call has returned.
+                if BinderView.isStatusFile(name) { fs.dropCachedControlFile(name) }
                 return Int32(count)
             } catch { return fs.errno(error) }
         }
@@ -138,6 +148,12 @@ enum ReadOperations {
     /// may cache what it reads.
     static func open(_ name: String, _ info: UnsafeMutablePointer<fuse_file_info>) -> Int32 {
         let fs = FileSystemContext.current
+        // A read-only mount stores nothing, so it needs to hear of neither open nor close:
+        // ENOSYS makes the kernel open every file itself from now on, keep its pages (it is
+        // told when a file changes: `FileSystemContext.changed`) and send no RELEASE, and the
+        // FLUSH that follows is answered ENOSYS too (`WriteOperations`). About a plain
+        // folder's speed for warm reads (docs/BENCHMARKS.md).
+        if fs.opensWithoutAsking { return -ENOSYS }
         let access = info.pointee.flags & O_ACCMODE
         do {
             if access != O_RDONLY || info.pointee.flags & O_TRUNC != 0 {

@@ -44,7 +44,9 @@ enum WriteOperations {
 
         // flush runs at every close(2) of a descriptor: the caller's close reports its result.
         ops.flush = { path, info in
-            WriteOperations.store(path, info, syncing: false)
+            // Nothing to store on a read-only mount: ENOSYS, and the kernel sends no more FLUSH.
+            if FileSystemContext.current.opensWithoutAsking { return -ENOSYS }
+            return WriteOperations.store(path, info, syncing: false)
         }
 
         ops.fsync = { path, _, info in
