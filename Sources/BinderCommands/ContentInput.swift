@@ -64,12 +64,33 @@ struct ContentInput {
                     values.append(Self.nonEmpty(line))
                 }
             case let literal?:
-                printErr("binder: warning: \(option.name) on the command line can be read by every user of this computer "
-                     + "(ps, /proc/\(getpid())/cmdline); give \(option.name) - to read it from standard input, or leave it out to be asked")
+                Self.hideFromCommandLine(option.name)
+                printErr("binder: warning: \(option.name) on the command line could be read by every user of this computer "
+                     + "(ps, /proc/PID/cmdline) until binder started; give \(option.name) - to read it from standard input, or leave it out to be asked")
                 values.append(literal)
             }
         }
         return values
+    }
+
+    /// Overwrites the value of `option` (`--opt VALUE` or `--opt=VALUE`) in this process's own
+    /// argument area, which `/proc/PID/cmdline` and `ps` show, so that it is not readable for
+    /// the rest of the run (it was, from the start until now: hence the warning).
+    static func hideFromCommandLine(_ option: String) {
+        let argv = CommandLine.unsafeArgv
+        var index = 1
+        while index < Int(CommandLine.argc) {
+            defer { index += 1 }
+            guard let argument = argv[index] else { continue }
+            let text = String(cString: argument)
+            if text == "--" { return }
+            if text == option, index + 1 < Int(CommandLine.argc), let value = argv[index + 1] {
+                memset(value, 0x2A, strlen(value))
+            } else if text.hasPrefix(option + "=") {
+                let start = argument + option.utf8.count + 1
+                memset(start, 0x2A, strlen(start))
+            }
+        }
     }
 
     /// Asks on the terminal (the answer is echoed: a name is not a secret, but a passer-by's

@@ -141,7 +141,7 @@ final class MountCommandTests: XCTestCase {
         // A literal value still works, with a warning that every local user can read it.
         let literal = try s.run(["create", "z", "--patient-name", "Literal Name", "--passphrase-file", binder.passphraseFile])
         XCTAssertEqual(literal.status, 0, literal.stderr)
-        XCTAssertTrue(literal.stderr.contains("binder: warning: --patient-name on the command line can be read by every user"), literal.stderr)
+        XCTAssertTrue(literal.stderr.contains("binder: warning: --patient-name on the command line could be read by every user"), literal.stderr)
         XCTAssertTrue(literal.stderr.contains("--patient-name -"), literal.stderr)
 
         // The commit: structural message, nothing but ciphertext in git.

@@ -53,7 +53,7 @@ final class NewAndLogCommandTests: XCTestCase {
         let literal = try run(["new", "visits", "--title", "Typed title", "--passphrase-file", binder.passphraseFile])
         XCTAssertEqual(literal.status, 0, literal.stderr)
         XCTAssertEqual(literal.stdout, "visits/\(today)-typed-title.md\n")
-        XCTAssertTrue(literal.stderr.contains("binder: warning: --title on the command line can be read by every user"), literal.stderr)
+        XCTAssertTrue(literal.stderr.contains("binder: warning: --title on the command line could be read by every user"), literal.stderr)
         let refused = try run(["new", "visits", "--edit", "--passphrase-file", binder.passphraseFile])
         XCTAssertEqual(refused.status, 1)
         XCTAssertTrue(refused.stderr.contains("--edit needs the binder mounted"), refused.stderr)
@@ -70,6 +70,26 @@ final class NewAndLogCommandTests: XCTestCase {
         let path = binder.path("visits/\(today)-checkup.md")
         XCTAssertEqual(created.stdout, path + "\n")
         XCTAssertEqual(try storedValue("visits/\(today)-checkup.json"), "# Checkup (mine)\n\nSeen on \(today).\nEdited.\n")
+    }
+
+    /// A title typed on the command line is overwritten in binder's own argument area once
+    /// read: the editor (a child of binder) finds binder's /proc/PID/cmdline without it.
+    func testALiteralTitleIsHiddenFromTheCommandLineOnceRead() throws {
+        try binder.mount()
+        let seen = binder.sandbox.root.appendingPathComponent("cmdline").path
+        let editor = try binder.sandbox.file("editor.sh", """
+            p=$$
+            while [ "$p" -gt 1 ]; do
+              if [ "$(cat /proc/$p/comm)" = binder ]; then tr '\\0' ' ' < /proc/$p/cmdline > '\(seen)'; exit 0; fi
+              p=$(awk '{print $4}' /proc/$p/stat)
+            done
+            exit 1
+            """)
+        let created = try run(["new", "visits", "--title", "Secret knee", "--edit"], environment: ["EDITOR": "sh '\(editor)'"])
+        XCTAssertEqual(created.status, 0, created.stderr)
+        let commandLine = try String(contentsOfFile: seen, encoding: .utf8)
+        XCTAssertTrue(commandLine.contains(" new visits --title *********** --edit"), commandLine)
+        XCTAssertFalse(commandLine.contains("Secret"), commandLine)
     }
 
     func testLogListsTheBinderAndARecordWithoutContent() throws {
