@@ -517,12 +517,17 @@ final class BadTreeEntryTests: XCTestCase {
         try binder.mount()
         XCTAssertTrue(String(decoding: try binder.read("visits/b.md"), as: UTF8.self).hasSuffix("more\n"), row.kind)
         XCTAssertEqual(try shell("ls -a1 visits", in: binder.mountpoint).status, 0, row.kind)
+        // Emptied of what it shows, the folder is still not removed with the entry in it.
+        XCTAssertEqual(try shell("rm visits/a.md visits/b.md", in: binder.mountpoint).status, 0, row.kind)
+        XCTAssertNotEqual(try shell("rmdir visits", in: binder.mountpoint).status, 0, row.kind)
         binder.unmount()
+        // (Of a repeated name, the first entry was the record deleted; the crafted one stays.)
+        XCTAssertTrue(try badEntries(row, in: binder).contains(before.last ?? []), "\(row.kind): changed by emptying its folder")
         let exported = binder.sandbox.root.appendingPathComponent("export.json").path
         let export = try binder.sandbox.run(["export", "--binder", binder.repository, "--format", "fhir", "-o", exported,
                                              "--passphrase-file", binder.passphraseFile])
         XCTAssertEqual(export.status, 0, "\(row.kind): \(export.stderr)")
-        XCTAssertTrue((try? String(contentsOfFile: exported, encoding: .utf8))?.contains("Visit B") ?? false, row.kind)
+        XCTAssertTrue((try? String(contentsOfFile: exported, encoding: .utf8))?.contains("Lipids") ?? false, row.kind)
         let log = try binder.sandbox.run(["log", "visits/b.md", "--binder", binder.repository])
         XCTAssertEqual(log.status, 0, "\(row.kind): \(log.stderr)")
         XCTAssertEqual(log.stdout.split(separator: "\n").count, 2, "\(row.kind): \(log.stdout)")
