@@ -6,8 +6,8 @@ import Foundation
 struct KeyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "key",
-        abstract: "Create, import, show or export your Nostr key (stored as a NIP-49 ncryptsec).",
-        subcommands: [Generate.self, Import.self, Show.self, Export.self]
+        abstract: "Create, import, show, export or back up your Nostr key, or change its passphrase (stored as a NIP-49 ncryptsec).",
+        subcommands: [Generate.self, Import.self, Show.self, Export.self, Passphrase.self]
     )
 
     struct Generate: ParsableCommand {
@@ -41,7 +41,11 @@ struct KeyCommand: ParsableCommand {
 
     struct Import: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Import a key from standard input: nsec1…, 64 hex characters, or ncryptsec1….")
+            abstract: "Import a key from standard input: nsec1…, 64 hex characters, or ncryptsec1….",
+            discussion: "Spaces and line breaks inside the key are ignored, so an ncryptsec typed off a printed recovery sheet (binder key backup) can be pasted as it is printed; a mistyped character is caught by the key's checksum.")
+
+        /// Space, tab, line feed, vertical tab, form feed, carriage return.
+        static let asciiWhitespace: Set<Unicode.Scalar> = [" ", "\t", "\n", "\u{0B}", "\u{0C}", "\r"]
 
         @OptionGroup var passphrase: PassphraseOptions
         @Option(name: .customLong("log-n"), help: "scrypt cost (2^N) when encrypting an nsec or hex key.")
@@ -53,8 +57,10 @@ struct KeyCommand: ParsableCommand {
                 throw CommandFailure("a key already exists at \(store.state.keyFile); move it away first to replace it")
             }
             let input = try readStandardInputSecret()
-            let text = input.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-                .trimmingCharacters(in: .whitespacesAndNewlines)
+            // Spaces and line breaks anywhere are dropped: a key typed off a printed recovery sheet
+            // comes in groups and lines (bech32's checksum still catches a mistyped character).
+            let text = String(input.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+                .unicodeScalars.filter { !Self.asciiWhitespace.contains($0) })
             guard !text.isEmpty else { throw CommandFailure("nothing on standard input: pipe in an nsec, hex key or ncryptsec") }
             if text.lowercased().hasPrefix("ncryptsec1") {
                 // Keep the ncryptsec as it is (its passphrase stays the user's); decrypt once to check it.

@@ -40,6 +40,17 @@ struct KeyStore {
         do { try PrivateFile.write(path, contents: contents) } catch { throw CommandFailure(error.description) }
     }
 
+    /// Replaces the key file with `ncryptsec` (the same key under a new passphrase): written
+    /// beside it 0600 and fsynced, renamed over it, then the folder fsynced so that the rename
+    /// survives a power cut. Until the rename the old file is whole; after it, the new one is.
+    func replaceEncryptedKey(_ ncryptsec: String) throws {
+        try Self.writePrivateFile(state.keyFile, contents: ncryptsec + "\n")
+        let folder = open((state.keyFile as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard folder >= 0 else { throw CommandFailure("cannot open the folder of \(state.keyFile): \(String(cString: strerror(errno)))") }
+        defer { close(folder) }
+        guard fsync(folder) == 0 else { throw CommandFailure("cannot sync the folder of \(state.keyFile): \(String(cString: strerror(errno)))") }
+    }
+
     /// The secret key: from the kernel keyring when unlocked, else by asking for the passphrase.
     func secretKey(passphrase: PassphraseSource, purpose: String = "Passphrase for your binder key: ") throws -> SecretKey {
         let publicKey = try publicKey()
@@ -56,16 +67,23 @@ struct KeyStore {
     }
 
     func unlockWithPassphrase(_ passphrase: PassphraseSource, prompt: String = "Passphrase for your binder key: ") throws -> SecretKey {
+        try decryptStoredKey(passphrase, prompt: prompt, wrongPassphrase: "wrong passphrase").key
+    }
+
+    /// The stored key and its NIP-49 key-security byte, decrypted with a passphrase read from
+    /// `passphrase`; `wrongPassphrase` is the one line said when it does not open the key.
+    func decryptStoredKey(_ passphrase: PassphraseSource, prompt: String,
+                          wrongPassphrase: String) throws -> (key: SecretKey, security: NIP49.KeySecurity?) {
         let expected = try publicKey()
         let ncryptsec = try encryptedKey()
         let secret = try readPassphrase(passphrase, prompt: prompt, allowEmpty: true)
-        let key: SecretKey
-        do { key = try NIP49.decrypt(ncryptsec, passphrase: secret).key } catch NIP49.Error.wrongPassphrase {
-            throw CommandFailure("wrong passphrase")
+        let key: (key: SecretKey, security: NIP49.KeySecurity?)
+        do { key = try NIP49.decrypt(ncryptsec, passphrase: secret) } catch NIP49.Error.wrongPassphrase {
+            throw CommandFailure(wrongPassphrase)
         } catch {
             throw CommandFailure("the key file \(state.keyFile) is damaged: \(error)")
         }
-        guard key.publicKey == expected else {
+        guard key.key.publicKey == expected else {
             throw CommandFailure("the key file and the public key file disagree (\(state.keyFile))")
         }
         return key

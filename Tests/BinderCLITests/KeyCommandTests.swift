@@ -106,6 +106,39 @@ final class KeyCommandTests: XCTestCase {
                     mentioning: "nothing on standard input")
     }
 
+    /// A key typed off a printed sheet comes in groups and lines: ASCII whitespace anywhere in
+    /// it is dropped, and a mistyped character is still refused by the bech32 checksum.
+    func testTypedImportIgnoresSpacesAndLineBreaksInside() throws {
+        let key = try SecretKey.generate()
+        let ncryptsec = try NIP49.encrypt(key, passphrase: try SecureBytes(copyingUTF8: "paper"), logN: 8)
+        let grouped = stride(from: 0, to: ncryptsec.count, by: 6).map { start -> String in
+            let from = ncryptsec.index(ncryptsec.startIndex, offsetBy: start)
+            return String(ncryptsec[from..<(ncryptsec.index(from, offsetBy: 6, limitedBy: ncryptsec.endIndex) ?? ncryptsec.endIndex)])
+        }.enumerated().map { $0.offset % 6 == 5 ? $0.element + "\r\n" : $0.element + " \t" }.joined()
+        let box = try BinderSandbox()
+        let pass = try box.file("p", "paper\n")
+        let imported = try box.run(["key", "import", "--passphrase-file", pass], stdin: "  " + grouped + "\n\n")
+        XCTAssertEqual(imported.status, 0, imported.stderr)
+        XCTAssertTrue(imported.stdout.contains(key.publicKey.npub), imported.stdout)
+        XCTAssertEqual(try box.run(["key", "export"]).stdout, ncryptsec + "\n")
+
+        let nsec = String(decoding: try key.nsec().copyBytes(), as: UTF8.self)
+        let spacedNsec = try BinderSandbox()
+        let run = try spacedNsec.run(["key", "import", "--passphrase-file", try spacedNsec.file("p", "x\n"), "--log-n", "8"],
+                                     stdin: nsec.prefix(20) + "\n " + nsec.dropFirst(20) + "\n")
+        XCTAssertEqual(run.status, 0, run.stderr)
+        XCTAssertTrue(run.stdout.contains(key.publicKey.npub), run.stdout)
+
+        // One character changed (q <-> p, both in bech32's alphabet): the checksum refuses it.
+        var typo = Array(grouped)
+        let at = typo.indices.first { $0 > 20 && (typo[$0] == "q" || typo[$0] == "p") }!
+        typo[at] = typo[at] == "q" ? "p" : "q"
+        let wrongBox = try BinderSandbox()
+        assertFails(try wrongBox.run(["key", "import", "--passphrase-file", try wrongBox.file("p", "paper\n")], stdin: String(typo)),
+                    mentioning: "malformed")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: wrongBox.home.appendingPathComponent("key.ncryptsec").path))
+    }
+
     func testNoKeyYetAndNoTerminal() throws {
         assertFails(try sandbox.run(["key", "show"]), mentioning: "no key yet")
         assertFails(try sandbox.run(["key", "export"]), mentioning: "no key yet")
