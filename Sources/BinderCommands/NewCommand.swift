@@ -95,12 +95,14 @@ struct NewCommand: ParsableCommand {
     }
 
     /// Runs `$VISUAL`/`$EDITOR` on `file` in the terminal's foreground process group (see
-    /// `TerminalProgram`: an editor in a group of its own is stopped by the terminal).
+    /// `TerminalProgram`: an editor in a group of its own is stopped by the terminal). The
+    /// shell that splits the command `exec`s the editor: a Ctrl-C the editor takes must not end
+    /// the shell binder waits for while the editor keeps running.
     private func openEditor(_ file: String) throws {
         let environment = ProcessInfo.processInfo.environment
         let editor = [environment["VISUAL"], environment["EDITOR"]].compactMap { $0 }.first { !$0.isEmpty } ?? "vi"
         let outcome: TerminalProgram.Outcome
-        do { outcome = try TerminalProgram.run("/bin/sh", arguments: ["-c", editor + " \"$1\"", "sh", file]) } catch {
+        do { outcome = try TerminalProgram.run("/bin/sh", arguments: ["-c", "exec " + editor + " \"$1\"", "sh", file]) } catch {
             throw CommandFailure("cannot start the editor (\(editor)): \(error)")
         }
         switch outcome {

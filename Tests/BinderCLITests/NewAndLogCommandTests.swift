@@ -19,8 +19,8 @@ final class NewAndLogCommandTests: XCTestCase {
         binder = nil
     }
 
-    func run(_ arguments: [String], environment: [String: String] = [:]) throws -> BinderRun {
-        try binder.sandbox.run(arguments + ["--binder", binder.repository], environment: environment)
+    func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws -> BinderRun {
+        try binder.sandbox.run(arguments + ["--binder", binder.repository], stdin: stdin, environment: environment)
     }
 
     func storedValue(_ gitPath: String) throws -> String? {
@@ -90,6 +90,22 @@ final class NewAndLogCommandTests: XCTestCase {
         let commandLine = try String(contentsOfFile: seen, encoding: .utf8)
         XCTAssertTrue(commandLine.contains(" new visits --title *********** --edit"), commandLine)
         XCTAssertFalse(commandLine.contains("Secret"), commandLine)
+    }
+
+    /// While the editor runs, binder ignores SIGINT and SIGQUIT (a terminal sends them to the
+    /// whole foreground group, binder included): the editor decides what they mean. Here the
+    /// editor, ignoring them itself, sends both to its process group, then saves.
+    func testBinderOutlivesTheSignalsSentToTheEditorsGroup() throws {
+        try binder.mount()
+        let editor = try binder.sandbox.file("editor.sh", """
+            trap '' INT QUIT
+            kill -INT 0
+            kill -QUIT 0
+            printf 'After Ctrl-C.\\n' >> "$1"
+            """)
+        let created = try run(["new", "visits", "--title", "-", "--edit"], stdin: "Signals\n", environment: ["EDITOR": "sh '\(editor)'"])
+        XCTAssertEqual(created.status, 0, created.stderr)
+        XCTAssertEqual(try storedValue("visits/\(today)-signals.json"), "# Signals\n\nDate: \(today)\nProvider: \n\n## Reason for visit\n\n## Notes\nAfter Ctrl-C.\n")
     }
 
     func testLogListsTheBinderAndARecordWithoutContent() throws {
