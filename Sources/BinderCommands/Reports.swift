@@ -77,9 +77,10 @@ struct ListReport {
     }
 
     /// Adds the server's listing, or the reason it is missing.
-    mutating func addServer(_ serverOptions: ServerOptions, passphrase: PassphraseSource, state: StateDirectory) throws {
+    mutating func addServer(_ serverOptions: ServerOptions, passphrase: PassphraseSource, state: StateDirectory,
+                            retry: RetryPolicy) throws {
         let accounts = Accounts(path: state.accountsFile)
-        let client = try serverOptions.client(accounts)
+        let client = try serverOptions.client(accounts, retry: retry)
         server = client.base
         let key: SecretKey
         do { key = try KeyStore(state: state).secretKey(passphrase: passphrase) } catch {

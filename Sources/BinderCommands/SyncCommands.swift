@@ -94,12 +94,15 @@ struct ListCommand: ParsableCommand {
     @Flag(help: "Print one JSON object (local binders; the server's, or why they are missing).")
     var json = false
 
+    @OptionGroup var deadline: DeadlineOptions
+
     /// Offline, or without a login, the local binders are still listed (exit 0) and the
-    /// reason the server's are missing is said (ListReport, Reports.swift).
+    /// reason the server's are missing is said (ListReport, Reports.swift), after at most
+    /// `--deadline` without an answer.
     func run() throws {
         let state = StateDirectory()
         var report = ListReport.gatherLocal(state)
-        if !local { try report.addServer(serverOptions, passphrase: passphrase.source, state: state) }
+        if !local { try report.addServer(serverOptions, passphrase: passphrase.source, state: state, retry: deadline.policy) }
         if json { try report.printJSON() } else { report.printText() }
     }
 }

@@ -34,7 +34,7 @@ public enum SyncError: Error, Sendable, CustomStringConvertible, Equatable {
         case .forbidden(let why): return "forbidden: \(why)"
         case .configuration(let why): return why
         case .rejected(let why): return "the server refused the push: \(why)"
-        case .untrusted(let why): return "offline: cannot verify the server's certificate (\(why))"
+        case .untrusted(let why): return "cannot verify the server's certificate (\(why)); nothing was sent"
         case .busy(let status, let message, let wait):
             return "the server answered \(status): \(message) (it asked to wait \(Int(wait.rounded(.up))) s)"
         case .garbled(let why): return "the server's answer is not the protocol: \(why)"

@@ -118,7 +118,7 @@ final class SyncPatienceTests: ServerTestCase {
     func testACommandThatGetsNoAnswerSaysSoAndGivesUpWithinItsDeadline() throws {
         _ = try binderOnServer(records: 1)
         let device = try Device(nsec: nsec)
-        for command in ["login", "clone", "sync"] {
+        for command in ["login", "clone", "sync", "list"] {
             XCTAssertTrue(try device.binder([command, "--help"]).stdout.contains("--deadline <SECONDS>"), command)
         }
         let silentLogin = try FaultProxy(upstream: server, ["--silent", "/api/auth/"])
@@ -139,6 +139,13 @@ final class SyncPatienceTests: ServerTestCase {
                                          environment: ["BINDER_HTTP_IDLE_TIMEOUT": "1"], terminal: true)
         XCTAssertLessThan(Date().timeIntervalSince(started), 40)
         assertRetriedAndGaveUp(sync, because: "stopped answering")
+        // list: the local binders at once, and why the server's are missing, within its deadline.
+        started = Date()
+        let list = try device.boundedRun(["list", "--server", silentGit.url, "--deadline", "5"],
+                                         environment: ["BINDER_HTTP_IDLE_TIMEOUT": "1"])
+        XCTAssertLessThan(Date().timeIntervalSince(started), 40)
+        XCTAssertEqual(list.status, 0, list.stderr)
+        XCTAssertTrue(list.stdout.contains("notes") && list.stdout.contains("stopped answering"), list.stdout)
 
         // No option, the default idle timeout (30 s): a minute, not 165 s.
         started = Date()
