@@ -19,6 +19,8 @@ enum CommandHelp {
         "key show": [("binder key show", "npub and hex, even while locked")],
         "key export": [("binder key export > key.ncryptsec", "the encrypted key, for a backup"),
                        ("binder key export --nsec --confirm-plaintext", "the bare nsec (keep it secret)")],
+        "key backup": [("binder key backup --sheet key-sheet.pdf", "a printable page: the ncryptsec as a QR code and as text"),
+                       ("binder key import --qr photo-of-sheet.jpg", "restore from a photo or scan of it")],
         "key passphrase": [("binder key passphrase", "asks the current passphrase, then the new one twice"),
                            ("binder key passphrase --passphrase-file old.txt --new-passphrase-file new.txt", "in a script")],
         "unlock": [("binder unlock", "cache the key for 8 hours"),

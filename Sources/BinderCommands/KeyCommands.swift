@@ -7,7 +7,7 @@ struct KeyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "key",
         abstract: "Create, import, show, export or back up your Nostr key, or change its passphrase (stored as a NIP-49 ncryptsec).",
-        subcommands: [Generate.self, Import.self, Show.self, Export.self, Passphrase.self]
+        subcommands: [Generate.self, Import.self, Show.self, Export.self, Passphrase.self, Backup.self]
     )
 
     struct Generate: ParsableCommand {
@@ -50,17 +50,24 @@ struct KeyCommand: ParsableCommand {
         @OptionGroup var passphrase: PassphraseOptions
         @Option(name: .customLong("log-n"), help: "scrypt cost (2^N) when encrypting an nsec or hex key.")
         var logN: UInt8 = NIP49.defaultLogN
+        @Option(name: .customLong("qr"), help: "Read the key from the QR code in a photo or scan (PNG or JPEG) of a recovery sheet, not from standard input.")
+        var qr: String?
 
         func run() throws {
             let store = KeyStore()
             guard !store.exists else {
                 throw CommandFailure("a key already exists at \(store.state.keyFile); move it away first to replace it")
             }
-            let input = try readStandardInputSecret()
             // Spaces and line breaks anywhere are dropped: a key typed off a printed recovery sheet
             // comes in groups and lines (bech32's checksum still catches a mistyped character).
-            let text = String(input.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-                .unicodeScalars.filter { !Self.asciiWhitespace.contains($0) })
+            let text: String
+            if let qr {
+                text = String(decoding: try KeyQRPicture.read(qr), as: UTF8.self)
+            } else {
+                let input = try readStandardInputSecret()
+                text = String(input.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+                    .unicodeScalars.filter { !Self.asciiWhitespace.contains($0) })
+            }
             guard !text.isEmpty else { throw CommandFailure("nothing on standard input: pipe in an nsec, hex key or ncryptsec") }
             if text.lowercased().hasPrefix("ncryptsec1") {
                 // Keep the ncryptsec as it is (its passphrase stays the user's); decrypt once to check it.
@@ -103,7 +110,8 @@ struct KeyCommand: ParsableCommand {
 
     struct Export: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print your key as an ncryptsec (default) or, with --nsec --confirm-plaintext, as a bare nsec.")
+            abstract: "Print your key as an ncryptsec (default) or, with --nsec --confirm-plaintext, as a bare nsec.",
+            discussion: "The ncryptsec goes to standard output, for a password manager or a file; 'binder key backup --sheet FILE.pdf' makes a printable recovery sheet of it instead. Either opens with the passphrase of the day it was made, even after 'binder key passphrase'.")
 
         @Flag(help: "Print the unencrypted nsec instead of the ncryptsec.")
         var nsec = false

@@ -19,11 +19,18 @@ struct TerminalQR {
         }
     }
 
-    /// The smallest QR code of `text` at error correction level L (as the app's QR library
-    /// draws it).
-    init(_ text: String) throws(Failure) {
+    /// How much of the code may be damaged and still read (ISO/IEC 18004 levels).
+    enum Correction {
+        /// L, about 7%: a screen (as the app's QR library draws it).
+        case low
+        /// H, about 30%: paper, which gets folded, stained and photographed at an angle.
+        case high
+    }
+
+    /// The smallest QR code of `text` at the error correction level `correction`.
+    init(_ text: String, correction: Correction = .low) throws(Failure) {
         let api = try QREncode.api()
-        guard let code = api.QRcode_encodeString8bit(text, 0, QR_ECLEVEL_L) else { throw .tooLong }
+        guard let code = api.QRcode_encodeString8bit(text, 0, correction == .high ? QR_ECLEVEL_H : QR_ECLEVEL_L) else { throw .tooLong }
         defer { api.QRcode_free(code) }
         let width = Int(code.pointee.width)
         guard width > 0, let data = code.pointee.data else { throw .tooLong }
