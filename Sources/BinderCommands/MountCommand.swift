@@ -293,11 +293,11 @@ struct MountCommand: ParsableCommand {
         let report = DaemonProcess.report
         let received: SecureBytes?
         do { received = try DaemonProcess.receiveSecret(count: 32) } catch {
-            report("error: \(error)")
+            report(.failed(reason: "\(error)"))
             throw CommandFailure("\(error)")
         }
         guard let raw = received, let key = try? SecretKey(bytes: raw) else {
-            report("error: the mount daemon did not receive the key")
+            report(.failed(reason: "the mount daemon did not receive the key"))
             throw CommandFailure("no key on fd 3")
         }
         do {
@@ -312,10 +312,10 @@ struct MountCommand: ParsableCommand {
             try mountOrFail(mount, mountpoint: mountpoint)
             logger.info("mounted", metadata: ["mountpoint": "\(mountpoint)", "pid": "\(getpid())"])
             _ = serve(mount, view: view, repository: repository, path: path, mountpoint: mountpoint, key: key,
-                      state: StateDirectory(), writerLock: writerLock, logger: logger) { report("ready") }
+                      state: StateDirectory(), writerLock: writerLock, logger: logger) { report(.ready) }
         } catch let failure as CommandFailure {
             logger.error("mount failed: \(failure.message)")
-            report("error: " + failure.message)
+            report(.failed(reason: failure.message))
             throw failure
         }
     }
@@ -443,23 +443,11 @@ struct MountCommand: ParsableCommand {
         if Verbosity.isVerbose { arguments.append("--verbose") }
         arguments += ["--views", views.rawValue]
         if writerLock != nil { arguments += ["--writer-lock-fd", "\(DaemonProcess.inheritedDescriptor)"] }
-        let daemon: DaemonProcess
-        do {
-            daemon = try DaemonProcess.spawnSelf(arguments: arguments, secret: key.withUnsafeBytes { try SecureBytes(copying: $0) },
-                                                 inherited: writerLock?.fd)
-        } catch {
-            throw CommandFailure("cannot start the mount daemon: \(error)")
-        }
-        let message = daemon.readStatusLine()
+        let secret: SecureBytes
+        do { secret = try key.withUnsafeBytes { try SecureBytes(copying: $0) } } catch { throw CommandFailure("\(error)") }
+        let daemon = try DaemonLauncher.start("the mount daemon", arguments: arguments, secret: secret, inherited: writerLock?.fd,
+                                              mountpoint: mountpoint, logPath: logPath)
         printDetail("mount daemon: pid \(daemon.pid), log \(logPath)")
-        guard message == "ready" else {
-            daemon.wait()
-            if message.hasPrefix("error: ") { throw CommandFailure(String(message.dropFirst(7))) }
-            throw CommandFailure("the mount daemon stopped before the mount was ready; see \(logPath)")
-        }
-        // The daemon answers once its loop runs: wait for a first stat so the mount is usable.
-        var info = stat()
-        _ = stat(mountpoint, &info)
     }
 }
 

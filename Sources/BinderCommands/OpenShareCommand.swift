@@ -163,18 +163,8 @@ struct OpenShareCommand: ParsableCommand {
         if keep { arguments.append("--keep") }
         if made { arguments.append("--made-mountpoint") }
         if Verbosity.isVerbose { arguments.append("--verbose") }
-        let daemon: DaemonProcess
-        do { daemon = try DaemonProcess.spawnSelf(arguments: arguments, secret: try Self.handover(invitation)) } catch {
-            throw CommandFailure("cannot start the share's daemon: \(error)")
-        }
-        let message = daemon.readStatusLine()
-        guard message == "ready" else {
-            daemon.wait()
-            if message.hasPrefix("error: ") { throw CommandFailure(String(message.dropFirst(7))) }
-            throw CommandFailure("the share's daemon stopped before the mount was ready; see \(state.logPath(invitation.repoId))")
-        }
-        var info = stat()
-        _ = stat(mountpoint, &info)
+        _ = try DaemonLauncher.start("the share's daemon", arguments: arguments, secret: try Self.handover(invitation),
+                                     mountpoint: mountpoint, logPath: state.logPath(invitation.repoId))
     }
 
     /// The invitation as JSON, padded with spaces to `handoverBytes`, in secret memory.
@@ -191,21 +181,21 @@ struct OpenShareCommand: ParsableCommand {
     private func runDaemonChild(state: StateDirectory) throws {
         let report = DaemonProcess.report
         guard let secret = try DaemonProcess.receiveSecret(count: Self.handoverBytes), let mountpoint else {
-            report("error: the share's daemon did not receive the payload")
+            report(.failed(reason: "the share's daemon did not receive the payload"))
             throw CommandFailure("no payload on fd 3")
         }
         var bytes = secret.copyBytes()
         defer { secureZero(&bytes) }
         let invitation: ScanInvitation
         do { invitation = try Self.invitation(from: bytes) } catch let failure as CommandFailure {
-            report("error: " + failure.message)
+            report(.failed(reason: failure.message))
             throw failure
         }
         let session = OpenedShare(invitation: invitation, mountpoint: mountpoint, keep: keep, state: state, echo: false)
         do {
-            try session.serve(ready: { report("ready") })
+            try session.serve(ready: { report(.ready) })
         } catch let failure as CommandFailure {
-            report("error: " + failure.message)
+            report(.failed(reason: failure.message))
             throw failure
         }
         if madeMountpoint { _ = rmdir(mountpoint) }

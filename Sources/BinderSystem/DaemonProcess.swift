@@ -2,9 +2,39 @@ internal import CLinux
 import BinderCrypto
 import Foundation
 import Glibc
+import Synchronization
+
+/// What a daemon tells the process that started it, once, on fd 4: it serves, or why it could
+/// not start. One line on the pipe (`line`); `init(line:)` is the only reader of it.
+public enum DaemonReport: Equatable, Sendable {
+    case ready
+    case failed(reason: String)
+
+    private static let readyLine = "ready"
+    private static let failedPrefix = "failed: "
+
+    /// The report as the line sent (a reason's line breaks become spaces: one line).
+    var line: String {
+        switch self {
+        case .ready: return Self.readyLine
+        case .failed(let reason): return Self.failedPrefix + reason.replacingOccurrences(of: "\n", with: " ")
+        }
+    }
+
+    /// The report a line says; nil for anything else (a daemon that died mid-line).
+    init?(line: String) {
+        if line == Self.readyLine {
+            self = .ready
+        } else if line.hasPrefix(Self.failedPrefix) {
+            self = .failed(reason: String(line.dropFirst(Self.failedPrefix.count)))
+        } else {
+            return nil
+        }
+    }
+}
 
 /// A detached copy of this program (the mount daemon): a new session, stdio on /dev/null,
-/// a secret handed over on fd 3 (never argv or the environment), a status line back on fd 4,
+/// a secret handed over on fd 3 (never argv or the environment), a `DaemonReport` back on fd 4,
 /// and optionally one more open descriptor of the launcher's as fd 5 (the binder's writer lock).
 public struct DaemonProcess {
     public let pid: Int32
@@ -66,8 +96,11 @@ public struct DaemonProcess {
         return DaemonProcess(pid: pid, statusFD: statusPipe[0])
     }
 
-    /// The daemon's one status line ("ready" or "error: …"); empty if it exited without one.
-    public func readStatusLine() -> String {
+    /// Waits for the daemon's report; nil if it exited without one.
+    public func awaitReport() -> DaemonReport? { DaemonReport(line: readStatusLine()) }
+
+    /// The daemon's one status line; empty if it exited without one.
+    private func readStatusLine() -> String {
         var line = [UInt8]()
         var byte: UInt8 = 0
         while true {
@@ -93,10 +126,15 @@ public struct DaemonProcess {
         return secret.count == count ? secret : nil
     }
 
-    /// In the daemon: sends the status line on fd 4; "ready" closes it.
-    public static func report(_ line: String) {
-        let bytes = Array((line + "\n").utf8)
+    /// Whether this process has sent its report (fd 4 is closed then, and its number may
+    /// belong to another file).
+    private static let reported = Atomic<Bool>(false)
+
+    /// In the daemon: sends the report on fd 4, once (a failure after `ready` is the log's).
+    public static func report(_ report: DaemonReport) {
+        guard !reported.exchange(true, ordering: .relaxed) else { return }
+        let bytes = Array((report.line + "\n").utf8)
         _ = bytes.withUnsafeBytes { write(4, $0.baseAddress, $0.count) }
-        if line == "ready" { close(4) }
+        close(4)
     }
 }
