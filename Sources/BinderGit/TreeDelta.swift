@@ -240,8 +240,8 @@ enum TreeDelta {
     }
 }
 
-/// The fuzz target's entry (`binder-fuzz tree-delta`): trees come from the repository, and a
-/// fold makes deltas of them.
+/// The fuzz target's entry (`binder-fuzz tree-delta`): trees come from the repository, a fold
+/// makes deltas of them, and a tree libgit2 refuses is read from its bytes.
 @_spi(Fuzzing)
 public enum TreeDeltaFuzzing {
     /// Input: two bytes giving where the base ends (big-endian, past the end: all of it), then
@@ -270,6 +270,14 @@ public enum TreeDeltaFuzzing {
             guard rebuilt.count == sizes[1] else { return "a delta applied gives another size than it names" }
             guard base.withUnsafeBytes({ b in rebuilt.withUnsafeBytes { TreeDelta.rebuilds(target, from: b, exactly: $0) } }) else {
                 return "a delta applied is not what the same delta checks as rebuilt"
+            }
+        }
+        // A tree libgit2 refuses is read from its bytes (`FolderEntries.lenient`): any bytes
+        // read without a trap, and every entry read takes at least its mode, a space, a NUL
+        // and its 20-byte id.
+        for tree in [base, target] {
+            if let entries = tree.withUnsafeBytes({ FolderEntries.lenient($0) }), entries.count * 23 > tree.count {
+                return "a tree read from its bytes holds more entries than they can"
             }
         }
         return nil
