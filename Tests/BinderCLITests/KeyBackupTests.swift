@@ -54,6 +54,37 @@ final class KeyBackupTests: XCTestCase {
         XCTAssertEqual(try shell("zbarimg --raw -q '\(page)-1.png'").stdout, ncryptsec + "\n")
     }
 
+    /// The code is made for paper (error correction level H): with a band of a tenth of it wiped
+    /// across the middle (a fold, a stain) it still decodes to the exact ncryptsec, which a
+    /// level-L code of the same text (the screen's level) does not.
+    func testTheQRCodeSurvivesABandWipedAcrossIt() throws {
+        let sheet = try makeSheet()
+        let gray = sandbox.root.appendingPathComponent("gray").path
+        XCTAssertEqual(try shell("pdftoppm -gray -r 150 '\(sheet)' '\(gray)'").status, 0)
+        var pixels = [UInt8](try Data(contentsOf: URL(fileURLWithPath: gray + "-1.pgm")))
+        var start = 0, newlines = 0
+        while newlines < 3, start < pixels.count { if pixels[start] == 0x0A { newlines += 1 }; start += 1 }
+        let header = String(decoding: pixels[..<start], as: UTF8.self).split(whereSeparator: \.isWhitespace)
+        XCTAssertEqual(header.first, "P5")
+        let width = try XCTUnwrap(Int(header[1])), height = try XCTUnwrap(Int(header[2]))
+        XCTAssertEqual(pixels.count, start + width * height)
+        // Only the code's modules are pure black (the text is ink grey, the rule blue).
+        var box = (left: width, right: 0, top: height, bottom: 0)
+        for y in 0..<height {
+            for x in 0..<width where pixels[start + y * width + x] < 16 {
+                box = (min(box.left, x), max(box.right, x), min(box.top, y), max(box.bottom, y))
+            }
+        }
+        let side = box.bottom - box.top
+        XCTAssertGreaterThan(side, 300, "the code is about 8 cm wide on the page")
+        for y in (box.top + side * 45 / 100)..<(box.top + side * 55 / 100) {
+            for x in box.left...box.right { pixels[start + y * width + x] = 255 }
+        }
+        let damaged = sandbox.root.appendingPathComponent("damaged.pgm")
+        try Data(pixels).write(to: damaged)
+        XCTAssertEqual(try shell("zbarimg --raw -q '\(damaged.path)'").stdout, ncryptsec + "\n")
+    }
+
     func testNeverOverwritesWithoutForce() throws {
         let sheet = try makeSheet()
         try Data("my thesis".utf8).write(to: URL(fileURLWithPath: sheet))
