@@ -207,17 +207,22 @@ extension GitRepository {
             order.addTree(root)
             var pending: [(tree: ObjectID, path: String)] = [(root, "")]
             while let (treeID, path) = pending.popLast() {
-                let tree = try lookupTreeLocked(treeID)
-                for index in 0..<git_tree_entrycount(tree.pointer) {
-                    guard let entry = git_tree_entry_byindex(tree.pointer, index), let name = git_tree_entry_name(entry) else { continue }
-                    let id = ObjectID(git_tree_entry_id(entry))
-                    let entryPath = path + String(cString: name)
-                    switch git_tree_entry_type(entry) {
-                    case GIT_OBJECT_TREE where seen.insert(id).inserted:
-                        order.addTree(id, name: entryPath)
-                        pending.append((id, entryPath + "/"))
-                    case GIT_OBJECT_BLOB where seen.insert(id).inserted:
-                        blobs.append((id, entryPath))
+                // Read as a listing reads it: a crafted folder (an empty name, a tree that does
+                // not parse) must not stop the repack, and what it names is packed with the rest.
+                guard let folder = try folderLocked(treeID) else { continue }
+                for index in 0..<folder.count {
+                    let (name, mode, id) = folder.entry(index)
+                    let entryPath = path + name.text
+                    switch TreeEntry.Kind(mode: mode) {
+                    case .tree where seen.insert(id).inserted:
+                        if isTreeObjectLocked(id) {
+                            order.addTree(id, name: entryPath)
+                            pending.append((id, entryPath + "/"))
+                        } else if objectExistsLocked(id) {
+                            blobs.append((id, entryPath))  // a folder's mode on another object: kept as it is
+                        }
+                    case .blob where seen.insert(id).inserted, .link where seen.insert(id).inserted:
+                        if objectExistsLocked(id) { blobs.append((id, entryPath)) }
                     default:
                         continue  // seen already, or a submodule's commit (not in this repository)
                     }

@@ -274,6 +274,12 @@ extension GitRepository {
         return root
     }
 
+    /// Whether `id` names an object in the object database.
+    func objectExistsLocked(_ id: ObjectID) -> Bool {
+        var oid = id.oid
+        return git_odb_exists(odb.pointer, &oid) != 0
+    }
+
     /// Whether `id` names a tree in the object database (false: missing, or another type).
     func isTreeObjectLocked(_ id: ObjectID) -> Bool {
         var oid = id.oid

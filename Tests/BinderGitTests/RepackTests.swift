@@ -73,6 +73,34 @@ final class RepackTests: XCTestCase {
         try assertComplete(path, commits: commits)
     }
 
+    /// A crafted folder (an entry with an empty name, which libgit2 refuses to parse, beside a
+    /// folder's mode on a blob) does not stop a repack, and every object it names is packed:
+    /// the crafted tree and the blob behind the folder's mode are still there, byte for byte.
+    func testACraftedFolderIsRepackedWithWhatItNames() throws {
+        let tmp = try TemporaryDirectory()
+        let path = tmp.sub("r.git")
+        let repo = try GitRepository.create(path: path, bare: true)
+        let commits = try makeHistory(repo, commits: 3)
+        let hidden = try repo.writeBlob(Array("behind a folder's mode\n".utf8))
+        let record = try repo.writeBlob(Array("{\"content\":\"kept\"}\n".utf8))
+        func entry(_ mode: String, _ name: String, _ id: ObjectID) -> [UInt8] { Array("\(mode) \(name)".utf8) + [0] + id.bytes }
+        let crafted = entry("100644", "", record) + entry("100644", "a.json", record) + entry("40000", "odd", hidden)
+        let craftedID = try gitData(["hash-object", "-t", "tree", "-w", "--literally", "--stdin"], in: path, input: Data(crafted))
+        let craftedHex = String(decoding: craftedID, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let root = try gitData(["mktree", "--missing"], in: path,
+                               input: Data("040000 tree \(craftedHex)\tvisits\n".utf8))
+        let rootHex = String(decoding: root, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let commit = try git("commit-tree", rootHex, "-p", commits.last!.hex, "-m", "crafted", in: path)
+        _ = try git("update-ref", "refs/heads/main", commit, in: path)
+        let before = try gitData(["cat-file", "tree", craftedHex], in: path)
+
+        XCTAssertNoThrow(try repo.repack())
+        XCTAssertEqual(try looseCount(path), 0)
+        XCTAssertEqual(try gitData(["cat-file", "tree", craftedHex], in: path), before, "the crafted tree, byte for byte")
+        XCTAssertEqual(try git("cat-file", "-p", hidden.hex, in: path), "behind a folder's mode")
+        XCTAssertEqual(try git("cat-file", "-t", record.hex, in: path), "blob")
+    }
+
     /// Repacking a second instance while the first commits: the commits made meanwhile stay
     /// loose and complete.
     func testCommitsDuringRepackStay() throws {
