@@ -19,14 +19,19 @@ enum KeyQRPicture {
         defer { try? handle.close() }
         let bytes = [UInt8](handle.readData(ofLength: maximumInputBytes + 1))
         guard bytes.count <= maximumInputBytes else { throw CommandFailure("\(path) is over \(maximumInputBytes >> 20) MiB: not a photo of a sheet") }
-        if bytes.starts(with: Array("%PDF".utf8)) {
-            throw CommandFailure("\(path) is a PDF: reading a PDF is not supported yet. Give a photo or scan of the printed sheet "
-                                 + "(PNG or JPEG), or a page rendered from it, e.g. 'pdftoppm -png -r 200 \(path) sheet'")
-        }
         let found: [UInt8]
         do {
-            let image = try GrayImage.decode(bytes, maximumPixels: maximumPixels)
-            found = try QRImageReader.read(image, maximumBytes: maximumTextBytes)
+            if bytes.starts(with: Array("%PDF".utf8)) {
+                guard let text = try textInScannedPDF(bytes) else {
+                    throw CommandFailure("\(path) is a PDF with no readable QR code in a JPEG picture: only a scanner's PDF (the page "
+                                         + "as a JPEG) is read, not the sheet's own file (drawn, not a picture). Give a photo or "
+                                         + "scan of the printed sheet (PNG or JPEG), or render the page: 'pdftoppm -png -r 200 \(path) sheet'")
+                }
+                found = text
+            } else {
+                let image = try GrayImage.decode(bytes, maximumPixels: maximumPixels)
+                found = try QRImageReader.read(image, maximumBytes: maximumTextBytes)
+            }
         } catch let error as GrayImage.Failure {
             throw CommandFailure("cannot read the picture \(path): \(error)")
         } catch let error as QRImageReader.Failure {
@@ -34,5 +39,35 @@ enum KeyQRPicture {
         }
         guard found.count <= maximumTextBytes else { throw CommandFailure("the QR code in \(path) is too long to be a key") }
         return found.filter { ![0x20, 0x09, 0x0A, 0x0B, 0x0C, 0x0D].contains($0) }
+    }
+
+    /// At most this many JPEG start markers of a PDF are tried.
+    static let maximumPDFPictures = 16
+
+    /// The QR code's text in the first JPEG picture of a PDF that has one: a scanner's PDF holds
+    /// each page as a JPEG stream (DCTDecode), stored as it is, uncompressed by the PDF, so its
+    /// bytes run from the JPEG start marker to the stream's `endstream`. Nothing else of the PDF
+    /// is read (no PDF reader is among binder's libraries). Nil when no picture holds a code.
+    static func textInScannedPDF(_ pdf: [UInt8]) throws(QRImageReader.Failure) -> [UInt8]? {
+        let end = Array("endstream".utf8)
+        var at = 0, tried = 0
+        while tried < maximumPDFPictures, let start = firstIndex(of: [0xFF, 0xD8, 0xFF], in: pdf, from: at) {
+            let stop = firstIndex(of: end, in: pdf, from: start) ?? pdf.count
+            at = stop
+            tried += 1  // every candidate counts, decodable or not: a crafted file full of markers costs 16 tries
+            guard let image = try? GrayImage.decode(Array(pdf[start..<stop]), maximumPixels: maximumPixels) else { continue }
+            do { return try QRImageReader.read(image, maximumBytes: maximumTextBytes) } catch .noCode { continue }
+        }
+        return nil
+    }
+
+    static func firstIndex(of needle: [UInt8], in bytes: [UInt8], from start: Int) -> Int? {
+        guard needle.count <= bytes.count, start <= bytes.count - needle.count else { return nil }
+        var index = start
+        while index <= bytes.count - needle.count {
+            if bytes[index] == needle[0], bytes[index..<(index + needle.count)].elementsEqual(needle) { return index }
+            index += 1
+        }
+        return nil
     }
 }

@@ -103,14 +103,21 @@ final class KeyBackupTests: XCTestCase {
         XCTAssertTrue(help.stdout.contains("OLD passphrase"), help.stdout)
     }
 
-    /// A photo or scan (PNG, JPEG) of the sheet gives the key back; so does its text typed
-    /// as printed; the PDF itself is refused with what to do instead.
+    /// A photo or scan (PNG, JPEG, a scanner's PDF) of the sheet gives the key back; so does its
+    /// text typed as printed; the sheet's own PDF (drawn, no picture) is refused with what to do.
     func testImportFromAPictureOrTheTypedTextOfTheSheet() throws {
         let sheet = try makeSheet()
         let page = sandbox.root.appendingPathComponent("page").path
         XCTAssertEqual(try shell("pdftoppm -png -r 150 '\(sheet)' '\(page)'").status, 0)
         XCTAssertEqual(try shell("pdftoppm -jpeg -r 200 '\(sheet)' '\(page)-photo'").status, 0)
-        for picture in [page + "-1.png", page + "-photo-1.jpg"] {
+        // A scanner's PDF: the page as a JPEG inside a PDF (made here by Ghostscript's pdfwrite).
+        let scan = sandbox.root.appendingPathComponent("scan.pdf").path
+        let viewer = try shell("find /usr/share/ghostscript -name viewjpeg.ps | head -1").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let wrapped = try shell("gs -q -dNOSAFER -sDEVICE=pdfwrite -o '\(scan)' '\(viewer)' -c '(\(page)-photo-1.jpg) "
+                                + "<< /PageSize 2 index viewJPEGgetsize 2 array astore >> setpagedevice viewJPEG'")
+        XCTAssertEqual(wrapped.status, 0, wrapped.stderr)
+        XCTAssertEqual(try shell("grep -c DCTDecode '\(scan)'").stdout, "1\n")
+        for picture in [page + "-1.png", page + "-photo-1.jpg", scan] {
             let box = try BinderSandbox()
             let run = try box.run(["key", "import", "--qr", picture, "--passphrase-file", try box.file("p", "paper passphrase\n")])
             XCTAssertEqual(run.status, 0, "\(picture): \(run.stderr)")
@@ -125,8 +132,11 @@ final class KeyBackupTests: XCTestCase {
         XCTAssertEqual(try box.run(["key", "export"]).stdout, ncryptsec + "\n")
 
         let refused = try BinderSandbox()
-        assertFails(try refused.run(["key", "import", "--qr", sheet, "--passphrase-file", passphrase]), mentioning: "PDF is not supported yet")
+        assertFails(try refused.run(["key", "import", "--qr", sheet, "--passphrase-file", passphrase]), mentioning: "not the sheet's own file")
         assertFails(try refused.run(["key", "import", "--qr", passphrase, "--passphrase-file", passphrase]), mentioning: "not a PNG or JPEG")
+        let markers = sandbox.root.appendingPathComponent("markers.pdf")
+        try Data(Array("%PDF-1.4\n".utf8) + Array(repeating: [UInt8]([0xFF, 0xD8, 0xFF, 0xC0, 0x00]), count: 200_000).joined()).write(to: markers)
+        assertFails(try refused.run(["key", "import", "--qr", markers.path, "--passphrase-file", passphrase]), mentioning: "no readable QR code")
         assertFails(try refused.run(["key", "import", "--qr", sandbox.root.appendingPathComponent("none.png").path]), mentioning: "cannot read")
         XCTAssertFalse(FileManager.default.fileExists(atPath: refused.home.appendingPathComponent("key.ncryptsec").path))
     }
