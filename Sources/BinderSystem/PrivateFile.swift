@@ -13,7 +13,10 @@ public enum PrivateFile {
 
     public static func write(_ path: String, bytes: UnsafeRawBufferPointer) throws(WriteError) {
         let temporary = path + ".tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        // Made afresh: a file (or link) left under that name by an earlier process of this pid
+        // would keep its own permissions, or lead elsewhere.
+        unlink(temporary)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw WriteError(path: path, reason: String(cString: strerror(errno))) }
         let written = bytes.isEmpty ? 0 : Glibc.write(fd, bytes.baseAddress, bytes.count)
         let synced = fsync(fd)
