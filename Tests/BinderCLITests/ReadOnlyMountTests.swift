@@ -1,4 +1,3 @@
-import BinderCrypto
 import Foundation
 import XCTest
 
@@ -43,13 +42,21 @@ final class ReadOnlyMountTests: XCTestCase {
         XCTAssertTrue(write.stderr.contains("Read-only file system"), write.stderr)
     }
 
+    private func statusText(_ binder: MountedBinder) throws -> String {
+        String(decoding: try binder.read(".binder/status"), as: UTF8.self)
+    }
+
+    private func statusValue(_ binder: MountedBinder, _ key: String) throws -> Int {
+        let line = try XCTUnwrap(try statusText(binder).split(separator: "\n").first { $0.hasPrefix(key + ": ") })
+        return try XCTUnwrap(Int(line.dropFirst(key.count + 2)))
+    }
+}
+
+/// A read-only mount that syncs: what the kernel keeps of a file a sync changed is dropped.
+final class ReadOnlySyncTests: ServerTestCase {
     /// A record the kernel holds pages of, changed by a sync under a read-only mount, is read
     /// anew: the new bytes, whole.
     func testAFileChangedBySyncIsReadAnew() throws {
-        let serverRoot = try BinderSandbox()
-        let server = try TestServer(root: serverRoot.root)
-        defer { server.stop() }
-        let nsec = String(decoding: try SecretKey.generate().nsec().copyBytes(), as: UTF8.self)
         let laptop = try Device(nsec: nsec), phone = try Device(nsec: nsec)
         defer { laptop.unmount(); phone.unmount() }
         try laptop.binder(["login", "--server", server.url])
@@ -73,14 +80,5 @@ final class ReadOnlyMountTests: XCTestCase {
         eventually(5, "the synced record read anew") {
             laptop.read("labs/2026-06-01-panel.md")?.hasSuffix("Second version, longer than the first one was.\n") == true
         }
-    }
-
-    private func statusText(_ binder: MountedBinder) throws -> String {
-        String(decoding: try binder.read(".binder/status"), as: UTF8.self)
-    }
-
-    private func statusValue(_ binder: MountedBinder, _ key: String) throws -> Int {
-        let line = try XCTUnwrap(try statusText(binder).split(separator: "\n").first { $0.hasPrefix(key + ": ") })
-        return try XCTUnwrap(Int(line.dropFirst(key.count + 2)))
     }
 }
