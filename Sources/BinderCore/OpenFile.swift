@@ -75,9 +75,13 @@ final class OpenFileTable: Sendable {
         var nextHandle: UInt64 = 1
         /// Files created but not yet stored (before their first flush), by path.
         var provisional: [String: OpenContent] = [:]
+        /// Handles that may write. Nearly always none while a folder is read (`grep -r`,
+        /// `cp -r`): then an open looks at no other handle.
+        var writableHandles = 0
 
         /// The content a writer holds open at `path`, if any.
         func shared(at path: String) -> OpenContent? {
+            guard writableHandles > 0 else { return nil }
             for file in files.values where file.content.edit.withLock({ $0.writers > 0 && !$0.detached && $0.path == path }) {
                 return file.content
             }
@@ -88,6 +92,7 @@ final class OpenFileTable: Sendable {
             let handle = nextHandle
             nextHandle += 1
             files[handle] = file
+            if file.writable { writableHandles += 1 }
             file.content.edit.withLock { edit in
                 edit.handles += 1
                 if file.writable { edit.writers += 1 }
@@ -136,6 +141,7 @@ final class OpenFileTable: Sendable {
     func remove(_ handle: UInt64) -> Bool {
         table.withLock { table in
             guard let file = table.files.removeValue(forKey: handle) else { return false }
+            if file.writable { table.writableHandles -= 1 }
             let (path, left) = file.content.edit.withLock { edit in
                 edit.handles -= 1
                 if file.writable { edit.writers -= 1 }
@@ -166,9 +172,12 @@ final class OpenFileTable: Sendable {
 
     var provisionalPaths: [String] { table.withLock { Array($0.provisional.keys) } }
 
-    /// Every content open now, once each (handles share them).
-    private var contents: [OpenContent] {
+    /// Every content open now, once each (handles share them). `dirtyOnly`: none while no
+    /// handle may write, as only a writer leaves content dirty (asked on every getattr and
+    /// listing, which then look at no handle).
+    private func contents(dirtyOnly: Bool) -> [OpenContent] {
         table.withLock { table in
+            if dirtyOnly && table.writableHandles == 0 { return [] }
             var seen = Set<ObjectIdentifier>()
             return table.files.values.map(\.content).filter { seen.insert(ObjectIdentifier($0)).inserted }
         }
@@ -177,7 +186,7 @@ final class OpenFileTable: Sendable {
     /// Applies `body` to every open content currently at `path` (unlink detaches it, rename
     /// moves it, utimens dates it), outside the table's lock.
     func forEach(at path: String, _ body: (inout OpenContent.Edit) -> Void) {
-        for content in contents {
+        for content in contents(dirtyOnly: false) {
             content.edit.withLock { edit in if edit.path == path && !edit.detached { body(&edit) } }
         }
     }
@@ -185,14 +194,16 @@ final class OpenFileTable: Sendable {
     /// The size of the file at `path` if a writer changed it and it is not stored yet.
     func dirtySize(at path: String) -> Int? {
         var size: Int?
-        forEach(at: path) { edit in if edit.dirty { size = edit.buffer.count } }
+        for content in contents(dirtyOnly: true) {
+            content.edit.withLock { edit in if edit.path == path && !edit.detached && edit.dirty { size = edit.buffer.count } }
+        }
         return size
     }
 
     /// The sizes of files that writers have changed and not yet stored, by path.
     func dirtySizes() -> [String: Int] {
         var sizes: [String: Int] = [:]
-        for content in contents {
+        for content in contents(dirtyOnly: true) {
             content.edit.withLock { edit in if edit.dirty && !edit.detached { sizes[edit.path] = edit.buffer.count } }
         }
         return sizes
