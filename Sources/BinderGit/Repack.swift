@@ -211,7 +211,7 @@ extension GitRepository {
                 // not parse) must not stop the repack, and what it names is packed with the rest.
                 guard let folder = try folderLocked(treeID) else { continue }
                 for index in 0..<folder.count {
-                    let (name, mode, id) = folder.entry(index)
+                    guard let (name, mode, id) = folder.entry(index) else { continue }
                     let entryPath = path + name.text
                     switch TreeEntry.Kind(mode: mode) {
                     case .tree where seen.insert(id).inserted:

@@ -194,8 +194,8 @@ extension GitRepository {
                 try walkLocked(folder, prefix: prefix) { entry, _ in result.append(entry) }
                 return result
             }
-            return (0..<folder.count).map { index in
-                let (name, mode, id) = folder.entry(index)
+            return (0..<folder.count).compactMap { index in
+                guard let (name, mode, id) = folder.entry(index) else { return nil }
                 return TreeEntry(prefix: prefix, name: name.text, id: id, kind: Self.listedKind(name: name.text, mode: mode),
                                  mode: mode, nameIsExact: name.isExact)
             }
@@ -351,7 +351,7 @@ extension GitRepository {
             }
             let index = stack[top].next
             stack[top].next += 1
-            let (name, mode, id) = stack[top].folder.entry(index)
+            guard let (name, mode, id) = stack[top].folder.entry(index) else { continue }
             var kind = Self.listedKind(name: name.text, mode: mode)
             var subfolder: FolderEntries? = nil
             if kind == .tree {
@@ -495,18 +495,16 @@ enum FolderEntries {
         }
     }
 
-    /// Entry `index` (below `count`): its name as text (see `GitRepository.entryName`), its
-    /// raw mode and its id.
-    func entry(_ index: Int) -> (name: (text: String, isExact: Bool), mode: UInt32, id: ObjectID) {
+    /// Entry `index`: its name as text (see `GitRepository.entryName`), its raw mode and its
+    /// id; nil past `count`.
+    func entry(_ index: Int) -> (name: (text: String, isExact: Bool), mode: UInt32, id: ObjectID)? {
         switch self {
         case .parsed(let tree):
             // Borrowed from `tree`, which `self` keeps alive.
-            guard let entry = git_tree_entry_byindex(tree.pointer, index) else {
-                preconditionFailure("git_tree_entry_byindex(\(index)) out of range")
-            }
+            guard let entry = git_tree_entry_byindex(tree.pointer, index) else { return nil }
             return (GitRepository.entryName(entry), git_tree_entry_filemode_raw(entry).rawValue, ObjectID(git_tree_entry_id(entry)))
         case .raw(let entries):
-            return entries[index]
+            return entries.indices.contains(index) ? entries[index] : nil
         }
     }
 
@@ -514,23 +512,20 @@ enum FolderEntries {
     /// possibly empty; nil when the bytes are not such a list (a NUL inside a name, say, runs
     /// the entries together).
     static func lenient(_ bytes: UnsafeRawBufferPointer) -> [(name: (text: String, isExact: Bool), mode: UInt32, id: ObjectID)]? {
-        let tree = bytes.assumingMemoryBound(to: UInt8.self)
         var entries: [(name: (text: String, isExact: Bool), mode: UInt32, id: ObjectID)] = []
         var position = 0
-        while position < tree.count {
+        while position < bytes.count {
+            // The entry's bounds as the splicing commit reads them (`RawTree`); its mode, 1 to
+            // 7 octal digits.
+            guard let entry = RawTree.entry(in: bytes, at: position), (1...7).contains(entry.mode.count),
+                  let id = ObjectID(bytes: UnsafeRawBufferPointer(rebasing: bytes[entry.id])) else { return nil }
             var mode: UInt32 = 0
-            var digits = 0
-            while position < tree.count, tree[position] >= UInt8(ascii: "0"), tree[position] <= UInt8(ascii: "7"), digits < 7 {
-                mode = mode << 3 | UInt32(tree[position] - UInt8(ascii: "0"))
-                position += 1
-                digits += 1
+            for digit in bytes[entry.mode] {
+                guard (UInt8(ascii: "0")...UInt8(ascii: "7")).contains(digit) else { return nil }
+                mode = mode << 3 | UInt32(digit - UInt8(ascii: "0"))
             }
-            guard digits > 0, position < tree.count, tree[position] == 0x20 else { return nil }
-            let nameStart = position + 1
-            guard let nul = tree[nameStart...].firstIndex(of: 0), nul + 21 <= tree.count,
-                  let id = ObjectID(bytes: UnsafeRawBufferPointer(rebasing: bytes[(nul + 1)..<(nul + 21)])) else { return nil }
-            entries.append((GitRepository.entryName(UnsafeBufferPointer(rebasing: tree[nameStart..<nul])), mode, id))
-            position = nul + 21
+            entries.append((GitRepository.entryName(RawTree.name(of: entry, in: bytes)), mode, id))
+            position = entry.end
         }
         return entries
     }
