@@ -5,6 +5,7 @@ import PackageDescription
 //   binder (exe) -> BinderCommands -> BinderFUSE -> BinderCore -> {BinderGit, BinderCrypto, BinderFormat}; BinderGit -> BinderCrypto
 //   (SHA-1 for a pack's checksums)
 //   BinderCommands -> BinderSync -> BinderCore; BinderCommands -> BinderServer -> {BinderGit, BinderCrypto}
+//   BinderExport -> BinderSystem (SharedLibrarySymbols: Pango's, Cairo's and libjpeg's entry points, opened at first use)
 // Each C library is imported by exactly one Swift target:
 //   CSodium, CSecp256k1, CCrypto (OpenSSL's libcrypto: SHA-256, SHA-1, Poly1305) -> BinderCrypto; CGit2, CZlib -> BinderGit;
 //   CFuse3 -> BinderFUSE; CLinux -> BinderSystem; CPangoCairo (Pango, Cairo, libjpeg) -> BinderExport;
@@ -81,7 +82,7 @@ let package = Package(
         ]),
         // `binder export`: PDF (Pango over Cairo), one-file HTML (Ink), a FHIR R4 document Bundle.
         .target(name: "BinderExport", dependencies: [
-            "CPangoCairo", "BinderCore", "BinderFormat", "BinderCrypto",
+            "CPangoCairo", "BinderCore", "BinderFormat", "BinderCrypto", "BinderSystem",
             .product(name: "Ink", package: "Ink"),
         ]),
         .target(name: "BinderCommands", dependencies: [

@@ -1,4 +1,5 @@
 import BinderExport
+import BinderSystem
 internal import CZBar
 
 /// Reads the text of a QR code in a picture with libzbar: the only user of CZBar. Each zbar
@@ -39,26 +40,17 @@ enum QRImageReader {
     /// libzbar, opened at the first picture read (`dlopen`: CZBar's shim.h says why it is not
     /// linked). The scanner and picture below hold the entry points `load()` gave.
     enum ZBar {
-        /// The entry points found; immutable once made.
-        final class Entries: @unchecked Sendable {
-            let api: binder_zbar
-
-            init(_ api: binder_zbar) { self.api = api }
+        /// Opened once, at the first use; the library stays loaded.
+        private static let opened = Result { () throws(SharedLibraryError) in
+            try SharedLibrarySymbols<binder_zbar>([(file: "libzbar.so.0", names: binder_zbar_names)])
         }
 
-        /// Opened once, at the first use; the library stays loaded.
-        private static let opened: Result<Entries, Failure> = {
-            guard let table = binder_zbar_allocate() else { return .failure(.scanner("out of memory")) }
-            defer { free(table) }
-            if let why = binder_zbar_open(table) {
-                return .failure(.scanner("libzbar is needed to read a QR code in a picture (apt install libzbar0): "
-                                         + String(cString: why)))
-            }
-            return .success(Entries(table.pointee))
-        }()
-
         /// The entry points, the library opened at the first call.
-        static func load() throws(Failure) -> binder_zbar { try opened.get().api }
+        static func load() throws(Failure) -> binder_zbar {
+            do { return try opened.get().entries } catch {
+                throw .scanner("libzbar is needed to read a QR code in a picture (apt install libzbar0): \(error)")
+            }
+        }
     }
 
     /// A zbar image scanner that looks for QR codes only.

@@ -1,3 +1,4 @@
+import BinderSystem
 internal import CQREncode
 
 /// A QR code of some text (libqrencode), drawn for a terminal.
@@ -40,26 +41,17 @@ struct TerminalQR {
     /// libqrencode, opened at the first QR code drawn (`dlopen`: CQREncode's shim.h says why it
     /// is not linked).
     enum QREncode {
-        /// The entry points found; immutable once made.
-        final class Entries: @unchecked Sendable {
-            let api: binder_qrencode
-
-            init(_ api: binder_qrencode) { self.api = api }
+        /// Opened once, at the first use; the library stays loaded.
+        private static let opened = Result { () throws(SharedLibraryError) in
+            try SharedLibrarySymbols<binder_qrencode>([(file: "libqrencode.so.4", names: binder_qrencode_names)])
         }
 
-        /// Opened once, at the first use; the library stays loaded.
-        private static let opened: Result<Entries, Failure> = {
-            guard let table = binder_qrencode_allocate() else { return .failure(.noEncoder("out of memory")) }
-            defer { free(table) }
-            if let why = binder_qrencode_open(table) {
-                return .failure(.noEncoder("libqrencode is needed to draw a QR code (apt install libqrencode4): "
-                                           + String(cString: why)))
-            }
-            return .success(Entries(table.pointee))
-        }()
-
         /// The entry points, opening the library at the first call.
-        static func api() throws(Failure) -> binder_qrencode { try opened.get().api }
+        static func api() throws(Failure) -> binder_qrencode {
+            do { return try opened.get().entries } catch {
+                throw .noEncoder("libqrencode is needed to draw a QR code (apt install libqrencode4): \(error)")
+            }
+        }
     }
 
     /// Two rows of modules per line in half blocks, light modules drawn (for a dark terminal,

@@ -6,7 +6,8 @@
  * command but `export` and the sharing ones) then neither loads nor maps them and the
  * libraries they bring (X11, fontconfig, harfbuzz…; with libzbar's and libqrencode's, 34 of the
  * 73 the binary mapped): 60 ms of a cold start and 5.5 MB of the daemon's memory
- * (docs/BENCHMARKS.md). Swift calls them through `struct binder_pangocairo`.
+ * (docs/BENCHMARKS.md). Swift calls them through `struct binder_pangocairo`, filled by BinderSystem's
+ * SharedLibrarySymbols.
  *
  * Cairo's and libjpeg's own headers are included as they are. Pango's and GLib's need include
  * paths only pkg-config knows, and pkg-config would link the libraries too, so the few
@@ -16,7 +17,6 @@
  */
 #include <cairo/cairo.h>
 #include <cairo/cairo-pdf.h>
-#include <dlfcn.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,35 +111,29 @@ struct binder_pangocairo {
 #define BINDER_PANGOCAIRO_SONAME(prefix, version) prefix BINDER_PANGOCAIRO_STRING(version)
 
 /*
- * Opens the libraries and fills `*entries`: NULL when every entry point was found, else why
- * not (dlerror's text, valid until the thread's next dl call). The libraries stay loaded for
- * the life of the process (GLib's types cannot be unloaded). libjpeg is the one this header
- * was written for: its library version names its file (libjpeg.so.62).
+ * The files opened: libpangocairo (Pango, Cairo and GLib among its dependencies), then libjpeg,
+ * the one this header was written for (its library version names its file: libjpeg.so.62).
+ * They stay loaded for the life of the process (GLib's types cannot be unloaded).
  */
-static inline const char *binder_pangocairo_open(struct binder_pangocairo *entries) {
-    void *pango = dlopen("libpangocairo-1.0.so.0", RTLD_NOW | RTLD_LOCAL);
-    if (!pango) return dlerror();
-    void *jpeg = dlopen(BINDER_PANGOCAIRO_SONAME("libjpeg.so.", JPEG_LIB_VERSION), RTLD_NOW | RTLD_LOCAL);
-    if (!jpeg) return dlerror();
-#define BINDER_RESOLVE_IN(library, name) \
-    if (!(entries->name = (__typeof__(entries->name))dlsym(library, #name))) { \
-        const char *why = dlerror(); \
-        return why ? why : #name ": not found"; \
-    }
-#define BINDER_RESOLVE_PANGOCAIRO(name) BINDER_RESOLVE_IN(pango, name)
-#define BINDER_RESOLVE_JPEG(name) BINDER_RESOLVE_IN(jpeg, name)
-    BINDER_PANGOCAIRO_FUNCTIONS(BINDER_RESOLVE_PANGOCAIRO)
-    BINDER_JPEG_FUNCTIONS(BINDER_RESOLVE_JPEG)
-#undef BINDER_RESOLVE_JPEG
-#undef BINDER_RESOLVE_PANGOCAIRO
-#undef BINDER_RESOLVE_IN
-    return NULL;
+static inline const char *_Nonnull binder_pangocairo_file(void) { return "libpangocairo-1.0.so.0"; }
+static inline const char *_Nonnull binder_jpeg_file(void) {
+    return BINDER_PANGOCAIRO_SONAME("libjpeg.so.", JPEG_LIB_VERSION);
 }
 
-/* A table to fill with binder_pangocairo_open (Swift cannot make one: its entries are never null). */
-static inline struct binder_pangocairo *binder_pangocairo_allocate(void) {
-    return (struct binder_pangocairo *)calloc(1, sizeof(struct binder_pangocairo));
+/* The names of the entry points in each file, in the struct's order (BinderSystem's
+ * SharedLibrarySymbols resolves them with dlsym into a `struct binder_pangocairo`). */
+#define BINDER_NAME(name) #name,
+static inline const char *_Nonnull const *_Nonnull binder_pangocairo_names(unsigned long *_Nonnull count) {
+    static const char *const names[] = {BINDER_PANGOCAIRO_FUNCTIONS(BINDER_NAME)};
+    *count = sizeof names / sizeof *names;
+    return names;
 }
+static inline const char *_Nonnull const *_Nonnull binder_jpeg_names(unsigned long *_Nonnull count) {
+    static const char *const names[] = {BINDER_JPEG_FUNCTIONS(BINDER_NAME)};
+    *count = sizeof names / sizeof *names;
+    return names;
+}
+#undef BINDER_NAME
 
 /*
  * libjpeg reports errors by calling error_exit, which must not return: the

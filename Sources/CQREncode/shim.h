@@ -3,41 +3,32 @@
 /*
  * libqrencode, opened with dlopen when a share's QR code is drawn (`binder share`), not
  * linked: every other command, and the mount daemon, neither loads nor maps it. Swift calls
- * it through `struct binder_qrencode`.
+ * it through `struct binder_qrencode`, filled by BinderSystem's SharedLibrarySymbols from
+ * libqrencode.so.4.
  */
-#include <dlfcn.h>
-#include <stdlib.h>
 #include <qrencode.h>
 
 #pragma clang diagnostic push
 #pragma clang diagnostic ignored "-Wnullability-completeness"
 
-/* The entry points used, each typed as qrencode.h declares it. */
+/* Every function used. */
+#define BINDER_QRENCODE_FUNCTIONS(X) X(QRcode_encodeString8bit) X(QRcode_free)
+
+/* The entry points, each typed as qrencode.h declares it. */
 struct binder_qrencode {
-    __typeof__(QRcode_encodeString8bit) *_Nonnull QRcode_encodeString8bit;
-    __typeof__(QRcode_free) *_Nonnull QRcode_free;
+#define BINDER_ENTRY(name) __typeof__(name) *_Nonnull name;
+    BINDER_QRENCODE_FUNCTIONS(BINDER_ENTRY)
+#undef BINDER_ENTRY
 };
 
-/*
- * Opens libqrencode and fills `*entries`: NULL when both entry points were found, else why not
- * (dlerror's text, valid until the thread's next dl call). It stays loaded for the life of
- * the process.
- */
-static inline const char *binder_qrencode_open(struct binder_qrencode *entries) {
-    void *library = dlopen("libqrencode.so.4", RTLD_NOW | RTLD_LOCAL);
-    if (!library) return dlerror();
-    entries->QRcode_encodeString8bit = (__typeof__(entries->QRcode_encodeString8bit))dlsym(library, "QRcode_encodeString8bit");
-    entries->QRcode_free = (__typeof__(entries->QRcode_free))dlsym(library, "QRcode_free");
-    if (!entries->QRcode_encodeString8bit || !entries->QRcode_free) {
-        const char *why = dlerror();
-        return why ? why : "QRcode_encodeString8bit or QRcode_free: not found";
-    }
-    return NULL;
-}
-
-/* A table to fill with binder_qrencode_open (Swift cannot make one: its entries are never null). */
-static inline struct binder_qrencode *binder_qrencode_allocate(void) {
-    return (struct binder_qrencode *)calloc(1, sizeof(struct binder_qrencode));
+/* The names of the entry points, in the struct's order (BinderSystem's SharedLibrarySymbols
+ * resolves them with dlsym into a `struct binder_qrencode`), and how many there are. */
+static inline const char *_Nonnull const *_Nonnull binder_qrencode_names(unsigned long *_Nonnull count) {
+#define BINDER_NAME(name) #name,
+    static const char *const names[] = {BINDER_QRENCODE_FUNCTIONS(BINDER_NAME)};
+#undef BINDER_NAME
+    *count = sizeof names / sizeof *names;
+    return names;
 }
 
 #pragma clang diagnostic pop

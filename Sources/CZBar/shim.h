@@ -4,10 +4,8 @@
  * libzbar, opened with dlopen when a picture of a share is read (`binder open-share --qr`), not
  * linked: every other command, and the mount daemon, neither loads nor maps it and what it
  * brings (D-Bus, video4linux, ImageMagick's readers…). Swift calls it through
- * `struct binder_zbar`.
+ * `struct binder_zbar`, filled by BinderSystem's SharedLibrarySymbols from libzbar.so.0.
  */
-#include <dlfcn.h>
-#include <stdlib.h>
 #include <zbar.h>
 
 #pragma clang diagnostic push
@@ -30,27 +28,14 @@ struct binder_zbar {
 #undef BINDER_ENTRY
 };
 
-/*
- * Opens libzbar and fills `*entries`: NULL when every entry point was found, else why not
- * (dlerror's text, valid until the thread's next dl call). It stays loaded for the life of
- * the process.
- */
-static inline const char *binder_zbar_open(struct binder_zbar *entries) {
-    void *library = dlopen("libzbar.so.0", RTLD_NOW | RTLD_LOCAL);
-    if (!library) return dlerror();
-#define BINDER_RESOLVE(name) \
-    if (!(entries->name = (__typeof__(entries->name))dlsym(library, #name))) { \
-        const char *why = dlerror(); \
-        return why ? why : #name ": not found"; \
-    }
-    BINDER_ZBAR_FUNCTIONS(BINDER_RESOLVE)
-#undef BINDER_RESOLVE
-    return NULL;
-}
-
-/* A table to fill with binder_zbar_open (Swift cannot make one: its entries are never null). */
-static inline struct binder_zbar *binder_zbar_allocate(void) {
-    return (struct binder_zbar *)calloc(1, sizeof(struct binder_zbar));
+/* The names of the entry points, in the struct's order (BinderSystem's SharedLibrarySymbols
+ * resolves them with dlsym into a `struct binder_zbar`), and how many there are. */
+static inline const char *_Nonnull const *_Nonnull binder_zbar_names(unsigned long *_Nonnull count) {
+#define BINDER_NAME(name) #name,
+    static const char *const names[] = {BINDER_ZBAR_FUNCTIONS(BINDER_NAME)};
+#undef BINDER_NAME
+    *count = sizeof names / sizeof *names;
+    return names;
 }
 
 #pragma clang diagnostic pop
