@@ -108,6 +108,9 @@ let package = Package(
         .testTarget(name: "BinderExportTests", dependencies: ["BinderExport", "BinderFormat"]),
         .testTarget(name: "BinderSyncTests", dependencies: ["BinderSync"]),
         .testTarget(name: "BinderCLITests", dependencies: ["BinderCrypto", "BinderFormat", "BinderSystem"]),
+        // The command line's definitions, in process (help examples against the command tree).
+        .testTarget(name: "BinderCommandsTests", dependencies: ["BinderCommands",
+                                                             .product(name: "ArgumentParser", package: "swift-argument-parser")]),
     ],
     swiftLanguageModes: [.v6]
 )
