@@ -19,7 +19,7 @@ public struct BinderCommand: ParsableCommand {
                       MountCommand.self, UnmountCommand.self, VerifyCommand.self,
                       LoginCommand.self, ListCommand.self, CloneCommand.self, SyncCommand.self, StatusCommand.self,
                       ServeCommand.self, NewCommand.self, LogCommand.self, ExportCommand.self, ShareCommand.self,
-                      OpenShareCommand.self]
+                      OpenShareCommand.self, ImportCommand.self]
     )
 
     public init() {}

@@ -68,6 +68,9 @@ enum CommandHelp {
         "export": [("binder export --format pdf", "every record, as PATIENT-records-DAY.pdf here"),
                    ("binder export visits labs --format html -o ~/clinic.html", "two folders, one self-contained HTML file"),
                    ("binder export --category medications --since 2025-01-01 --format fhir", "a FHIR R4 document bundle")],
+        "import": [("binder import ~/Downloads/ccd.xml --dry-run", "what a portal's CCD would make, storing nothing"),
+                   ("binder import ccd.xml discharge.xml fhir-bundle.json", "several sources, one commit; items named twice kept once"),
+                   ("binder import export.ndjson --json", "FHIR NDJSON, the summary for scripts")],
         "log": [("binder log", "the binder's history: time, short commit, what changed"),
                 ("binder log visits/2025-02-25-annual-physical.md --json", "one record's versions, for scripts")],
     ]

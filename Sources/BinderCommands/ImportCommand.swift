@@ -1,0 +1,152 @@
+import ArgumentParser
+import BinderCore
+import BinderCrypto
+import BinderFormat
+import BinderGit
+import BinderImport
+import BinderSystem
+import Foundation
+
+struct ImportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Bring records in: C-CDA documents from patient portals and FHIR R4 JSON, each item a record in its folder.",
+        discussion: """
+        Formats are recognised by content: a C-CDA document (CCD, discharge summary, referral…) or FHIR R4 JSON \
+        (a Bundle, one resource, or NDJSON). Problems go to conditions/, medications to medications/, allergies to \
+        allergies/, immunizations to immunizations/, results and vital signs to labs/ (a panel is one record), \
+        procedures to procedures/, encounters to visits/, payers to insurance/; the file itself is kept once as the \
+        attachment of a record in documents/ listing what was made from it. Importing the same records again adds \
+        nothing (items are matched by their codes and dates, not by the ids a portal gives them). One import is one \
+        commit, or nothing when any source cannot be read. The binder must not be mounted for now: unmount it first.
+        """)
+
+    @Argument(help: "The files to import (C-CDA XML, FHIR JSON or NDJSON).")
+    var sources: [String]
+    @Option(help: "A binder's name or path (default: the only local binder).")
+    var binder: String?
+    @Flag(help: "Print the records it would make and store nothing.")
+    var dryRun = false
+    @Option(help: "The folder that keeps the imported files themselves (default: documents).")
+    var into: String?
+    @Flag(help: "The summary as JSON.")
+    var json = false
+    @Flag(help: "Import a document about a different person than the binder's patient-info.")
+    var force = false
+    @Option(help: "Refuse a source larger than this many bytes (default: 64 MiB).")
+    var maxSize: Int = ImportLimits.defaultMaximumBytes
+    @OptionGroup var passphrase: PassphraseOptions
+
+    func validate() throws {
+        if maxSize <= 0 { throw ValidationError("--max-size must be a positive number of bytes") }
+        if let into {
+            let parts = into.split(separator: "/", omittingEmptySubsequences: false)
+            if parts.isEmpty || parts.contains(where: { $0.isEmpty || $0.hasPrefix(".") || $0.utf8.count > 200 }) {
+                throw ValidationError("--into must be a folder path like documents or documents/portal (no empty or dot names)")
+            }
+        }
+    }
+
+    func run() throws {
+        let importDate = String(Timestamps.now().prefix(10))
+        // Every source is read and understood before the binder is touched: one bad file stores nothing.
+        var documents: [SourceDocument] = []
+        let started = Date()
+        for source in sources {
+            do { documents.append(try SourceReader.read(path: source, file: source, maximumBytes: maxSize, importDate: importDate)) } catch {
+                throw CommandFailure("\(error) (nothing was imported)")
+            }
+        }
+        let state = StateDirectory()
+        let (repository, path) = try BinderLocator(state: state).open(try defaultBinder(binder, state: state))
+        let writerLock: WriterLock
+        do { writerLock = try WriterLock.acquire(gitDirectory: repository.gitDirectory, patience: 0) } catch .held(let holder) {
+            guard holder.mountpoint != nil else { throw CommandFailure("\(path) is \(holder): try again when it is done") }
+            throw CommandFailure("\(path) is mounted: unmount it ('binder unmount') and import again (import through the mount is not supported yet)")
+        } catch {
+            throw CommandFailure("cannot write \(path): \(error)")
+        }
+        writerLock.record(WriterLock.Holder(pid: getpid(), command: "import"))
+        defer { withExtendedLifetime(writerLock) {} }
+        let key = try NIP44.ConversationKey(selfOf: KeyStore(state: state).secretKey(passphrase: passphrase.source))
+        let importer = BinderImporter(repository: repository, key: key, author: commitAuthor())
+        let existing = try readBinder(importer)
+        let patient = BinderImporter.patient(in: existing)
+        for document in documents {
+            if let difference = patient.difference(from: document.patient), !force {
+                throw CommandFailure("\(ImportError.differentPatient(file: document.file, reason: difference)) (nothing was imported)")
+            }
+        }
+        let plan = ImportPlanner(documentsFolder: into ?? "documents", importDate: importDate).plan(documents, existing: existing)
+        var commit: ObjectID?
+        if !dryRun {
+            do { commit = try importer.store(plan) } catch { throw CommandFailure("\(error)") }
+        }
+        let seconds = Date().timeIntervalSince(started)
+        if json {
+            printOut(ImportSummary.json(plan, commit: commit, dryRun: dryRun, seconds: seconds))
+        } else {
+            if dryRun { printOut(ImportSummary.tree(plan)) }
+            printOut(ImportSummary.text(plan, dryRun: dryRun))
+        }
+    }
+
+    private func readBinder(_ importer: BinderImporter) throws -> [ExistingRecord] {
+        do { return try importer.existingRecords() } catch { throw CommandFailure("\(error) (nothing was imported)") }
+    }
+}
+
+/// What an import made, for people and for scripts.
+enum ImportSummary {
+    /// The records it would make, as the mount would show them, folder by folder.
+    static func tree(_ plan: ImportPlan) -> String {
+        var lines: [String] = []
+        var lastFolder: String?
+        let shown = plan.created.map { ($0.gitPath, "", $0.attachments.map(\.fileName)) }
+            + plan.updated.map { ($0.gitPath, " (gains a source)", [String]()) }
+        for (gitPath, note, attachments) in shown.sorted(by: { $0.0 < $1.0 }) {
+            let parts = gitPath.split(separator: "/")
+            let folder = parts.dropLast().joined(separator: "/")
+            if folder != lastFolder {
+                lines.append(folder + "/")
+                lastFolder = folder
+            }
+            lines.append("  " + BinderNaming.recordName(ofDocument: String(parts.last ?? "")) + note)
+            for attachment in attachments { lines.append("    + " + attachment) }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func text(_ plan: ImportPlan, dryRun: Bool) -> String {
+        var lines: [String] = []
+        let verb = dryRun ? "Would import" : "Imported"
+        let perFolder = plan.createdPerFolder.map { "\($0.folder) \($0.count)" }.joined(separator: ", ")
+        lines.append("\(verb) \(plan.created.count) record\(plan.created.count == 1 ? "" : "s")" + (perFolder.isEmpty ? "" : " (\(perFolder))")
+                     + ", \(plan.attachmentCount) attachment\(plan.attachmentCount == 1 ? "" : "s")")
+        if !plan.updated.isEmpty { lines.append("\(plan.updated.count) record(s) already in the binder now name this source too") }
+        if plan.unchanged > 0 { lines.append("\(plan.unchanged) item(s) already in the binder") }
+        if !plan.skipped.isEmpty {
+            lines.append("Left out (\(plan.skipped.count)):")
+            lines += plan.skipped.map { "  \($0.file): \($0.what): \($0.reason)" }
+        }
+        if plan.isEmpty && !dryRun { lines.append("Nothing new: the binder is unchanged") }
+        return lines.joined(separator: "\n")
+    }
+
+    static func json(_ plan: ImportPlan, commit: ObjectID?, dryRun: Bool, seconds: Double) -> String {
+        var folders = JSONObject()
+        for (folder, count) in plan.createdPerFolder { folders[folder] = JSONValue(count) }
+        let object: JSONObject = [
+            "dryRun": .bool(dryRun),
+            "commit": commit.map { .string("\($0)") } ?? .null,
+            "created": .array(plan.created.map { .string(BinderNaming.recordName(ofDocument: $0.gitPath)) }),
+            "updated": .array(plan.updated.map { .string(BinderNaming.recordName(ofDocument: $0.gitPath)) }),
+            "recordsPerFolder": .object(folders),
+            "attachments": JSONValue(plan.attachmentCount),
+            "unchanged": JSONValue(plan.unchanged),
+            "skipped": .array(plan.skipped.map { .object(["file": .string($0.file), "what": .string($0.what), "reason": .string($0.reason)]) }),
+            "seconds": JSONValue((seconds * 1000).rounded() / 1000),
+        ]
+        return JSONValue.object(object).serialized()
+    }
+}

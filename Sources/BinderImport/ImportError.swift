@@ -1,0 +1,57 @@
+/// Why a source cannot be imported. Each case names the file (as given on the command line)
+/// and, for bad content, where in it; the message never quotes the content (it is health data).
+public enum ImportError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The file could not be read (`errno`).
+    case unreadable(file: String, errno: Int32)
+    /// Larger than the size limit (`--max-size`).
+    case tooLarge(file: String, bytes: Int, limit: Int)
+    /// Neither C-CDA nor FHIR R4 JSON.
+    case notRecognised(file: String)
+    /// A DOCTYPE or ENTITY declaration: refused before parsing, so no entity is ever expanded
+    /// or fetched.
+    case declarationRefused(file: String, line: Int)
+    /// XML whose bytes are not UTF-8 at `line` (C-CDA is UTF-8; libxml2 would pass such names
+    /// on, and Foundation's parser traps on them).
+    case notUTF8(file: String, line: Int)
+    /// XML that libxml2 refuses, at `line`.
+    case malformedXML(file: String, line: Int, column: Int, reason: String)
+    /// JSON that does not parse, at `line` (`record`: the NDJSON line, or 0 for one document).
+    case malformedJSON(file: String, line: Int, reason: String)
+    /// A structure nested deeper than `ImportLimits.maximumDepth`.
+    case tooDeep(file: String, line: Int)
+    /// The document is about someone else than the binder's `patient-info` (refused without `--force`).
+    case differentPatient(file: String, reason: String)
+
+    public var file: String {
+        switch self {
+        case .unreadable(let file, _), .tooLarge(let file, _, _), .notRecognised(let file), .declarationRefused(let file, _), .notUTF8(let file, _),
+             .malformedXML(let file, _, _, _), .malformedJSON(let file, _, _), .tooDeep(let file, _), .differentPatient(let file, _):
+            return file
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .unreadable(let file, let errno): return "\(file): cannot read it (errno \(errno))"
+        case .tooLarge(let file, let bytes, let limit):
+            return "\(file): \(bytes) bytes is over the import limit of \(limit) bytes (--max-size raises it)"
+        case .notRecognised(let file): return "\(file): format not recognised (binder imports C-CDA XML and FHIR R4 JSON)"
+        case .declarationRefused(let file, let line):
+            return "\(file), line \(line): a DOCTYPE or ENTITY declaration is refused (entities are never expanded or fetched)"
+        case .notUTF8(let file, let line): return "\(file), line \(line): not UTF-8 text (binder reads C-CDA documents in UTF-8)"
+        case .malformedXML(let file, let line, let column, let reason): return "\(file), line \(line), column \(column): malformed XML: \(reason)"
+        case .malformedJSON(let file, let line, let reason): return "\(file), line \(line): malformed JSON: \(reason)"
+        case .tooDeep(let file, let line): return "\(file), line \(line): nested deeper than \(ImportLimits.maximumDepth) levels"
+        case .differentPatient(let file, let reason):
+            return "\(file) is about a different person than this binder's patient-info (\(reason)); --force imports it anyway"
+        }
+    }
+}
+
+/// Bounds on what one source may cost.
+public enum ImportLimits {
+    /// The default of `--max-size`: a CCD is rarely over a few MB; a FHIR bundle with PDFs inside may be larger.
+    public static let defaultMaximumBytes = 64 << 20
+    /// Elements or JSON values nested deeper are refused (the mapping recurses).
+    public static let maximumDepth = 256
+}

@@ -1,0 +1,215 @@
+import BinderCore
+import BinderFormat
+
+/// A record already in the binder, as the planner compares it.
+public struct ExistingRecord: Sendable {
+    public var gitPath: String
+    public var document: MedicalDocument
+
+    public init(gitPath: String, document: MedicalDocument) {
+        self.gitPath = gitPath
+        self.document = document
+    }
+
+    var folder: String { String(gitPath.split(separator: "/").dropLast().joined(separator: "/")) }
+    var identity: ClinicalIdentity { ClinicalIdentity(folder: folder, document: document) }
+}
+
+/// What one import does: the records it makes (with their attachments), the records already
+/// there that gain a source, and what it leaves out and why. Made without touching the binder;
+/// `BinderImporter.store` commits it as one commit.
+public struct ImportPlan: Sendable {
+    public struct NewRecord: Sendable {
+        public var gitPath: String
+        public var document: MedicalDocument
+        public var attachments: [ImportedAttachment]
+    }
+
+    public var created: [NewRecord] = []
+    /// Records in the binder that another source also names (their `provenance.sources` grows).
+    public var updated: [ExistingRecord] = []
+    /// Items already in the binder from the same organisation: nothing to do.
+    public var unchanged = 0
+    public var skipped: [SkippedItem] = []
+    /// Folders to make (no file under them yet).
+    public var newFolders: [String] = []
+
+    public var isEmpty: Bool { created.isEmpty && updated.isEmpty }
+    public var attachmentCount: Int { created.reduce(0) { $0 + $1.attachments.count } }
+
+    /// New records per folder.
+    public var createdPerFolder: [(folder: String, count: Int)] {
+        var counts: [String: Int] = [:]
+        for record in created { counts[String(record.gitPath.split(separator: "/").dropLast().joined(separator: "/")), default: 0] += 1 }
+        return counts.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    }
+}
+
+/// Plans an import: each imported item is matched by clinical identity against the binder's
+/// records and the import's own (never by document or entry id), so a second download adds
+/// only what is new and an item from two sources is one record naming both.
+public struct ImportPlanner {
+    public var documentsFolder: String
+    public var importDate: String
+
+    public init(documentsFolder: String = "documents", importDate: String) {
+        self.documentsFolder = documentsFolder
+        self.importDate = importDate
+    }
+
+    public func plan(_ sources: [SourceDocument], existing: [ExistingRecord]) -> ImportPlan {
+        var plan = ImportPlan()
+        var existing = existing
+        var taken = Set(existing.map(\.gitPath))
+        var pending: [(identity: ClinicalIdentity, index: Int)] = []
+        var existingFolders = Set(existing.flatMap { Self.ancestors(of: $0.folder) })
+        for source in sources {
+            var made: [String] = []
+            let before = (plan.created.count, plan.updated.count)
+            for record in source.records {
+                let identity = record.identity
+                if let match = pending.first(where: { $0.identity.isSameItem(as: identity) }) {
+                    if Self.addSource(record.source, to: &plan.created[match.index].document) {
+                        made.append(Self.shown(plan.created[match.index].gitPath) + " (also named here)")
+                    }
+                    continue
+                }
+                if let index = existing.firstIndex(where: { $0.identity.isSameItem(as: identity) }) {
+                    var document = existing[index].document
+                    if Self.addSource(record.source, to: &document) {
+                        existing[index].document = document
+                        if let listed = plan.updated.firstIndex(where: { $0.gitPath == existing[index].gitPath }) {
+                            plan.updated[listed] = existing[index]
+                        } else {
+                            plan.updated.append(existing[index])
+                        }
+                        made.append(Self.shown(existing[index].gitPath) + " (already there, now also from \(record.source.organisation))")
+                    } else {
+                        plan.unchanged += 1
+                    }
+                    continue
+                }
+                let path = freePath(folder: record.folder, day: String((record.created ?? importDate).prefix(10)), title: record.title, taken: &taken)
+                plan.created.append(ImportPlan.NewRecord(gitPath: path, document: document(for: record), attachments: record.attachments))
+                pending.append((identity, plan.created.count - 1))
+                made.append(Self.shown(path))
+            }
+            plan.skipped += source.skipped
+            // The source itself, once: kept as an attachment of a record listing what it made,
+            // unless it brought nothing new (a second download of the same records).
+            let broughtSomething = plan.created.count > before.0 || plan.updated.count > before.1
+            if broughtSomething || !source.narrative.isEmpty {
+                let record = sourceRecord(source, made: made)
+                let identity = ClinicalIdentity(folder: documentsFolder, codes: [], day: record.created.map { String($0.prefix(10)) },
+                                                title: record.title, distinguishing: nil)
+                if existing.contains(where: { $0.identity.isSameItem(as: identity) }) && !broughtSomething {
+                    plan.unchanged += 1
+                } else {
+                    let path = freePath(folder: documentsFolder, day: String((record.created ?? importDate).prefix(10)), title: record.title, taken: &taken)
+                    let extensionName = source.format == .ccda ? "xml" : "json"
+                    var attachments = [ImportedAttachment(fileName: NameWords.words(record.title) + "." + extensionName, format: extensionName,
+                                                          bytes: source.bytes)]
+                    var document = self.document(for: record)
+                    if document.serializedBytes().count > WriteLimits.documentMaximum {
+                        // The sections' text does not fit a record: it goes beside the document.
+                        let narrative = source.narrative.map { "## " + $0.title + "\n\n" + $0.text }.joined(separator: "\n\n")
+                        attachments.append(ImportedAttachment(fileName: "narrative.md", format: "md", bytes: Array(narrative.utf8)))
+                        var short = source
+                        short.narrative = [("Sections", "The sections' text is in the attachment narrative.md.")]
+                        document = self.document(for: sourceRecord(short, made: Array(made.prefix(200))))
+                    }
+                    plan.created.append(ImportPlan.NewRecord(gitPath: path, document: document, attachments: attachments))
+                }
+            } else {
+                plan.skipped.append(SkippedItem(file: source.file, what: "the document", reason: "nothing in it is new to this binder"))
+            }
+        }
+        for record in plan.created {
+            for folder in Self.ancestors(of: String(record.gitPath.split(separator: "/").dropLast().joined(separator: "/")))
+            where !existingFolders.contains(folder) {
+                existingFolders.insert(folder)
+                plan.newFolders.append(folder)
+            }
+        }
+        return plan
+    }
+
+    /// The record that keeps a source: its title, organisation and date, what was made from
+    /// it, what was skipped, and the text of the sections binder does not map.
+    func sourceRecord(_ source: SourceDocument, made: [String]) -> ImportedRecord {
+        var lines = ["- Organisation: " + source.organisation, "- Format: " + source.format.rawValue]
+        if let created = source.created { lines.append("- Date: " + String(created.prefix(10))) }
+        lines.append("- Imported: " + importDate)
+        if !made.isEmpty { lines += ["", "## Made from this document", ""] + made.map { "- " + $0 } }
+        if !source.skipped.isEmpty {
+            lines += ["", "## Left out", ""] + source.skipped.map { "- " + $0.what + ": " + $0.reason }
+        }
+        for section in source.narrative { lines += ["", "## " + section.title, "", section.text] }
+        var record = ImportedRecord(folder: documentsFolder, title: source.title + " from " + source.organisation, created: source.created,
+                                    body: lines.joined(separator: "\n") + "\n", codes: [], status: nil, source: source.source)
+        record.distinguishing = nil
+        return record
+    }
+
+    /// A record's document: its markdown, the apps' import keys, its codes and provenance.
+    func document(for record: ImportedRecord) -> MedicalDocument {
+        var metadata: JSONObject = [
+            "type": .string(Categories.documentType(forFolder: record.folder)),
+            "created": .string(record.created ?? importDate),
+            "imported": true,
+            "source": .string(record.source.organisation),
+            "importDate": .string(importDate),
+        ]
+        if !record.codes.isEmpty { metadata["codes"] = .array(record.codes.map(\.json)) }
+        if let status = record.status { metadata["status"] = .string(status) }
+        if let distinguishing = record.distinguishing {
+            metadata[ClinicalIdentity.topFolder(record.folder) == "insurance" ? "memberId" : "dose"] = .string(distinguishing)
+        }
+        metadata[Self.provenanceKey] = .object(["sources": .array([record.source.json])])
+        return MedicalDocument(value: record.value, metadata: metadata)
+    }
+
+    /// The front-matter key of where an imported record came from (docs/FORMAT.md).
+    public static let provenanceKey = "provenance"
+
+    /// Adds `source` to the record's `provenance.sources` unless a source of the same
+    /// organisation and format is there already. Whether it changed.
+    static func addSource(_ source: ImportSource, to document: inout MedicalDocument) -> Bool {
+        var provenance = document.metadata[provenanceKey]?.objectValue ?? [:]
+        var sources = provenance["sources"]?.arrayValue ?? []
+        let named = sources.contains { entry in
+            entry.objectValue?["organisation"]?.stringValue == source.organisation && entry.objectValue?["format"]?.stringValue == source.format
+        }
+        if named { return false }
+        if sources.isEmpty, let organisation = document.metadata["source"]?.stringValue, organisation == source.organisation { return false }
+        sources.append(source.json)
+        provenance["sources"] = .array(sources)
+        document.metadata[provenanceKey] = .object(provenance)
+        return true
+    }
+
+    /// `folder/YYYY-MM-DD-title-words` + the document extension, `-2`, `-3`… when taken.
+    func freePath(folder: String, day: String, title: String, taken: inout Set<String>) -> String {
+        let stem = folder + "/" + day + "-" + NameWords.words(title)
+        var path = BinderNaming.documentName(stem: stem), n = 2
+        while taken.contains(path) {
+            path = BinderNaming.documentName(stem: stem + "-\(n)")
+            n += 1
+        }
+        taken.insert(path)
+        return path
+    }
+
+    /// The path as the mount shows it (`X.md`).
+    static func shown(_ gitPath: String) -> String { BinderNaming.recordName(ofDocument: gitPath) }
+
+    /// `a`, `a/b`, `a/b/c` for `a/b/c`.
+    static func ancestors(of folder: String) -> [String] {
+        var result: [String] = [], current = ""
+        for part in folder.split(separator: "/") {
+            current = current.isEmpty ? String(part) : current + "/" + part
+            result.append(current)
+        }
+        return result
+    }
+}

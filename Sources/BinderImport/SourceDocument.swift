@@ -1,0 +1,59 @@
+/// What one source file held once read: the records it makes, what it skipped and why, who it
+/// is about, and what the record that keeps the file itself says.
+public struct SourceDocument: Sendable {
+    public var file: String
+    public var format: SourceFormat
+    public var bytes: [UInt8]
+    public var title: String
+    public var organisation: String
+    public var created: String?
+    public var patient: PatientFacts
+    public var records: [ImportedRecord] = []
+    public var skipped: [SkippedItem] = []
+    /// Sections with text only (no entries binder understands): kept in the document's record.
+    public var narrative: [(title: String, text: String)] = []
+    public var source: ImportSource
+
+    init(file: String, format: SourceFormat, bytes: [UInt8], title: String, organisation: String, created: String?,
+         patient: PatientFacts, source: ImportSource) {
+        self.file = file
+        self.format = format
+        self.bytes = bytes
+        self.title = title
+        self.organisation = organisation
+        self.created = created
+        self.patient = patient
+        self.source = source
+    }
+}
+
+/// The patient a source is about (or the binder's, from `patient-info`).
+public struct PatientFacts: Sendable, Equatable {
+    public var name: String?
+    /// YYYY-MM-DD.
+    public var birthDate: String?
+
+    public init(name: String? = nil, birthDate: String? = nil) {
+        self.name = name
+        self.birthDate = birthDate
+    }
+
+    /// Why `other` is not this person, or nil: birth dates both known and different, or names
+    /// both known with no word in common ("Mei-Ling Chen" and "陈美玲 (Mei-Ling Chen)" share one).
+    public func difference(from other: PatientFacts) -> String? {
+        if let mine = birthDate, let theirs = other.birthDate, mine.prefix(10) != theirs.prefix(10) {
+            return "born \(theirs.prefix(10)), not \(mine.prefix(10))"
+        }
+        if let mine = name, let theirs = other.name {
+            let words = { (text: String) in Set(text.lowercased().split { !($0.isLetter || $0.isNumber) }.map(String.init)) }
+            let a = words(mine), b = words(theirs)
+            if !a.isEmpty, !b.isEmpty, a.isDisjoint(with: b) { return "named differently" }
+        }
+        return nil
+    }
+}
+
+public enum SourceFormat: String, Sendable {
+    case ccda = "C-CDA"
+    case fhir = "FHIR R4"
+}

@@ -1,0 +1,96 @@
+import BinderFormat
+import Foundation
+
+/// Reads one source file as a whole, within a size limit, and recognises its format by its
+/// content (never its name): a C-CDA `ClinicalDocument` in `urn:hl7-org:v3`, or FHIR R4 JSON
+/// (a Bundle, one resource, or NDJSON: a resource a line). Anything else is refused by name.
+public enum SourceReader {
+    /// Reads `path` (named `file` in messages) and parses it.
+    public static func read(path: String, file: String, maximumBytes: Int = ImportLimits.defaultMaximumBytes,
+                            importDate: String) throws(ImportError) -> SourceDocument {
+        let bytes = try load(path: path, file: file, maximumBytes: maximumBytes)
+        return try parse(bytes, file: file, importDate: importDate)
+    }
+
+    /// Parses bytes already read.
+    public static func parse(_ bytes: [UInt8], file: String, importDate: String) throws(ImportError) -> SourceDocument {
+        var start = 0
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { start = 3 }
+        while start < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[start]) { start += 1 }
+        guard start < bytes.count else { throw .notRecognised(file: file) }
+        switch bytes[start] {
+        case UInt8(ascii: "<"):
+            let root = try XMLTree.parse(bytes, file: file)
+            guard CCDAReader.isClinicalDocument(root) else { throw .notRecognised(file: file) }
+            return CCDAReader.read(root, file: file, bytes: bytes, importDate: importDate)
+        case UInt8(ascii: "{"):
+            let resources = try jsonResources(bytes, file: file)
+            return try FHIRReader.read(resources, file: file, bytes: bytes, importDate: importDate)
+        default:
+            throw .notRecognised(file: file)
+        }
+    }
+
+    /// The file's bytes, refused past `maximumBytes` before they are read.
+    static func load(path: String, file: String, maximumBytes: Int) throws(ImportError) -> [UInt8] {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw .unreadable(file: file, errno: errno) }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw .unreadable(file: file, errno: errno) }
+        if (status.st_mode & S_IFMT) == S_IFDIR { throw .unreadable(file: file, errno: EISDIR) }
+        if Int(status.st_size) > maximumBytes { throw .tooLarge(file: file, bytes: Int(status.st_size), limit: maximumBytes) }
+        // Read to the end (a pipe or a growing file has no size to trust), one byte past the limit at most.
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw .unreadable(file: file, errno: errno)
+            }
+            if count == 0 { break }
+            bytes += chunk[0..<count]
+            if bytes.count > maximumBytes { throw .tooLarge(file: file, bytes: bytes.count, limit: maximumBytes) }
+        }
+        return bytes
+    }
+
+    /// The resources of a JSON document or of NDJSON (one per non-empty line). A JSON value that
+    /// is not an object with a `resourceType` makes the file not FHIR.
+    static func jsonResources(_ bytes: [UInt8], file: String) throws(ImportError) -> [JSONObject] {
+        do {
+            let value = try JSONValue.parse(bytes)
+            guard let object = value.objectValue, object["resourceType"]?.stringValue != nil else { throw ImportError.notRecognised(file: file) }
+            return [object]
+        } catch let error as ImportError {
+            throw error
+        } catch let whole as JSONParseError {
+            // NDJSON: several lines, each one resource. A single document's error stands otherwise.
+            let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+            let firstLine = lines.first.map { Array($0) } ?? []
+            guard lines.count > 1, (try? JSONValue.parse(firstLine)) != nil else {
+                throw .malformedJSON(file: file, line: line(of: whole.offset, in: bytes), reason: whole.message)
+            }
+            var resources: [JSONObject] = []
+            for (index, line) in lines.enumerated() {
+                let text = Array(line)
+                if text.allSatisfy({ [0x20, 0x09, 0x0D].contains($0) }) { continue }
+                let value: JSONValue
+                do { value = try JSONValue.parse(text) } catch {
+                    throw .malformedJSON(file: file, line: index + 1, reason: error.message)
+                }
+                guard let object = value.objectValue, object["resourceType"]?.stringValue != nil else { throw .notRecognised(file: file) }
+                resources.append(object)
+            }
+            return resources
+        } catch {
+            throw .notRecognised(file: file)
+        }
+    }
+
+    /// The 1-based line of byte `offset`.
+    static func line(of offset: Int, in bytes: [UInt8]) -> Int {
+        1 + bytes.prefix(max(0, min(offset, bytes.count))).reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) }
+    }
+}

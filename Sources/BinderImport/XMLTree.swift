@@ -1,0 +1,179 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
+/// One XML element as the mapping reads it: its local name and namespace, attributes (by
+/// qualified name, as written), children in order, its own text, and the line it starts on.
+final class XMLNode: @unchecked Sendable {
+    // Built once by `XMLTree.parse` on one thread, then only read.
+    let name: String
+    let namespace: String?
+    let attributes: [String: String]
+    let line: Int
+    fileprivate(set) var children: [XMLNode] = []
+    fileprivate(set) var text = ""
+
+    init(name: String, namespace: String?, attributes: [String: String], line: Int) {
+        self.name = name
+        self.namespace = namespace
+        self.attributes = attributes
+        self.line = line
+    }
+
+    /// The first child named `name`.
+    func child(_ name: String) -> XMLNode? { children.first { $0.name == name } }
+    /// Every child named `name`.
+    func all(_ name: String) -> [XMLNode] { children.filter { $0.name == name } }
+    /// The element at the end of `path` (child names), first match at each step.
+    func at(_ path: String...) -> XMLNode? {
+        var node: XMLNode? = self
+        for step in path { node = node?.child(step) }
+        return node
+    }
+    subscript(attribute: String) -> String? { attributes[attribute] }
+
+    /// Its text and every descendant's, whitespace collapsed.
+    var allText: String {
+        var parts: [String] = []
+        collectText(into: &parts, depth: 0)
+        return parts.joined(separator: " ").split(whereSeparator: \.isWhitespace).joined(separator: " ")
+    }
+
+    private func collectText(into parts: inout [String], depth: Int) {
+        let own = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        if !own.isEmpty { parts.append(own) }
+        guard depth < ImportLimits.maximumDepth else { return }
+        for child in children { child.collectText(into: &parts, depth: depth + 1) }
+    }
+
+    /// The descendant whose `ID` attribute is `id` (narrative references: `#id`).
+    func descendant(withID id: String) -> XMLNode? {
+        var stack: [XMLNode] = [self]
+        while let node = stack.popLast() {
+            if node.attributes["ID"] == id { return node }
+            stack.append(contentsOf: node.children)
+        }
+        return nil
+    }
+}
+
+/// Parses XML with Foundation's `XMLParser` (libxml2) into `XMLNode`s, safely: a DOCTYPE or
+/// ENTITY declaration anywhere is refused before libxml2 sees the bytes (no entity of any kind
+/// is expanded, no external one fetched or read: an entity-expansion bomb is refused at once),
+/// external entities stay off, and nesting is bounded.
+enum XMLTree {
+    static func parse(_ bytes: [UInt8], file: String) throws(ImportError) -> XMLNode {
+        if let line = declarationLine(bytes) { throw .declarationRefused(file: file, line: line) }
+        // Foundation's parser force-unwraps every name as UTF-8, and libxml2 (in recovery mode)
+        // passes on names that are not: such bytes would trap, so they are refused here.
+        if let line = firstNonUTF8Line(bytes) { throw .notUTF8(file: file, line: line) }
+        let parser = XMLParser(data: Data(bytes))
+        parser.shouldResolveExternalEntities = false
+        parser.shouldProcessNamespaces = true
+        parser.shouldReportNamespacePrefixes = false
+        let builder = Builder(file: file)
+        parser.delegate = builder
+        let parsed = parser.parse()
+        if let failure = builder.failure { throw failure }
+        guard parsed, builder.firstError == nil, let root = builder.root else {
+            let reason = (parser.parserError as NSError?).map { "libxml2 error \($0.code)" } ?? "not well-formed"
+            let place = builder.firstError ?? (parser.lineNumber, parser.columnNumber)
+            throw .malformedXML(file: file, line: place.line, column: place.column, reason: reason)
+        }
+        return root
+    }
+
+    /// The line of the first `<!DOCTYPE` or `<!ENTITY` (XML's names are case-sensitive; any
+    /// case is refused all the same), or nil.
+    static func declarationLine(_ bytes: [UInt8]) -> Int? {
+        let doctype = Array("<!doctype".utf8), entity = Array("<!entity".utf8)
+        var line = 1
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\n") { line += 1 }
+            if byte == UInt8(ascii: "<"), matches(doctype, in: bytes, at: index) || matches(entity, in: bytes, at: index) { return line }
+            index += 1
+        }
+        return nil
+    }
+
+    /// The line of the first byte that is not part of valid UTF-8, or nil.
+    static func firstNonUTF8Line(_ bytes: [UInt8]) -> Int? {
+        var iterator = bytes.makeIterator()
+        var parser = Unicode.UTF8.ForwardParser()
+        var line = 1
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid(let scalar):
+                if scalar.count == 1 && scalar.first == UInt8(ascii: "\n") { line += 1 }
+            case .error: return line
+            case .emptyInput: return nil
+            }
+        }
+    }
+
+    private static func matches(_ word: [UInt8], in bytes: [UInt8], at index: Int) -> Bool {
+        guard index + word.count <= bytes.count else { return false }
+        for offset in 0..<word.count {
+            var byte = bytes[index + offset]
+            if (0x41...0x5A).contains(byte) { byte += 0x20 }
+            if byte != word[offset] { return false }
+        }
+        return true
+    }
+
+    /// The parser's delegate; used on the parsing thread only.
+    private final class Builder: NSObject, XMLParserDelegate {
+        let file: String
+        var root: XMLNode?
+        var stack: [XMLNode] = []
+        var failure: ImportError?
+        /// Where libxml2 first found the document broken (it recovers and reads on).
+        var firstError: (line: Int, column: Int)?
+
+        init(file: String) { self.file = file }
+
+        func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
+            if firstError == nil { firstError = (parser.lineNumber, parser.columnNumber) }
+        }
+
+        func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
+                    qualifiedName: String?, attributes: [String: String] = [:]) {
+            guard stack.count < ImportLimits.maximumDepth else {
+                failure = .tooDeep(file: file, line: parser.lineNumber)
+                parser.abortParsing()
+                return
+            }
+            let node = XMLNode(name: elementName, namespace: namespaceURI, attributes: attributes, line: parser.lineNumber)
+            if let parent = stack.last { parent.children.append(node) } else if root == nil { root = node }
+            stack.append(node)
+        }
+
+        func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName: String?) {
+            _ = stack.popLast()
+        }
+
+        func parser(_ parser: XMLParser, foundCharacters string: String) {
+            stack.last?.text += string
+        }
+
+        func parser(_ parser: XMLParser, foundCDATA CDATABlock: Data) {
+            stack.last?.text += String(decoding: CDATABlock, as: UTF8.self)
+        }
+
+        // Never reached after the declaration scan; refused all the same should one slip through.
+        func parser(_ parser: XMLParser, foundInternalEntityDeclarationWithName name: String, value: String?) { refuse(parser) }
+        func parser(_ parser: XMLParser, foundExternalEntityDeclarationWithName name: String, publicID: String?, systemID: String?) { refuse(parser) }
+        func parser(_ parser: XMLParser, resolveExternalEntityName name: String, systemID: String?) -> Data? {
+            refuse(parser)
+            return nil
+        }
+
+        private func refuse(_ parser: XMLParser) {
+            if failure == nil { failure = .declarationRefused(file: file, line: parser.lineNumber) }
+            parser.abortParsing()
+        }
+    }
+}

@@ -1,0 +1,184 @@
+import BinderCrypto
+import BinderFormat
+import Foundation
+import XCTest
+
+/// `binder import` with the real binary on a copy of the apps' sample binder: C-CDA and FHIR
+/// sources made records in one commit, read back by git and the crypto core alone.
+final class ImportCommandTests: MountedFixtureTestCase {
+    static let fixtures = Fixtures.directory.appendingPathComponent("import").path
+
+    /// The fixture binder, not mounted (import writes straight into git; a test mounts when it needs to).
+    override func setUpWithError() throws {
+        binder = try MountedBinder()
+        key = try NIP44.ConversationKey(selfOf: try SecretKey(nsec: Fixtures.nsec))
+    }
+
+    func fixture(_ name: String) -> String { Self.fixtures + "/" + name }
+
+    func importing(_ arguments: [String]) throws -> BinderRun {
+        try binder.sandbox.run(["import"] + arguments + ["--binder", binder.repository, "--passphrase-file", binder.passphraseFile])
+    }
+
+    func tree() throws -> String { try git("rev-parse main^{tree}") }
+
+    func codes(_ document: MedicalDocument) -> [String] {
+        (document.metadata["codes"]?.arrayValue ?? []).compactMap { $0.objectValue?["code"]?.stringValue }
+    }
+
+    func testACCDBecomesARecordPerCodedItemInOneCommit() throws {
+        let before = try commits()
+        let run = try importing([fixture("ccd.xml")])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        XCTAssertTrue(run.stdout.hasPrefix("Imported 12 records (allergies 1, conditions 2, documents 1, immunizations 1, insurance 1, labs 2, "
+                                           + "medications 2, procedures 1, visits 1), 1 attachment\n"), run.stdout)
+        XCTAssertTrue(run.stdout.contains("Lisinopril 10 MG Oral Tablet: planned (moodCode INT)"), run.stdout)
+        XCTAssertEqual(try commits(), before + 1)
+        XCTAssertEqual(try git("log -1 --format=%s main"), "Import records\n")
+        let rows: [(path: String, code: String, type: String, created: String)] = [
+            ("allergies/2010-03-01-penicillin-g-benzathine.json", "7982", "allergy", "2010-03-01"),
+            ("conditions/2019-03-12-essential-hypertension.json", "59621000", "condition", "2019-03-12"),
+            ("conditions/2005-01-01-mild-persistent-asthma.json", "426979002", "condition", "2005-01-01"),
+            ("medications/2020-01-05-metoprolol-tartrate-25-mg-oral-tablet.json", "866924", "medication", "2020-01-05"),
+            ("medications/2023-06-10-metoprolol-succinate-25-mg-extended-release.json", "866427", "medication", "2023-06-10"),
+            ("immunizations/2024-10-01-influenza-seasonal-injectable-preservative-free.json", "140", "immunization", "2024-10-01"),
+            ("labs/2024-10-01-lipid-panel-with-direct-ldl-serum-or-plasma.json", "2093-3", "lab", "2024-10-01"),
+            ("labs/2024-10-01-vital-signs.json", "8480-6", "lab", "2024-10-01"),
+            ("procedures/2010-03-15-appendectomy.json", "80146002", "procedure", "2010-03-15"),
+            ("visits/2024-10-01-office-outpatient-visit-15-minutes.json", "99213", "visit", "2024-10-01"),
+        ]
+        for row in rows {
+            let document = try stored(row.path)
+            XCTAssertTrue(codes(document).contains(row.code), "\(row.path): \(codes(document))")
+            XCTAssertEqual(document.type, row.type)
+            XCTAssertEqual(document.created, row.created)
+            // The apps' own keys, with the apps' types.
+            XCTAssertEqual(document.metadata["imported"], true)
+            XCTAssertEqual(document.metadata["source"], "Good Health Clinic")
+            XCTAssertEqual(document.metadata["importDate"]?.stringValue?.count, 10)
+            XCTAssertEqual(document.metadata["provenance"]?.objectValue?["sources"]?.arrayValue?.count, 1)
+        }
+        XCTAssertTrue(try stored("allergies/2010-03-01-penicillin-g-benzathine.json").value.contains("- Reaction: Hives\n- Severity: Moderate"))
+        // The document, once, attached to the record that lists what was made from it; its bytes intact.
+        let kept = try stored("documents/2024-10-15-continuity-of-care-document-from-good-health-clinic.json")
+        XCTAssertTrue(kept.value.contains("- medications/2020-01-05-metoprolol-tartrate-25-mg-oral-tablet.md"), kept.value)
+        let sidecar = try XCTUnwrap(kept.children.first?.value)
+        XCTAssertEqual(try sidecarBytes("documents/" + sidecar), Array(try Data(contentsOf: URL(fileURLWithPath: fixture("ccd.xml")))))
+        let verified = try binder.sandbox.run(["verify", binder.repository, "--passphrase-file", binder.passphraseFile])
+        XCTAssertEqual(verified.status, 0, verified.stdout + verified.stderr)
+    }
+
+    func sidecarBytes(_ gitPath: String) throws -> [UInt8] {
+        let base64 = try shell("git -C '\(binder.repository)' cat-file blob 'main:\(gitPath)' | base64 -w0").stdout
+        return try Sidecar.decrypt(try XCTUnwrap(Base64.decode(Array(base64.trimmingCharacters(in: .whitespacesAndNewlines).utf8))), key: key).copyBytes()
+    }
+
+    func testTheSameFileAgainAddsNothingAndASecondDownloadOnlyWhatIsNew() throws {
+        XCTAssertEqual(try importing([fixture("ccd.xml")]).status, 0)
+        let after = try commits()
+        let again = try importing([fixture("ccd.xml")])
+        XCTAssertEqual(again.status, 0, again.stderr)
+        XCTAssertTrue(again.stdout.contains("12 item(s) already in the binder\n"), again.stdout)
+        XCTAssertTrue(again.stdout.hasSuffix("Nothing new: the binder is unchanged\n"), again.stdout)
+        XCTAssertEqual(try commits(), after)
+        // Every document and entry id new, one immunization more.
+        let second = try importing([fixture("ccd-second-download.xml"), "--json"])
+        XCTAssertEqual(second.status, 0, second.stderr)
+        let summary = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(second.stdout.utf8)) as? [String: Any])
+        XCTAssertEqual((summary["created"] as? [String])?.sorted(), [
+            "documents/2024-11-15-continuity-of-care-document-from-good-health-clinic.md",
+            "immunizations/2024-11-05-sars-cov-2-covid-19-vaccine-mrna-spike-protein-lnp-preservative-free-2024-2025-f.md",
+        ])
+        XCTAssertEqual(summary["unchanged"] as? Int, 11)
+        XCTAssertEqual(try commits(), after + 1)
+    }
+
+    func testAFHIRBundleAfterTheCCDNamesBothSourcesAndKeepsThePDFIntact() throws {
+        XCTAssertEqual(try importing([fixture("ccd.xml")]).status, 0)
+        let run = try importing([fixture("fhir-bundle.json")])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        XCTAssertTrue(run.stdout.contains("3 record(s) already in the binder now name this source too"), run.stdout)
+        let hypertension = try stored("conditions/2019-03-12-essential-hypertension.json")
+        XCTAssertEqual(hypertension.metadata["provenance"]?.objectValue?["sources"]?.arrayValue?
+            .compactMap { $0.objectValue?["organisation"]?.stringValue }, ["Good Health Clinic", "Riverside Hospital"])
+        XCTAssertEqual(hypertension.metadata["source"], "Good Health Clinic")
+        let amlodipine = try stored("medications/2024-11-02-amlodipine-5-mg-oral-tablet.json")
+        XCTAssertEqual(codes(amlodipine), ["197361"])
+        let panel = try stored("labs/2024-11-02-cbc-panel-blood-by-automated-count.json")
+        XCTAssertTrue(panel.value.contains("| Hemoglobin [Mass/volume] in Blood | 13.2 g/dL | 12 g/dL – 16 g/dL |"), panel.value)
+        XCTAssertNotEqual(try shell("git -C '\(binder.repository)' cat-file -e main:labs/2024-11-02-hemoglobin-mass-volume-in-blood.json").status, 0,
+                          "a panel's member is a row of the panel, not a record")
+        let letter = try stored("documents/2024-11-04-discharge-letter.json")
+        let child = try XCTUnwrap(letter.children.first)
+        XCTAssertEqual(child.metadata["format"], "pdf")
+        XCTAssertEqual(try sidecarBytes("documents/" + child.value), Array(try Data(contentsOf: URL(fileURLWithPath: fixture("discharge-letter.pdf")))))
+    }
+
+    /// Each bad source: a clear error naming the file (and line), exit 1, and the binder as it was,
+    /// even when a good source came with it.
+    func testBadInputIsRefusedAndNothingIsStored() throws {
+        let sandbox = binder.sandbox
+        let bomb = try sandbox.file("bomb.xml", "<?xml version=\"1.0\"?>\n<!DOCTYPE d [<!ENTITY a \"aaaaaaaaaa\"><!ENTITY b \"&a;&a;&a;&a;&a;&a;&a;&a;\">]>\n"
+                                    + "<ClinicalDocument xmlns=\"urn:hl7-org:v3\"><title>&b;</title></ClinicalDocument>\n")
+        let external = try sandbox.file("external.xml", "<?xml version=\"1.0\"?>\n<!DOCTYPE d [<!ENTITY x SYSTEM \"file:///etc/passwd\">]>\n"
+                                        + "<ClinicalDocument xmlns=\"urn:hl7-org:v3\"><title>&x;</title></ClinicalDocument>\n")
+        let broken = try sandbox.file("broken.xml", "<ClinicalDocument xmlns=\"urn:hl7-org:v3\">\n<title>x\n</ClinicalDocument>\n")
+        let badJSON = try sandbox.file("bundle.json", "{\"resourceType\": \"Bundle\",\n\"entry\": [}\n")
+        let unknown = try sandbox.file("notes.txt", "just some notes\n")
+        let rows: [(arguments: [String], message: String)] = [
+            ([bomb], "bomb.xml, line 2: a DOCTYPE or ENTITY declaration is refused"),
+            ([external], "external.xml, line 2: a DOCTYPE or ENTITY declaration is refused"),
+            ([fixture("ccd.xml"), broken], "broken.xml, line "),
+            ([badJSON], "bundle.json, line 2: malformed JSON"),
+            ([unknown], "notes.txt: format not recognised"),
+            ([fixture("ccd.xml"), "--max-size", "1000"], "ccd.xml: 25508 bytes is over the import limit of 1000 bytes"),
+        ]
+        let tree = try tree(), count = try commits()
+        for row in rows {
+            let run = try importing(row.arguments)
+            XCTAssertEqual(run.status, 1, "\(row.arguments): \(run.stdout)")
+            XCTAssertTrue(run.stderr.contains(row.message) && run.stderr.contains("nothing was imported"), run.stderr)
+            XCTAssertEqual(run.stderr.split(separator: "\n").count, 1, run.stderr)
+            XCTAssertFalse(run.stderr.contains("root:"), "an external entity was read")
+        }
+        XCTAssertEqual(try self.tree(), tree)
+        XCTAssertEqual(try commits(), count)
+    }
+
+    func testADocumentAboutSomeoneElseIsRefusedUnlessForced() throws {
+        let text = try String(contentsOfFile: fixture("ccd.xml"), encoding: .utf8)
+            .replacingOccurrences(of: "<given>Mei-Ling</given>", with: "<given>Lily</given>")
+            .replacingOccurrences(of: "<birthTime value=\"19850214\"/>", with: "<birthTime value=\"20150601\"/>")
+        let child = try binder.sandbox.file("child-ccd.xml", text)
+        let count = try commits()
+        let refused = try importing([child])
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.stderr.contains("child-ccd.xml is about a different person than this binder's patient-info (born 2015-06-01, not 1985-02-14); --force"),
+                      refused.stderr)
+        XCTAssertEqual(try commits(), count)
+        let forced = try importing([child, "--force"])
+        XCTAssertEqual(forced.status, 0, forced.stderr)
+        XCTAssertEqual(try commits(), count + 1)
+    }
+
+    func testDryRunPrintsTheTreeAndStoresNothing() throws {
+        let tree = try tree()
+        let run = try importing([fixture("ccd.xml"), "--dry-run", "--into", "documents/portal"])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        XCTAssertTrue(run.stdout.hasPrefix("allergies/\n  2010-03-01-penicillin-g-benzathine.md\nconditions/\n"), run.stdout)
+        XCTAssertTrue(run.stdout.contains("documents/portal/\n  2024-10-15-continuity-of-care-document-from-good-health-clinic.md\n"
+                                          + "    + continuity-of-care-document-from-good-health-clinic.xml\n"), run.stdout)
+        XCTAssertTrue(run.stdout.contains("Would import 12 records"), run.stdout)
+        XCTAssertEqual(try self.tree(), tree)
+    }
+
+    func testAMountedBinderIsRefusedForNow() throws {
+        try binder.mount()
+        defer { binder.unmount() }
+        let count = try commits()
+        let run = try importing([fixture("ccd.xml")])
+        XCTAssertEqual(run.status, 1)
+        XCTAssertTrue(run.stderr.contains("is mounted: unmount it ('binder unmount') and import again"), run.stderr)
+        XCTAssertEqual(try commits(), count)
+    }
+}

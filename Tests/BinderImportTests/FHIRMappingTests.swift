@@ -1,0 +1,58 @@
+@testable import BinderImport
+import XCTest
+
+/// The FHIR bundle fixture made records: references resolved inside it, panels through
+/// `hasMember`, attachments' bytes intact, refuted and planned items left out.
+final class FHIRMappingTests: XCTestCase {
+    func testEveryClinicalResourceIsARecordInItsFolderWithItsCode() throws {
+        let document = try ImportFixtures.read("fhir-bundle.json")
+        let rows: [(folder: String, code: String, title: String, created: String?, body: [String])] = [
+            ("conditions", "59621000", "Hypertension", "2019-03-12", ["Status: active"]),
+            // medicationReference resolved to the bundle's Medication.
+            ("medications", "197361", "Amlodipine 5 MG Oral Tablet", "2024-11-02", ["Dose: 5 mg", "Instructions: One tablet by mouth daily"]),
+            ("allergies", "7982", "Penicillin G benzathine", nil, ["Reaction: Hives", "Severity: moderate"]),
+            ("immunizations", "115", "Tdap", "2023-05-20", ["Lot: TD77"]),
+            // The panel is one record; its members are rows, not records of their own.
+            ("labs", "58410-2", "CBC panel - Blood by Automated count", "2024-11-02T14:30:00.000Z",
+             ["| Hemoglobin [Mass/volume] in Blood | 13.2 g/dL | 12 g/dL – 16 g/dL |  |", "| Leukocytes [#/volume] in Blood | 6.1 10*3/uL |"]),
+            ("procedures", "73761001", "Colonoscopy", "2024-11-03", []),
+            ("visits", "32485007", "Hospital admission", "2024-11-02", ["Location: Riverside Hospital"]),
+            ("documents", "18842-5", "Discharge letter", "2024-11-04T12:00:00.000Z", []),
+        ]
+        for row in rows {
+            guard let found = document.records.first(where: { $0.folder == row.folder && $0.codes.contains { $0.code == row.code } }) else {
+                XCTFail("no \(row.folder) record with code \(row.code)")
+                continue
+            }
+            XCTAssertEqual(found.title, row.title)
+            XCTAssertEqual(found.created, row.created, row.title)
+            for fragment in row.body { XCTAssertTrue(found.value.contains(fragment), "\(row.title): \(fragment) not in\n\(found.value)") }
+            XCTAssertEqual(found.source.organisation, "Riverside Hospital")
+        }
+        let coverage = try XCTUnwrap(document.records.first { $0.folder == "insurance" })
+        XCTAssertEqual(coverage.title, "Good Health Insurance")
+        XCTAssertTrue(coverage.value.contains("Member id: 1138345") && coverage.value.contains("Group: GRP-4471"), coverage.value)
+        XCTAssertEqual(document.records.filter { $0.folder == "labs" }.count, 1)
+        XCTAssertEqual(document.records.count, 9)
+        XCTAssertEqual(Set(document.skipped.map(\.what)), ["Diabetes mellitus", "Lisinopril 10 MG Oral Tablet", "allergies"])
+        let letter = try XCTUnwrap(document.records.first { $0.folder == "documents" })
+        XCTAssertEqual(letter.attachments.map(\.fileName), ["discharge-letter.pdf"])
+        XCTAssertEqual(letter.attachments.first?.bytes, try ImportFixtures.bytes("discharge-letter.pdf"))
+        XCTAssertEqual(document.patient, PatientFacts(name: "Mei-Ling Chen", birthDate: "1985-02-14"))
+    }
+
+    func testNDJSONIsAResourceALine() throws {
+        let document = try ImportFixtures.read("resources.ndjson")
+        XCTAssertEqual(document.records.map(\.folder).sorted(), ["conditions", "immunizations"])
+        XCTAssertEqual(document.skipped.map(\.what), ["Diabetes mellitus"])
+    }
+
+    func testFHIRDatesBecomeCreated() {
+        let rows: [(String, String?)] = [
+            ("2019-03-12", "2019-03-12"), ("2019-03", "2019-03-01"), ("2019", "2019-01-01"),
+            ("2024-11-02T09:30:00-05:00", "2024-11-02T14:30:00.000Z"), ("2024-11-02T09:30:00.25Z", "2024-11-02T09:30:00.250Z"),
+            ("2019-13-01", nil), ("yesterday", nil), ("20", nil),
+        ]
+        for (text, expected) in rows { XCTAssertEqual(FHIRValues.created(.string(text)), expected, text) }
+    }
+}

@@ -1,0 +1,104 @@
+@testable import BinderImport
+import BinderFormat
+import XCTest
+
+/// Identity by clinical content: a second download with new ids adds only what is new, the same
+/// file again adds nothing, and an item two sources name is one record naming both.
+final class ImportPlannerTests: XCTestCase {
+    let planner = ImportPlanner(importDate: "2026-12-06")
+
+    /// The binder after `plan` was stored (records only; attachments are not compared).
+    func apply(_ plan: ImportPlan, to existing: [ExistingRecord]) -> [ExistingRecord] {
+        var records = existing
+        for updated in plan.updated {
+            if let index = records.firstIndex(where: { $0.gitPath == updated.gitPath }) { records[index] = updated }
+        }
+        return records + plan.created.map { ExistingRecord(gitPath: $0.gitPath, document: $0.document) }
+    }
+
+    func testAFirstImportMakesARecordPerItemAndOneForTheDocument() throws {
+        let plan = planner.plan([try ImportFixtures.read("ccd.xml")], existing: [])
+        XCTAssertEqual(plan.createdPerFolder.map { "\($0.folder) \($0.count)" },
+                       ["allergies 1", "conditions 2", "documents 1", "immunizations 1", "insurance 1", "labs 2", "medications 2", "procedures 1", "visits 1"])
+        let hypertension = try XCTUnwrap(plan.created.first { $0.gitPath == "conditions/2019-03-12-essential-hypertension.json" })
+        let metadata = hypertension.document.metadata
+        XCTAssertEqual(metadata["type"], "condition")
+        XCTAssertEqual(metadata["created"], "2019-03-12")
+        XCTAssertEqual(metadata["imported"], true)
+        XCTAssertEqual(metadata["source"], "Good Health Clinic")
+        XCTAssertEqual(metadata["importDate"], "2026-12-06")
+        XCTAssertEqual(metadata["status"], "active")
+        XCTAssertEqual(metadata["codes"]?.arrayValue?.first?.objectValue?["code"], "59621000")
+        let sources = try XCTUnwrap(metadata["provenance"]?.objectValue?["sources"]?.arrayValue)
+        XCTAssertEqual(sources.count, 1)
+        XCTAssertEqual(sources[0].objectValue?["entryId"], "ab1791b0-5c71-11db-b0de-0800200c9a66")
+        XCTAssertEqual(sources[0].objectValue?["author"], "Dr. Henry Seven")
+        XCTAssertTrue(hypertension.document.value.hasPrefix("# Essential hypertension\n\n- Status: active\n"))
+        // The document itself, once, attached to the record listing what was made from it.
+        let kept = try XCTUnwrap(plan.created.first { $0.gitPath.hasPrefix("documents/") })
+        XCTAssertEqual(kept.gitPath, "documents/2024-10-15-continuity-of-care-document-from-good-health-clinic.json")
+        XCTAssertEqual(kept.attachments.map(\.fileName), ["continuity-of-care-document-from-good-health-clinic.xml"])
+        XCTAssertEqual(kept.attachments.first?.bytes, try ImportFixtures.bytes("ccd.xml"))
+        XCTAssertTrue(kept.document.value.contains("- conditions/2019-03-12-essential-hypertension.md"), kept.document.value)
+        XCTAssertTrue(kept.document.value.contains("## SOCIAL HISTORY\n\nNever smoker."), kept.document.value)
+        XCTAssertTrue(kept.document.value.contains("Lisinopril 10 MG Oral Tablet: planned"), kept.document.value)
+        XCTAssertEqual(plan.newFolders.sorted(), ["allergies", "conditions", "documents", "immunizations", "insurance", "labs", "medications", "procedures", "visits"])
+    }
+
+    func testTheSameFileAgainAddsNothingAndASecondDownloadOnlyWhatIsNew() throws {
+        let first = planner.plan([try ImportFixtures.read("ccd.xml")], existing: [])
+        let binder = apply(first, to: [])
+        let again = planner.plan([try ImportFixtures.read("ccd.xml")], existing: binder)
+        XCTAssertTrue(again.isEmpty, "\(again.created.map(\.gitPath)) \(again.updated.map(\.gitPath))")
+        XCTAssertEqual(again.unchanged, 12, "11 items and the document")
+        // New document and entry ids, a month later, one immunization more.
+        let second = planner.plan([try ImportFixtures.read("ccd-second-download.xml")], existing: binder)
+        XCTAssertEqual(second.created.map(\.gitPath).sorted(), [
+            "documents/2024-11-15-continuity-of-care-document-from-good-health-clinic.json",
+            "immunizations/2024-11-05-sars-cov-2-covid-19-vaccine-mrna-spike-protein-lnp-preservative-free-2024-2025-f.json",
+        ])
+        XCTAssertTrue(second.updated.isEmpty)
+    }
+
+    func testAnItemTwoSourcesNameIsOneRecordNamingBoth() throws {
+        let plan = planner.plan([try ImportFixtures.read("ccd.xml"), try ImportFixtures.read("fhir-bundle.json")], existing: [])
+        let hypertension = plan.created.filter { $0.gitPath.hasPrefix("conditions/") && $0.document.value.contains("59621000") }
+        XCTAssertEqual(hypertension.count, 1)
+        let organisations = hypertension.first?.document.metadata["provenance"]?.objectValue?["sources"]?.arrayValue?
+            .compactMap { $0.objectValue?["organisation"]?.stringValue }
+        XCTAssertEqual(organisations, ["Good Health Clinic", "Riverside Hospital"])
+        XCTAssertEqual(hypertension.first?.document.metadata["source"], "Good Health Clinic")
+        XCTAssertEqual(plan.created.filter { $0.gitPath.hasPrefix("allergies/") }.count, 1)
+        XCTAssertEqual(plan.created.filter { $0.gitPath.hasPrefix("insurance/") }.count, 1)
+        // Imported later into a binder that has the CCD's records: the existing record gains the source.
+        let binder = apply(planner.plan([try ImportFixtures.read("ccd.xml")], existing: []), to: [])
+        let later = planner.plan([try ImportFixtures.read("fhir-bundle.json")], existing: binder)
+        XCTAssertEqual(Set(later.updated.map(\.gitPath)), ["conditions/2019-03-12-essential-hypertension.json",
+                                                           "allergies/2010-03-01-penicillin-g-benzathine.json",
+                                                           "insurance/2026-12-06-good-health-insurance.json"])
+        let twice = planner.plan([try ImportFixtures.read("fhir-bundle.json")], existing: apply(later, to: binder))
+        XCTAssertTrue(twice.isEmpty)
+    }
+
+    func testIdentityTable() {
+        func id(_ folder: String, _ codes: [(String, String)], day: String? = nil, title: String = "x", dose: String? = nil) -> ClinicalIdentity {
+            ClinicalIdentity(folder: folder, codes: codes.map { ClinicalCode(system: $0.0, code: $0.1) }, day: day, title: title, distinguishing: dose)
+        }
+        let rx = "rxnorm", sct = "sct", icd = "icd"
+        let rows: [(ClinicalIdentity, ClinicalIdentity, Bool, String)] = [
+            (id("medications", [(rx, "866924")]), id("medications", [(rx, "866427")]), false, "tartrate is not succinate"),
+            (id("medications", [(rx, "866924")], dose: "25 mg"), id("medications", [(rx, "866924")], dose: "50 mg"), false, "another dose"),
+            (id("medications", [(rx, "866924")], dose: "25 mg"), id("medications", [(rx, "866924")]), true, "a dose on one side only"),
+            (id("conditions", [(sct, "1"), (icd, "I10")]), id("conditions", [(icd, "I10")]), true, "a shared code"),
+            (id("conditions", [(sct, "1")], day: "2020-01-01"), id("conditions", [(sct, "1")], day: "2024-01-01"), true, "a condition on another day"),
+            (id("labs", [(sct, "1")], day: "2020-01-01"), id("labs", [(sct, "1")], day: "2024-01-01"), false, "a panel on another day"),
+            (id("conditions", [(sct, "1")]), id("allergies", [(sct, "1")]), false, "another folder"),
+            (id("conditions", [], title: "Back acne"), id("conditions/skin", [(sct, "2")], title: "back  ACNE"), true, "the same name, uncoded"),
+            (id("conditions", [(sct, "1")], title: "Asthma"), id("conditions", [(sct, "2")], title: "Asthma"), false, "same name, codes differ"),
+        ]
+        for (a, b, same, what) in rows {
+            XCTAssertEqual(a.isSameItem(as: b), same, what)
+            XCTAssertEqual(b.isSameItem(as: a), same, what + " (reversed)")
+        }
+    }
+}

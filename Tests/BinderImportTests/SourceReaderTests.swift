@@ -1,0 +1,136 @@
+@testable import BinderImport
+import Foundation
+import XCTest
+
+/// Formats recognised by content, and every kind of bad input refused with the file and the
+/// line named, before anything could be stored.
+final class SourceReaderTests: XCTestCase {
+    func parse(_ text: String, file: String = "input") throws(ImportError) -> SourceDocument {
+        try SourceReader.parse(Array(text.utf8), file: file, importDate: "2026-12-06")
+    }
+
+    func testFormatsAreRecognisedByContentNotName() throws {
+        XCTAssertEqual(try ImportFixtures.read("ccd.xml").format, .ccda)
+        XCTAssertEqual(try ImportFixtures.read("fhir-bundle.json").format, .fhir)
+        XCTAssertEqual(try ImportFixtures.read("resources.ndjson").format, .fhir)
+        // The same CCD under a name that says otherwise.
+        let renamed = try SourceReader.parse(try ImportFixtures.bytes("ccd.xml"), file: "photo.jpg", importDate: "2026-12-06")
+        XCTAssertEqual(renamed.format, .ccda)
+        XCTAssertEqual(try parse(#"{"resourceType": "Condition", "code": {"text": "Asthma"}}"#).records.map(\.title), ["Asthma"])
+    }
+
+    func testWhatIsNeitherCCDANorFHIRIsRefusedByName() {
+        let rows: [(String, String)] = [
+            ("", "empty"),
+            ("hello, this is a note", "plain text"),
+            ("<html><body>portal page</body></html>", "HTML"),
+            (#"<ClinicalDocument xmlns="urn:example:other"/>"#, "another namespace"),
+            ("<ClinicalDocument/>", "no namespace"),
+            (#"{"name": "not a resource"}"#, "JSON without resourceType"),
+            (#"[{"resourceType": "Patient"}]"#, "a JSON array"),
+            ("%PDF-1.4 ...", "a PDF"),
+        ]
+        for (text, what) in rows {
+            XCTAssertThrowsError(try parse(text, file: "x.dat"), what) { error in
+                XCTAssertEqual(error as? ImportError, .notRecognised(file: "x.dat"), what)
+                XCTAssertTrue("\(error)".contains("x.dat: format not recognised"), what)
+            }
+        }
+    }
+
+    func testDoctypeAndEntityDeclarationsAreRefusedBeforeParsing() {
+        let laughs = """
+        <?xml version="1.0"?>
+        <!DOCTYPE lolz [
+         <!ENTITY lol "lol">
+         <!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+         <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
+         <!ENTITY lol9 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">
+        ]>
+        <ClinicalDocument xmlns="urn:hl7-org:v3"><title>&lol9;</title></ClinicalDocument>
+        """
+        let external = """
+        <?xml version="1.0"?>
+        <!DOCTYPE ClinicalDocument [<!ENTITY secret SYSTEM "file:///etc/passwd">]>
+        <ClinicalDocument xmlns="urn:hl7-org:v3"><title>&secret;</title></ClinicalDocument>
+        """
+        let rows: [(String, Int, String)] = [
+            (laughs, 2, "an entity-expansion bomb"),
+            (external, 2, "an external entity"),
+            ("<?xml version=\"1.0\"?>\n\n<!doctype html>\n<ClinicalDocument xmlns=\"urn:hl7-org:v3\"/>", 3, "a lowercase doctype"),
+            ("<ClinicalDocument xmlns=\"urn:hl7-org:v3\">\n<!ENTITY x \"y\">\n</ClinicalDocument>", 2, "an ENTITY in the body"),
+        ]
+        for (text, line, what) in rows {
+            XCTAssertThrowsError(try parse(text, file: "bomb.xml"), what) { error in
+                XCTAssertEqual(error as? ImportError, .declarationRefused(file: "bomb.xml", line: line), what)
+            }
+        }
+    }
+
+    func testMalformedXMLAndJSONNameTheFileAndLine() {
+        XCTAssertThrowsError(try parse("<ClinicalDocument xmlns=\"urn:hl7-org:v3\">\n<title>x</titel>\n</ClinicalDocument>", file: "bad.xml")) { error in
+            guard case .malformedXML(let file, let line, _, _)? = error as? ImportError else { return XCTFail("\(error)") }
+            XCTAssertEqual(file, "bad.xml")
+            XCTAssertEqual(line, 2)
+        }
+        XCTAssertThrowsError(try parse("{\n \"resourceType\": \"Bundle\",\n \"entry\": [,]\n}", file: "bad.json")) { error in
+            guard case .malformedJSON(let file, let line, _)? = error as? ImportError else { return XCTFail("\(error)") }
+            XCTAssertEqual(file, "bad.json")
+            XCTAssertEqual(line, 3)
+        }
+        let ndjson = #"{"resourceType": "Patient"}"# + "\n" + #"{"resourceType": "Condition"}"# + "\n" + #"{"resourceType": "#
+        XCTAssertThrowsError(try parse(ndjson, file: "bulk.ndjson")) { error in
+            guard case .malformedJSON(let file, let line, _)? = error as? ImportError else { return XCTFail("\(error)") }
+            XCTAssertEqual(file, "bulk.ndjson")
+            XCTAssertEqual(line, 3)
+        }
+    }
+
+    /// Foundation's parser traps on a name that is not UTF-8 (libxml2 recovers and passes it on).
+    func testBytesThatAreNotUTF8AreRefusedBeforeParsing() {
+        let latin1 = Array("<ClinicalDocument xmlns=\"urn:hl7-org:v3\">\n<title va".utf8) + [0xE9] + Array("ue=\"x\"/>\n</ClinicalDocument>".utf8)
+        XCTAssertThrowsError(try SourceReader.parse(latin1, file: "latin1.xml", importDate: "2026-12-06")) { error in
+            XCTAssertEqual(error as? ImportError, .notUTF8(file: "latin1.xml", line: 2))
+        }
+    }
+
+    func testNestingPastTheLimitIsRefused() {
+        let deep = String(repeating: "<a>", count: 300) + String(repeating: "</a>", count: 300)
+        XCTAssertThrowsError(try parse("<ClinicalDocument xmlns=\"urn:hl7-org:v3\">" + deep + "</ClinicalDocument>", file: "deep.xml")) { error in
+            guard case .tooDeep(let file, _)? = error as? ImportError else { return XCTFail("\(error)") }
+            XCTAssertEqual(file, "deep.xml")
+        }
+    }
+
+    func testAFileOverTheLimitIsRefusedBeforeItIsRead() throws {
+        XCTAssertThrowsError(try SourceReader.read(path: ImportFixtures.path("ccd.xml"), file: "ccd.xml", maximumBytes: 1000, importDate: "2026-12-06")) { error in
+            guard case .tooLarge(let file, let bytes, let limit)? = error as? ImportError else { return XCTFail("\(error)") }
+            XCTAssertEqual(file, "ccd.xml")
+            XCTAssertGreaterThan(bytes, 1000)
+            XCTAssertEqual(limit, 1000)
+        }
+        XCTAssertThrowsError(try SourceReader.read(path: "/nonexistent/ccd.xml", file: "ccd.xml", importDate: "2026-12-06")) { error in
+            XCTAssertEqual(error as? ImportError, .unreadable(file: "ccd.xml", errno: ENOENT))
+        }
+        XCTAssertThrowsError(try SourceReader.read(path: "/tmp", file: "tmp", importDate: "2026-12-06")) { error in
+            XCTAssertEqual(error as? ImportError, .unreadable(file: "tmp", errno: EISDIR))
+        }
+    }
+
+    /// Cut and damaged copies of the fixtures: each is read or refused with a typed error,
+    /// never a trap (the fuzz target goes further).
+    func testDamagedSourcesNeverTrap() throws {
+        var generator = SystemRandomNumberGenerator()
+        for name in ["ccd.xml", "fhir-bundle.json", "resources.ndjson"] {
+            let original = try ImportFixtures.bytes(name)
+            for round in 0..<60 {
+                var bytes = original
+                if round % 3 == 0 { bytes = Array(bytes.prefix(Int.random(in: 0..<bytes.count, using: &generator))) }
+                for _ in 0..<(round % 7) where !bytes.isEmpty {
+                    bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
+                }
+                do { _ = try SourceReader.parse(bytes, file: name, importDate: "2026-12-06") } catch { XCTAssertEqual(error.file, name) }
+            }
+        }
+    }
+}
