@@ -114,13 +114,7 @@ struct NewCommand: ParsableCommand {
 
     /// `YYYY-MM-DD-title-words.md`, or with `-2`, `-3`… when taken (as the apps name files).
     static func freeName(title: String, date: String, taken: (String) -> Bool) -> String {
-        let stem = date + "-" + fileWords(title)
-        var name = stem + ".md", n = 2
-        while taken(name) {
-            name = "\(stem)-\(n).md"
-            n += 1
-        }
-        return name
+        BinderNaming.firstFree(BinderNaming.recordName(stem: date + "-" + fileWords(title)), isTaken: taken)
     }
 
     /// Lowercase letters and digits of `title`, joined by hyphens ("Lab results" → "lab-results").

@@ -106,7 +106,7 @@ struct ShareCommand: ParsableCommand {
         } } catch { throw failure(error) }
         let secrets = ShareSecrets(ephemeralPrivkey: String(decoding: try throwaway.hexSecret().copyBytes(), as: UTF8.self),
                                    sessionToken: scan.sessionToken, label: label ?? "", paths: paths,
-                                   records: copy.paths.filter { $0.hasSuffix(".json") && !$0.hasSuffix(".meta.json") }.count,
+                                   records: copy.paths.filter(BinderNaming.isDocumentPath).count,
                                    qrPNG: image?.path)
         let record = ShareRecord(id: repoId, server: client.base, binder: path, created: Self.now, expiresAt: scan.expiresAt,
                                  snapshot: copy.snapshot.description, sealed: "")

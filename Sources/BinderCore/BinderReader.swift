@@ -64,6 +64,6 @@ public enum BinderReader {
         }
     }
 
-    static func isPatientInfo(_ gitPath: String) -> Bool { gitPath == "patient-info.json" }
+    static func isPatientInfo(_ gitPath: String) -> Bool { gitPath == BinderNaming.patientInfoPath }
 }
 

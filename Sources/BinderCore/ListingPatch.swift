@@ -70,8 +70,7 @@ struct FolderChange: Equatable {
                 child = ancestor
             }
             var folder = folders[parent, default: FolderChange()]
-            if case .write(_, let blob) = change, name.hasSuffix(NameMapping.documentExtension),
-               name != NameMapping.folderMetadataName, folder.written?[name] == nil {
+            if case .write(_, let blob) = change, BinderNaming.isDocumentPath(name), folder.written?[name] == nil {
                 folder.written?[name] = blob
             } else {
                 folder.written = nil

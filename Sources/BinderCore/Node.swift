@@ -137,7 +137,7 @@ struct Listing: Sendable {
     /// Adds `node` under `name`, or under `name-2`, `name-3`… (before the extension) if the
     /// name is taken. Sources are added in a fixed order, so the choice is stable.
     mutating func insertUnique(_ name: String, _ node: Node) -> String {
-        let candidate = NameMapping.firstFree(name) { nodes[$0] != nil }
+        let candidate = BinderNaming.firstFree(name) { nodes[$0] != nil }
         nodes[candidate] = node
         return candidate
     }

@@ -127,11 +127,11 @@ enum TimelineNames {
     /// The name a record wants (before being made unique): the extension is the record's own
     /// in the view (`.md`, `.pdf`).
     static func wanted(_ record: TimelineRecord) -> String {
-        let ext = NameMapping.splitExtension(ViewPath.split(record.viewPath).name).ext
+        let ext = BinderNaming.splitExtension(ViewPath.split(record.viewPath).name).ext
         var title = clean(record.facts.title)
-        if title.isEmpty { title = clean(NameMapping.splitExtension(ViewPath.split(record.viewPath).name).stem) }
+        if title.isEmpty { title = clean(BinderNaming.splitExtension(ViewPath.split(record.viewPath).name).stem) }
         let name = "\(record.day) \(record.category) \(title)"
-        return NameMapping.fitting(name, maxBytes: 255 - suffixRoom - ext.utf8.count) + ext
+        return BinderNaming.fitting(name, maxBytes: BinderNaming.maximumBytes - suffixRoom - ext.utf8.count) + ext
     }
 
     /// Each record with its unique name, newest first (by `created`, then by view path). Names
@@ -147,7 +147,7 @@ enum TimelineNames {
         var named: [(name: String, record: TimelineRecord)] = []
         named.reserveCapacity(records.count)
         for record in oldestFirst {
-            let name = NameMapping.firstFree(wanted(record)) { taken.contains($0) }
+            let name = BinderNaming.firstFree(wanted(record)) { taken.contains($0) }
             taken.insert(name)
             named.append((name, record))
         }

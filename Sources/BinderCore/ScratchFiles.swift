@@ -113,23 +113,3 @@ struct ScratchFile: Sendable {
     /// become the record's `updated` when the file is renamed onto a record.
     var timesSet = false
 }
-
-/// Which names are editors' and tools' scratch files (docs/PRODUCT.md, "Writing through the
-/// mount"). Rows of `CorePartsTests.testScratchNames`.
-enum ScratchNames {
-    static func isScratch(_ name: String) -> Bool {
-        if name.hasPrefix(".") || name.hasPrefix("#") || name.hasSuffix("~") { return true }   // .x.swp .#x #x# x~ .goutputstream-* rsync .x.XXXXXX
-        if name == "4913" || name.hasSuffix(".swp") || name.hasSuffix(".swx") || name.hasSuffix(".tmp") { return true }
-        // sed -i writes sedXXXXXX beside the file (six of [A-Za-z0-9]), then renames it over the
-        // file. Six lowercase letters are taken for a word ("sedatives", "sedentary"): a file
-        // kept in memory is lost at unmount, while a sed temporary file taken for a record (one
-        // run in 190) only costs a commit more.
-        let suffix = name.utf8.dropFirst(3)
-        let lower = UInt8(ascii: "a")...UInt8(ascii: "z"), upper = UInt8(ascii: "A")...UInt8(ascii: "Z"), digit = UInt8(ascii: "0")...UInt8(ascii: "9")
-        if name.utf8.count == 9, name.hasPrefix("sed"), suffix.allSatisfy({ lower ~= $0 || upper ~= $0 || digit ~= $0 }),
-           suffix.contains(where: { !(lower ~= $0) }) {
-            return true
-        }
-        return false
-    }
-}

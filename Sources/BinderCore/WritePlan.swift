@@ -95,7 +95,7 @@ public struct WriteLimits: Sendable, Equatable {
     /// JSON is held to `documentBytes`.
     static func isRecord(_ path: String) -> Bool {
         let name = ViewPath.split(path).name
-        return name.hasSuffix(NameMapping.markdownExtension) && !ScratchNames.isScratch(name)
+        return BinderNaming.isRecordName(name) && !BinderNaming.isScratch(name)
     }
 
     /// The most bytes a file at `path` may hold: a record, as rendered (`renderedDocumentBytes`);

@@ -17,7 +17,7 @@ extension WritePlanner {
         /// The same, as the apps write times (ISO 8601).
         var modified: String? { modifiedTime.map(WritePlanner.iso) }
 
-        var isMarkdown: Bool { name.hasSuffix(NameMapping.markdownExtension) }
+        var isMarkdown: Bool { BinderNaming.isRecordName(name) }
         var binder: any StoredBinder { planner.binder }
         var now: String { planner.now }
 
@@ -42,10 +42,11 @@ extension WritePlanner {
                     // Another record names the same sidecar: this one gets a sidecar of its own,
                     // named as it is shown, and the other keeps its bytes.
                     let (folder, _) = ViewPath.split(current.gitPath)
-                    sidecarPath = join(folder, name + NameMapping.sidecarExtension)
-                    try NameRules.checkStored(name + NameMapping.sidecarExtension, path: path)
+                    let sidecarName = BinderNaming.sidecarName(of: name)
+                    sidecarPath = join(folder, sidecarName)
+                    try BinderNaming.checkStored(sidecarName, path: path)
                     guard binder.entry(sidecarPath) == nil else { throw .exists(path) }
-                    document.value = name + NameMapping.sidecarExtension
+                    document.value = sidecarName
                 }
                 return WritePlan(changes: [.sidecar(gitPath: sidecarPath, content: content),
                                            try planner.documentChange(document, at: reference, path: path)],
@@ -102,8 +103,8 @@ extension WritePlanner {
         func create(inFolder folder: String) throws(WriteError) -> WritePlan {
             let category = folder.isEmpty ? "binder" : PathBytes.first(folder).name
             if isMarkdown {
-                let gitName = NameMapping.splitExtension(name).stem + NameMapping.documentExtension
-                try NameRules.checkStored(gitName, path: path)
+                let gitName = BinderNaming.documentName(shownAs: name)
+                try BinderNaming.checkStored(gitName, path: path)
                 let gitPath = join(folder, gitName)
                 // `X.json` may hold the reference of an attachment shown under its sidecar's
                 // name (`X.pdf`): it moves aside, as it is, and the record takes its place.
@@ -116,12 +117,12 @@ extension WritePlanner {
                 _ = try apply(to: &document, isNew: true, isChild: false, defaultType: Categories.documentType(forFolder: folder))
                 return WritePlan(changes: moved + [try planner.documentChange(document, at: gitPath, path: path)], message: "Add \(category) entry")
             }
-            try NameRules.checkStored(name + NameMapping.sidecarExtension, path: path)
+            try BinderNaming.checkStored(BinderNaming.sidecarName(of: name), path: path)
             var record = AttachmentRecord.standalone(fileName: name, folder: folder, size: content.count, created: modified ?? now)
             guard binder.entry(record.sidecarPath) == nil else { throw .exists(path) }
             // The reference's name is not shown: when a record (`X.md`) holds `X.json`, it takes another.
             if binder.entry(record.documentPath) != nil {
-                record.documentPath = planner.freeReferencePath(in: folder, stem: NameMapping.splitExtension(name).stem)
+                record.documentPath = planner.freeReferencePath(in: folder, stem: BinderNaming.splitExtension(name).stem)
             }
             return WritePlan(changes: [.sidecar(gitPath: record.sidecarPath, content: content),
                                        try planner.documentChange(record.document, at: record.documentPath, path: path)],
@@ -161,7 +162,7 @@ extension WritePlanner {
             var metadata = parsed.metadata ?? previous
             // `attachment_ref` with a sidecar's name for its body would make this record show,
             // and on deletion remove, an attachment that is another record's.
-            if !isChild, metadata["type"]?.stringValue == "attachment_ref", parsed.value.hasSuffix(NameMapping.sidecarExtension) {
+            if !isChild, metadata["type"]?.stringValue == "attachment_ref", BinderNaming.isSidecarName(parsed.value) {
                 throw .invalid(path: path, reason: "type attachment_ref is for attachments binder stores itself, not a record's front matter")
             }
             if metadata["type"]?.stringValue == nil {
@@ -226,19 +227,19 @@ extension WritePlanner {
     func referenceMovedAside(from gitPath: String) -> [PlannedChange]? {
         guard let entry = binder.entry(gitPath), entry.kind == .blob,
               let document = try? binder.document(gitPath),
-              document.type == "attachment_ref", document.value.hasSuffix(NameMapping.sidecarExtension) else { return nil }
+              BinderNaming.sidecarReference(of: document) != nil else { return nil }
         let (folder, name) = ViewPath.split(gitPath)
-        let stem = String(name.dropLast(NameMapping.documentExtension.count))
+        let stem = BinderNaming.documentStem(name) ?? name
         return [.delete(gitPath: gitPath), .blob(gitPath: freeReferencePath(in: folder, stem: stem), id: entry.id)]
     }
 
     /// A name in `folder` for an attachment's reference that no entry holds: `stem-2.json`,
     /// `stem-3.json`… (a record saved later under that name moves it aside again).
     func freeReferencePath(in folder: String, stem: String) -> String {
-        let fitted = NameMapping.fitting(stem, maxBytes: NameRules.maximumBytes - 16)
+        let fitted = BinderNaming.fitting(stem, maxBytes: BinderNaming.maximumBytes - 16)
         var n = 2
-        while binder.entry(join(folder, "\(fitted)-\(n)" + NameMapping.documentExtension)) != nil { n += 1 }
-        return join(folder, "\(fitted)-\(n)" + NameMapping.documentExtension)
+        while binder.entry(join(folder, BinderNaming.documentName(stem: "\(fitted)-\(n)"))) != nil { n += 1 }
+        return join(folder, BinderNaming.documentName(stem: "\(fitted)-\(n)"))
     }
 
     /// The document a new child goes into, made (empty) when its `.children` folder was made
@@ -258,7 +259,7 @@ extension WritePlanner {
         case .children(let documentPath, let indexPath):
             return ParentDocument(documentPath: documentPath, document: try binder.document(documentPath), indexPath: indexPath, isNew: false)
         case .childrenOfMissing(.folder(let folder), let stem):
-            let gitPath = join(folder, stem + NameMapping.documentExtension)
+            let gitPath = join(folder, BinderNaming.documentName(stem: stem))
             if binder.entry(gitPath) != nil {  // written meanwhile, or an attachment's record
                 let document = try binder.document(gitPath)
                 guard document.type != "attachment_ref" else {
@@ -270,7 +271,7 @@ extension WritePlanner {
             return ParentDocument(documentPath: gitPath, document: document, indexPath: [], isNew: true)
         case .childrenOfMissing(let outer, let stem):
             var target = try parentDocument(outer, path: path)
-            let shown = stem + NameMapping.markdownExtension
+            let shown = BinderNaming.recordName(stem: stem)
             var index = 0
             let now = self.now
             try Self.modifyChild(&target.document, at: target.indexPath, path: path) { (owner) throws(WriteError) in
@@ -289,8 +290,7 @@ extension WritePlanner {
     /// The name child `index` is shown under (before names taken twice get `-2`).
     static func shownName(_ children: [MedicalDocument], _ index: Int) -> String {
         let child = children[index]
-        let sidecar = child.type == "attachment_ref" && child.value.hasSuffix(NameMapping.sidecarExtension) ? child.value : nil
-        return NameMapping.childName(child, index: index, count: children.count, sidecar: sidecar)
+        return BinderNaming.childName(child, index: index, count: children.count, sidecar: BinderNaming.sidecarReference(of: child))
     }
 }
 
@@ -302,10 +302,10 @@ enum AttachmentRecord {
     /// `folder/<fileName>.enc`.
     static func standalone(fileName: String, folder: String, size: Int, created: String)
         -> (documentPath: String, sidecarPath: String, document: MedicalDocument) {
-        let (stem, ext) = NameMapping.splitExtension(fileName)
-        let sidecarName = fileName + NameMapping.sidecarExtension
+        let (stem, ext) = BinderNaming.splitExtension(fileName)
+        let sidecarName = BinderNaming.sidecarName(of: fileName)
         let document = MedicalDocument(value: sidecarName, metadata: metadata(ext: ext, size: size, created: created))
-        return (join(folder, stem + NameMapping.documentExtension), join(folder, sidecarName), document)
+        return (join(folder, BinderNaming.documentName(stem: stem)), join(folder, sidecarName), document)
     }
 
     /// An `attachment_ref` child of the document at `documentPath`, its sidecar beside that
@@ -313,21 +313,18 @@ enum AttachmentRecord {
     static func child(fileName: String, documentPath: String, size: Int, created: String,
                       taken: (String) -> Bool = { _ in false }) -> (sidecarPath: String, child: MedicalDocument) {
         let (folder, documentName) = ViewPath.split(documentPath)
-        let documentStem = String(documentName.dropLast(NameMapping.documentExtension.count))
+        let documentStem = BinderNaming.documentStem(documentName) ?? documentName
         // The sidecar's name is binder's own (the child is shown under `fileName`): cut to fit
         // git's and disks' 255 bytes.
-        func sidecar(_ name: String) -> String {
-            NameMapping.fitting(documentStem + "-" + name, maxBytes: NameRules.maximumBytes - NameMapping.sidecarExtension.utf8.count)
-                + NameMapping.sidecarExtension
-        }
+        func sidecar(_ name: String) -> String { BinderNaming.fittedSidecarName(of: documentStem + "-" + name) }
         var sidecarName = sidecar(fileName)
         var n = 2
         while taken(join(folder, sidecarName)) {
-            sidecarName = sidecar(NameMapping.suffixed(fileName, n))
+            sidecarName = sidecar(BinderNaming.suffixed(fileName, n))
             n += 1
         }
-        var metadata = metadata(ext: NameMapping.splitExtension(fileName).ext, size: size, created: created)
-        // The name it is shown under in `X.children/` (see NameMapping.childName).
+        var metadata = metadata(ext: BinderNaming.splitExtension(fileName).ext, size: size, created: created)
+        // The name it is shown under in `X.children/` (see BinderNaming.childName).
         metadata["fileName"] = .string(fileName)
         return (join(folder, sidecarName), MedicalDocument(value: sidecarName, metadata: metadata))
     }

@@ -31,7 +31,7 @@ struct WritePlanner {
     /// tar), which becomes the record's `updated`.
     func store(_ path: String, content: [UInt8], modified: Timestamp? = nil) throws(WriteError) -> WritePlan {
         let (parentPath, name) = ViewPath.split(path)
-        try NameRules.check(name, in: parentPath, path: path)
+        try BinderNaming.check(name, in: parentPath, path: path)
         let limit = limits.maximum(for: path)
         guard content.count <= limit else { throw .tooLarge(path: path, bytes: content.count, limit: limit) }
         let edit = Edit(planner: self, path: path, name: name, content: content, modifiedTime: modified)
@@ -89,7 +89,7 @@ struct WritePlanner {
         case .document:
             let document = try binder.document(current.gitPath)
             let folder = ViewPath.split(current.gitPath).parent
-            let sidecars = BinderVerifier.sidecarReferences(document).map { PlannedChange.delete(gitPath: join(folder, $0)) }
+            let sidecars = BinderNaming.sidecarReferences(document).map { PlannedChange.delete(gitPath: join(folder, $0)) }
             return WritePlan(changes: [.delete(gitPath: current.gitPath)] + sidecars, message: "Delete entry")
         case .sidecar:
             switch current.owner {
@@ -127,7 +127,7 @@ struct WritePlanner {
             guard let index = indexPath.last, index < parent.children.count else { throw .notFound(path) }
             removed.append(parent.children.remove(at: index))
         }
-        let sidecars = removed.flatMap(BinderVerifier.sidecarReferences).map { PlannedChange.delete(gitPath: join(folder, $0)) }
+        let sidecars = removed.flatMap(BinderNaming.sidecarReferences).map { PlannedChange.delete(gitPath: join(folder, $0)) }
         return WritePlan(changes: sidecars + [try documentChange(document, at: documentPath, path: path)], message: "Update entry")
     }
 
@@ -142,16 +142,16 @@ struct WritePlanner {
 
     func makeDirectory(_ path: String) throws(WriteError) -> FolderPlan {
         let (parentPath, name) = ViewPath.split(path)
-        try NameRules.check(name, in: parentPath, path: path)
+        try BinderNaming.check(name, in: parentPath, path: path)
         if binder.node(path) != nil || binder.pendingFolder(path) != nil { throw .exists(path) }
         try policy.checkFolder(path)
-        if name.hasSuffix(NameMapping.childrenSuffix) { return .inMemory(try childrenFolder(path)) }
+        if BinderNaming.isChildrenFolder(name) { return .inMemory(try childrenFolder(path)) }
         guard case .folder(let gitParent) = try parent(of: parentPath) else {
             throw .notPermitted(path: path, reason: "a record's children folder holds records and attachments, not folders")
         }
         let meta = JSONValue.object(["displayName": .string(name)]).serializedBytes()
-        try NameRules.checkStored(name, path: path)
-        return .commit(WritePlan(changes: [.folderMetadata(gitPath: join(join(gitParent, name), NameMapping.folderMetadataName), json: meta)],
+        try BinderNaming.checkStored(name, path: path)
+        return .commit(WritePlan(changes: [.folderMetadata(gitPath: BinderNaming.folderMetadataPath(in: join(gitParent, name)), json: meta)],
                                  message: "Add folder"))
     }
 
@@ -162,8 +162,8 @@ struct WritePlanner {
     func childrenFolder(_ path: String) throws(WriteError) -> Parent {
         let (parentPath, name) = ViewPath.split(path)
         let parent = try parent(of: parentPath)
-        let stem = String(name.dropLast(NameMapping.childrenSuffix.count))
-        let owner = stem + NameMapping.markdownExtension
+        let stem = BinderNaming.childrenOwnerStem(name) ?? name
+        let owner = BinderNaming.recordName(stem: stem)
         guard let node = binder.node(join(parentPath, owner)) else { return .childrenOfMissing(parent: parent, stem: stem) }
         switch node.source {
         case .document:
@@ -184,7 +184,7 @@ struct WritePlanner {
         guard let entries = binder.gitFolders[path] else { return .none() }
         // What the view hides (a name not UTF-8 or over 255 bytes, `.git`, a submodule) is
         // still stored: the folder is not empty, and rmdir must not delete it unseen.
-        if entries.contains(where: { $0.name != NameMapping.folderMetadataName }) {
+        if entries.contains(where: { $0.name != BinderNaming.folderMetadataName }) {
             throw .notEmpty(path)
         }
         return WritePlan(changes: [.delete(gitPath: path)], message: "Delete folder")
@@ -230,7 +230,7 @@ struct WritePlanner {
     func rename(_ from: String, to: String) throws(WriteError) -> WritePlan {
         guard let source = binder.node(from) else { throw .notFound(from) }
         let (toParentPath, toName) = ViewPath.split(to)
-        try NameRules.check(toName, in: toParentPath, path: to)
+        try BinderNaming.check(toName, in: toParentPath, path: to)
         try policy.checkChange(from)
         if binder.node(to) != nil { try policy.checkChange(to) } else if !source.isDirectory { try policy.checkNew(to) }
         if from == Self.patientInfo {
@@ -300,7 +300,7 @@ struct WritePlanner {
         guard !children.isEmpty else { return nil }
         var document = try binder.document(source.gitPath)
         guard document.children.isEmpty else {
-            throw .notEmpty(NameMapping.splitExtension(to).stem + NameMapping.childrenSuffix)
+            throw .notEmpty(BinderNaming.childrenFolderName(of: to))
         }
         document.children = children
         return document
@@ -321,18 +321,18 @@ struct WritePlanner {
         switch (source.source, sourceParent, target) {
         case (.directory, .folder, .folder(let folder)) where binder.gitFolders[from] != nil:
             return try moveFolder(from, to: join(folder, toName))
-        case (.document(let blob), .folder, .folder(let folder)) where toName.hasSuffix(NameMapping.markdownExtension):
+        case (.document(let blob), .folder, .folder(let folder)) where BinderNaming.isRecordName(toName):
             return try moveDocument(source, blob: blob, into: folder, as: toName, path: to, claim: claim)
-        case (.sidecar(let blob), .folder, .folder(let folder)) where !toName.hasSuffix(NameMapping.markdownExtension):
+        case (.sidecar(let blob), .folder, .folder(let folder)) where !BinderNaming.isRecordName(toName):
             guard case .document(let reference)? = source.owner else { return nil }
             // An attachment: its sidecar moves as it is; its reference names the new sidecar.
-            let sidecarName = toName + NameMapping.sidecarExtension
-            try NameRules.checkStored(sidecarName, path: to)
+            let sidecarName = BinderNaming.sidecarName(of: toName)
+            try BinderNaming.checkStored(sidecarName, path: to)
             var document = try binder.document(reference)
             document.value = sidecarName
-            let stem = NameMapping.splitExtension(toName).stem
+            let stem = BinderNaming.splitExtension(toName).stem
             try claim(join(folder, sidecarName))
-            var referencePath = join(folder, stem + NameMapping.documentExtension)
+            var referencePath = join(folder, BinderNaming.documentName(stem: stem))
             if binder.entry(referencePath) != nil && !freed.contains(referencePath) {
                 referencePath = freeReferencePath(in: folder, stem: stem)
             }
@@ -374,8 +374,8 @@ struct WritePlanner {
     /// sidecars move with it.
     private func moveDocument(_ source: Node, blob: ObjectID, into folder: String, as name: String, path: String,
                               claim: (String) throws(WriteError) -> Void) throws(WriteError) -> [PlannedChange] {
-        let gitName = String(name.dropLast(NameMapping.markdownExtension.count)) + NameMapping.documentExtension
-        try NameRules.checkStored(gitName, path: path)
+        let gitName = BinderNaming.documentName(shownAs: name)
+        try BinderNaming.checkStored(gitName, path: path)
         var changes: [PlannedChange] = [.delete(gitPath: source.gitPath)]
         if let aside = referenceMovedAside(from: join(folder, gitName)), join(folder, gitName) != source.gitPath {
             changes += aside.filter { !$0.isDeletion }
@@ -385,7 +385,7 @@ struct WritePlanner {
         changes.append(.blob(gitPath: join(folder, gitName), id: blob))
         let fromFolder = ViewPath.split(source.gitPath).parent
         guard fromFolder != folder else { return changes }
-        for sidecar in BinderVerifier.sidecarReferences(try binder.document(source.gitPath)) {
+        for sidecar in BinderNaming.sidecarReferences(try binder.document(source.gitPath)) {
             guard let entry = binder.entry(join(fromFolder, sidecar)) else { continue }
             try claim(join(folder, sidecar))
             changes += [.delete(gitPath: entry.path), .blob(gitPath: join(folder, sidecar), id: entry.id)]
@@ -435,8 +435,8 @@ struct WritePlanner {
     static func settleName(of children: inout [MedicalDocument], at index: Int, shownAs name: String) {
         var child = children[index]
         child.metadata.removeValue(forKey: "fileName")
-        let sidecar = child.type == "attachment_ref" && child.value.hasSuffix(NameMapping.sidecarExtension) ? child.value : nil
-        if NameMapping.childName(child, index: index, count: children.count, sidecar: sidecar) != name {
+        let sidecar = BinderNaming.sidecarReference(of: child)
+        if BinderNaming.childName(child, index: index, count: children.count, sidecar: sidecar) != name {
             child.metadata["fileName"] = .string(name)
         }
         children[index] = child
@@ -499,36 +499,4 @@ private struct PlannedBinder: StoredBinder {
     func content(_ node: Node, viewPath: String) throws(WriteError) -> [UInt8] { try base.content(node, viewPath: viewPath) }
     func pendingFolder(_ viewPath: String) -> Parent? { base.pendingFolder(viewPath) }
     func names(in viewPath: String) -> [String] { base.names(in: viewPath) }
-}
-
-/// Names a file or folder of the mount may have.
-enum NameRules {
-    /// NAME_MAX: for the names shown, and for the names they are stored under in git (a work
-    /// tree on disk, the apps' clones), so `X.md` may have 253 bytes (`X.json`) and an
-    /// attachment 251 (`X.ext.enc`).
-    static let maximumBytes = 255
-
-    /// Refuses a name whose git name (`X.json`, `X.ext.enc`) would be over 255 bytes.
-    static func checkStored(_ gitName: String, path: String) throws(WriteError) {
-        guard gitName.utf8.count <= maximumBytes else { throw .nameTooLong(path) }
-    }
-
-    /// The longest name a new file shown as `name` in a folder is stored under: `X.json` for a
-    /// record `X.md`, its sidecar `name.enc` for anything else.
-    static func gitName(shownAs name: String) -> String {
-        name.hasSuffix(NameMapping.markdownExtension)
-            ? NameMapping.splitExtension(name).stem + NameMapping.documentExtension
-            : name + NameMapping.sidecarExtension
-    }
-
-    static func check(_ name: String, in parentPath: String, path: String) throws(WriteError) {
-        guard NameMapping.isSafeName(name) else { throw .invalid(path: path, reason: "not a usable file name") }
-        guard name.utf8.count <= maximumBytes else { throw .nameTooLong(path) }
-        if name.lowercased() == ".git" {
-            throw .notPermitted(path: path, reason: "'.git' is git's own name and cannot be stored in a binder")
-        }
-        if parentPath.isEmpty && name == BinderView.controlDirectory || BinderView.isControlPath(parentPath) {
-            throw .notPermitted(path: path, reason: "\(BinderView.controlDirectory) is binder's own folder")
-        }
-    }
 }

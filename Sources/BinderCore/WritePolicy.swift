@@ -61,7 +61,7 @@ struct WritePolicy: Sendable {
     func checkNew(_ path: String) throws(WriteError) {
         guard let held else { return }
         if held.contains(path) { throw .shared(path) }
-        guard path.hasSuffix(NameMapping.markdownExtension) else {
+        guard BinderNaming.isRecordName(path) else {
             throw .notPermitted(path: path, reason: "a shared binder takes new .md notes only")
         }
     }
@@ -70,7 +70,7 @@ struct WritePolicy: Sendable {
     func checkFolder(_ path: String) throws(WriteError) {
         guard let held else { return }
         if held.contains(path) { throw .shared(path) }
-        guard path.hasSuffix(NameMapping.childrenSuffix) else {
+        guard BinderNaming.isChildrenFolder(path) else {
             throw .notPermitted(path: path, reason: "a shared binder takes new .md notes only (no new folders)")
         }
     }

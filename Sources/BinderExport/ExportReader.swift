@@ -47,7 +47,7 @@ public struct ExportSelection: Sendable {
     /// decided before reading it): it is named, or its name without `.md` is, or a folder above it.
     func mayInclude(file path: String) -> Bool {
         if !selectedPaths.isEmpty {
-            let named = selectedPaths.contains(path) || (path.hasSuffix(".md") && selectedPaths.contains(String(path.dropLast(3))))
+            let named = selectedPaths.contains(path) || BinderNaming.recordStem(path).map(selectedPaths.contains) == true
             guard named || isBelowSelected(path) else { return false }
         }
         return categoryIncludes(topFolderOf: path)
@@ -132,12 +132,12 @@ public struct ExportReader {
         for date in [selection.since, selection.until].compactMap({ $0 }) where !Self.isDay(date) {
             throw ExportError.badDate(date)
         }
-        for path in selection.paths where (try? view.attributes(path)) == nil && (try? view.attributes(path + ".md")) == nil {
+        for path in selection.paths where (try? view.attributes(path)) == nil && (try? view.attributes(BinderNaming.recordName(stem: path))) == nil {
             throw ExportError.noSuchPath(path)
         }
         var patient = PatientSummary()
-        if (try? view.attributes("patient-info.md")) != nil {
-            let (metadata, markdown) = try document("patient-info.md")
+        if (try? view.attributes(BinderNaming.patientInfoViewPath)) != nil {
+            let (metadata, markdown) = try document(BinderNaming.patientInfoViewPath)
             patient = PatientSummary(metadata: metadata, markdown: markdown)
         }
         var skipped = 0
@@ -166,7 +166,7 @@ public struct ExportReader {
             let path = folder.isEmpty ? name : folder + "/" + name
             if attributes.kind == .directory {
                 // A document's children are read with it.
-                if name.hasSuffix(".children"), names.contains(String(name.dropLast(".children".count)) + ".md") { continue }
+                if let owner = BinderNaming.childrenOwnerStem(name), names.contains(BinderNaming.recordName(stem: owner)) { continue }
                 if selection.mayInclude(folder: path) { try walk(path, selection: selection, skipped: &skipped, visit) }
                 continue
             }
@@ -175,9 +175,9 @@ public struct ExportReader {
                 skipped += 1
                 continue
             }
-            if path == "patient-info.md" { continue }
-            if name.hasSuffix(".md") {
-                try visit(try record(path, childrenFolder: names.contains(String(name.dropLast(3)) + ".children")))
+            if path == BinderNaming.patientInfoViewPath { continue }
+            if BinderNaming.isRecordName(name) {
+                try visit(try record(path, childrenFolder: names.contains(BinderNaming.childrenFolderName(of: name))))
             } else {
                 // An attachment on its own (a quick photo, a recording): a record holding it.
                 let time = Timestamps.string(seconds: attributes.modified.seconds, nanoseconds: attributes.modified.nanoseconds)
@@ -199,13 +199,13 @@ public struct ExportReader {
                                   created: metadataObject["created"]?.stringValue, updated: metadataObject["updated"]?.stringValue,
                                   metadata: metadataObject, body: body, children: [])
         if childrenFolder {
-            let folder = String(path.dropLast(3)) + ".children"
+            let folder = BinderNaming.childrenFolderName(of: path)
             let entries = try list(folder)
             let names = Set(entries.map(\.name))
             for (childName, attributes) in entries where attributes.kind == .file && !attributes.readOnly {
                 let childPath = folder + "/" + childName
-                if childName.hasSuffix(".md") {
-                    var child = try self.record(childPath, childrenFolder: names.contains(String(childName.dropLast(3)) + ".children"))
+                if BinderNaming.isRecordName(childName) {
+                    var child = try self.record(childPath, childrenFolder: names.contains(BinderNaming.childrenFolderName(of: childName)))
                     // Children the apps wrote carry only `created`: they take their parent's otherwise.
                     if child.created == nil { child.created = record.created }
                     record.children.append(.note(child))
@@ -238,7 +238,7 @@ public struct ExportReader {
         if let type, !type.isEmpty, !Categories.folderTypes.contains(where: { $0.type == type }), type != Categories.defaultType {
             return ExportRecord.label(type)
         }
-        var stem = name.hasSuffix(".md") ? String(name.dropLast(3)) : name
+        var stem = BinderNaming.recordStem(name) ?? name
         if stem.count > 11, ExportReader.isDay(String(stem.prefix(10))), stem.dropFirst(10).first == "-" { stem = String(stem.dropFirst(11)) }
         return ExportRecord.label(stem)
     }

@@ -51,9 +51,9 @@ enum DemoRecords {
             children: [
                 document("addendum", "2026-02-11T09:00:00.000Z", "## Addendum — labs reviewed\n\nLipid panel reviewed: LDL 142 mg/dL. Diet first, recheck in 6 months.\n"),
                 document("doctor_note", "2026-02-11T09:05:00.000Z", "## Doctor's note\n\nDiscussed salt intake and daily walks.\n"),
-            ]), at: "visits/2026-02-09-annual-physical.json")
+            ]), at: BinderNaming.documentName(stem: "visits/2026-02-09-annual-physical"))
 
-        let kneePath = "visits/2026-03-15-knee-pain-consult.json"
+        let kneePath = BinderNaming.documentName(stem: "visits/2026-03-15-knee-pain-consult")
         let kneePhoto = try writer.attachmentChild(DemoFiles.png(width: 96, height: 64) { x, y in
             (UInt8(120 + x), UInt8(90 + y), 80)
         }, fileName: "knee-swelling.png", documentPath: kneePath, created: "2026-03-15T10:20:00.000Z")
@@ -79,7 +79,7 @@ enum DemoRecords {
             | Triglycerides | 140 mg/dL | < 150 |
 
             The full report is `2026-02-10-lipid-panel-report.pdf` in this folder.
-            """, ["provider": "City Lab", "tags": ["cholesterol"]]), at: "labs/2026-02-10-lipid-panel.json")
+            """, ["provider": "City Lab", "tags": ["cholesterol"]]), at: BinderNaming.documentName(stem: "labs/2026-02-10-lipid-panel"))
         try writer.putAttachment(DemoFiles.pdf(lines: ["City Lab — Lipid panel", "Collected 2026-02-10 08:15",
                                                        "Total cholesterol 221 mg/dL", "LDL 142 mg/dL", "HDL 51 mg/dL",
                                                        "Triglycerides 140 mg/dL"]),
@@ -92,7 +92,7 @@ enum DemoRecords {
             # Back acne
 
             Started in December. Trying benzoyl peroxide wash; photos weekly to track progress.
-            """, ["tags": ["dermatology"]]), at: "conditions/back-acne/2026-01-20-overview.json")
+            """, ["tags": ["dermatology"]]), at: BinderNaming.documentName(stem: "conditions/back-acne/2026-01-20-overview"))
         for (index, day) in ["2026-01-27", "2026-02-03"].enumerated() {
             try writer.putAttachment(DemoFiles.png(width: 64, height: 48) { x, y in
                 (UInt8(200 - index * 40), UInt8(140 + (x + y) % 40), UInt8(120 + index * 30))
@@ -102,7 +102,7 @@ enum DemoRecords {
             # Hypertension, stage 1
 
             Diagnosed at the annual physical. Home readings twice a day.
-            """, ["tags": ["blood-pressure"]]), at: "conditions/hypertension/2026-02-09-overview.json")
+            """, ["tags": ["blood-pressure"]]), at: BinderNaming.documentName(stem: "conditions/hypertension/2026-02-09-overview"))
     }
 
     private static func writeMedicationsAllergiesAndImmunizations(with writer: BinderWriter) throws {
@@ -111,16 +111,16 @@ enum DemoRecords {
 
             One tablet every morning. Prescribed by Dr. Amara Okafor.
             """, ["dosage": "10 mg", "frequency": "daily", "tags": ["blood-pressure"]]),
-            at: "medications/2026-02-09-lisinopril.json")
+            at: BinderNaming.documentName(stem: "medications/2026-02-09-lisinopril"))
         try writer.putDocument(document("allergy", "2025-02-25T21:10:44.007Z", """
             # Penicillin allergy
 
             Hives (moderate) after amoxicillin in 2009.
-            """, ["tags": ["drug"]]), at: "allergies/2025-02-25-penicillin.json")
+            """, ["tags": ["drug"]]), at: BinderNaming.documentName(stem: "allergies/2025-02-25-penicillin"))
         try writer.putDocument(document("immunization", "2025-10-01T11:00:00.000Z", """
             # Influenza vaccine 2025–26
 
             Left deltoid, lot FLU-2025-0931.
-            """), at: "immunizations/2025-10-01-influenza.json")
+            """), at: BinderNaming.documentName(stem: "immunizations/2025-10-01-influenza"))
     }
 }
