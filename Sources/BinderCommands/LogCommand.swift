@@ -65,9 +65,6 @@ struct LogCommand: ParsableCommand {
         guard !relative.isEmpty, !relative.hasPrefix("/"), !relative.split(separator: "/").contains("..") else {
             throw CommandFailure("\(viewPath): give a record's path in the binder (visits/x.md) or in its mount")
         }
-        if relative.hasSuffix(".json") { return relative }
-        let name = relative.split(separator: "/").last.map(String.init) ?? relative
-        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return relative + ".json" }
-        return String(relative.dropLast(name.distance(from: dot, to: name.endIndex))) + ".json"
+        return BinderNaming.documentPath(ofViewPath: relative)
     }
 }

@@ -15,7 +15,7 @@ public enum BinderCreator {
         let document = MedicalDocument(type: "patient-info", value: value)
         let payload = try NIP44.encrypt(document.serializedBytes(), key: key)
         let blob = try repository.writeBlob(Array(payload.utf8))
-        return try repository.commitChanges(onto: nil, changes: [.write(path: "patient-info.json", blob: blob)],
+        return try repository.commitChanges(onto: nil, changes: [.write(path: BinderNaming.patientInfoPath, blob: blob)],
                                             message: "Initialize binder", author: author)
     }
 
@@ -23,7 +23,7 @@ public enum BinderCreator {
     /// anyone's). Throws a reason when it does not.
     public static func checkKey(_ repository: GitRepository, key: NIP44.ConversationKey) throws {
         guard let tip = try repository.branchTip("main") else { return }
-        guard let entry = try repository.entry(at: "patient-info.json", commit: tip) else { return }
+        guard let entry = try repository.entry(at: BinderNaming.patientInfoPath, commit: tip) else { return }
         do { _ = try BinderReader.decryptDocument(try repository.readBlob(entry.id), key: key) } catch BinderReader.Error.decrypt(.invalidMAC) {
             throw KeyMismatch()
         }
@@ -45,8 +45,8 @@ public enum BinderCreator {
         public var description: String {
             switch self {
             case .noMainBranch: return "it has no commit on branch main (an empty or unrelated git repository)"
-            case .noPatientInfo: return "branch main has no patient-info.json (an unrelated git repository)"
-            case .unreadablePatientInfo(let why): return "its patient-info.json is not an encrypted binder document (\(why))"
+            case .noPatientInfo: return "branch main has no \(BinderNaming.patientInfoPath) (an unrelated git repository)"
+            case .unreadablePatientInfo(let why): return "its \(BinderNaming.patientInfoPath) is not an encrypted binder document (\(why))"
             }
         }
     }
@@ -55,14 +55,14 @@ public enum BinderCreator {
     /// holding a `patient-info.json`. Throws `NotABinder`.
     public static func checkLooksLikeBinder(_ repository: GitRepository) throws {
         guard let tip = try repository.branchTip("main") else { throw NotABinder.noMainBranch }
-        guard try repository.entry(at: "patient-info.json", commit: tip) != nil else { throw NotABinder.noPatientInfo }
+        guard try repository.entry(at: BinderNaming.patientInfoPath, commit: tip) != nil else { throw NotABinder.noPatientInfo }
     }
 
     /// Whether `key` opens this binder's `patient-info.json`: `KeyMismatch` when it is
     /// encrypted for another key, `NotABinder` when it is missing or not an encrypted document.
     public static func checkIsBinder(_ repository: GitRepository, key: NIP44.ConversationKey) throws {
         try checkLooksLikeBinder(repository)
-        guard let tip = try repository.branchTip("main"), let entry = try repository.entry(at: "patient-info.json", commit: tip) else {
+        guard let tip = try repository.branchTip("main"), let entry = try repository.entry(at: BinderNaming.patientInfoPath, commit: tip) else {
             throw NotABinder.noPatientInfo
         }
         let plaintext: SecureBytes

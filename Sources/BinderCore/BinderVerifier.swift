@@ -60,7 +60,7 @@ public struct BinderVerifier {
         for finding in listingFindings where !isBelowHiddenFolder(finding.gitPath) { problem(finding.gitPath, finding.reason) }
         let reportedByListing = Set(listingFindings.map(\.gitPath))
 
-        if files["patient-info.json"] == nil { problem("patient-info.json", "missing (every binder has one)") }
+        if files[BinderNaming.patientInfoPath] == nil { problem(BinderNaming.patientInfoPath, "missing (every binder has one)") }
         // Sidecar path -> the first document that refers to it.
         var referencedBy: [String: String] = [:]
 
@@ -78,12 +78,12 @@ public struct BinderVerifier {
             case .link, .submodule, .unreadable:
                 continue  // reported by the listing
             }
-            if name == NameMapping.folderMetadataName {
+            if name == BinderNaming.folderMetadataName {
                 checkFolderMetadata(entry, problem: problem)
-            } else if name.hasSuffix(NameMapping.documentExtension) {
+            } else if BinderNaming.hasDocumentExtension(name) {
                 report.documents += 1
                 checkDocument(entry, folder: folder, files: files, referencedBy: &referencedBy, problem: problem)
-            } else if name.hasSuffix(NameMapping.sidecarExtension) {
+            } else if BinderNaming.isSidecarName(name) {
                 report.attachments += 1
                 checkSidecar(entry, problem: problem)
             } else if let unreadable = Self.unreadableBlob(entry, in: repository) {
@@ -92,7 +92,7 @@ public struct BinderVerifier {
                 report.findings.append(Finding(path: path, reason: "not part of the binder format (shown as stored)", isProblem: false))
             }
         }
-        for (path, _) in files where path.hasSuffix(NameMapping.sidecarExtension) && referencedBy[path] == nil
+        for (path, _) in files where BinderNaming.isSidecarName(path) && referencedBy[path] == nil
             && !isBelowHiddenFolder(path) {
             report.findings.append(Finding(path: path, reason: "attachment that no document refers to", isProblem: false))
         }
@@ -104,11 +104,11 @@ public struct BinderVerifier {
     /// children under that name, so the folder is hidden as soon as the document has any.
     private func checkFolderName(_ name: String, path: String, in folder: String, files: [String: TreeEntry],
                                  problem: (String, String) -> Void) {
-        guard name.hasSuffix(NameMapping.childrenSuffix) else { return }
-        let stem = String(name.dropLast(NameMapping.childrenSuffix.count))
-        guard files[join(folder, stem + NameMapping.documentExtension)] != nil else { return }
+        guard let stem = BinderNaming.childrenOwnerStem(name) else { return }
+        let document = BinderNaming.documentName(stem: stem)
+        guard files[join(folder, document)] != nil else { return }
         problem(path, "a git folder named like the folder the view makes for the children of "
-                + "\(stem)\(NameMapping.documentExtension); once that document has children, it is not shown")
+                + "\(document); once that document has children, it is not shown")
     }
 
     /// Why a file shown as stored cannot be read (its object is missing, or is not a blob: a
@@ -141,10 +141,10 @@ public struct BinderVerifier {
         if !(BinderReader.isPatientInfo(path) && document.metadata["type"] == nil) {
             for issue in document.validate() { problem(path, issue) }
         }
-        for value in Self.attachmentValues(document) {
+        for value in BinderNaming.attachmentValues(document) {
             // A path (`../x.enc`, `sub/x.enc`) is reported by `validate()`.
             if value.contains("/") || value == "." || value == ".." { continue }
-            guard Self.isSidecarName(value) else {
+            guard BinderNaming.isSidecarReference(value) else {
                 problem(path, "refers to the attachment \"\(value)\", which is not the name of a sidecar in its folder "
                         + "(shown as a note, not as the attachment)")
                 continue
@@ -198,25 +198,5 @@ public struct BinderVerifier {
             findings += builder.findings
         }
         return findings
-    }
-
-    /// Sidecar names an `attachment_ref` document or any of its descendants refers to, that the
-    /// view shows as its attachment: plain `.enc` file names in the document's folder. A
-    /// reference to anything else (`../x.enc`, `sub/x.enc`, `notes.txt`) is not followed, so
-    /// deleting or moving the document never touches another file.
-    static func sidecarReferences(_ document: MedicalDocument) -> [String] {
-        attachmentValues(document).filter(isSidecarName)
-    }
-
-    /// Every `attachment_ref` value in a document and its descendants, as written.
-    static func attachmentValues(_ document: MedicalDocument) -> [String] {
-        var values: [String] = []
-        if document.type == "attachment_ref", !document.value.isEmpty { values.append(document.value) }
-        for child in document.children { values += attachmentValues(child) }
-        return values
-    }
-
-    static func isSidecarName(_ value: String) -> Bool {
-        value.hasSuffix(NameMapping.sidecarExtension) && ListingBuilder.unsafeNameReason(value, atRoot: false) == nil
     }
 }

@@ -64,7 +64,7 @@ public final class BinderWriter {
         if let color { meta["color"] = .string(color) }
         if let displayOrder { meta["displayOrder"] = JSONValue(displayOrder) }
         let payload = try NIP44.encrypt(JSONValue.object(meta).serializedBytes(), key: key)
-        changes.append(.write(path: join(path, NameMapping.folderMetadataName), blob: try repository.writeBlob(Array(payload.utf8))))
+        changes.append(.write(path: BinderNaming.folderMetadataPath(in: path), blob: try repository.writeBlob(Array(payload.utf8))))
     }
 
     /// Commits everything staged onto the tip of `main` (a structural message, never content).

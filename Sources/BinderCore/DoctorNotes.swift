@@ -71,7 +71,7 @@ public enum DoctorNotes {
                     placing.staging = (before: previous, after: current)
                     defer { previous = current }
                     let changed = current.filter { path, id in
-                        previous[path] != id && path.hasSuffix(".json") && !path.hasSuffix("/.meta.json") && DoctorNotes.isSafe(path)
+                        previous[path] != id && BinderNaming.isDocumentPath(path) && DoctorNotes.isSafe(path)
                     }
                     for (path, id) in changed.sorted(by: { $0.key < $1.key }) {
                         let theirs = try document(path, id, in: staging, key: throwaway, whose: "the doctor's")
@@ -140,8 +140,8 @@ public enum DoctorNotes {
             }
             var written: [String] = []
             for child in added {
-                let destination = DoctorNotes.unique("visits/" + DoctorNotes.day(of: child, now: now) + "-doctor-note.json",
-                                                     placing.taken)
+                let destination = DoctorNotes.unique(
+                    BinderNaming.documentName(stem: "visits/" + DoctorNotes.day(of: child, now: now) + "-doctor-note"), placing.taken)
                 placing.taken.insert(destination)
                 written.append(try place(child, at: destination, from: path, &placing))
             }
@@ -202,7 +202,7 @@ public enum DoctorNotes {
         /// patient's own: kept by name in the same folder, copied into another.
         func adopt(_ document: MedicalDocument, from: String, to: String, _ placing: inout Placing) throws(StagingCopy.Failure) -> MedicalDocument {
             var document = document
-            if document.type == "attachment_ref", BinderVerifier.isSidecarName(document.value) {
+            if document.type == "attachment_ref", BinderNaming.isSidecarReference(document.value) {
                 let source = DoctorNotes.join(from, document.value)
                 if let id = placing.staging.after[source], placing.staging.before[source] != id || from != to {
                     if let name = placing.copied[id.hex + "\u{0}" + to] {
@@ -277,16 +277,12 @@ public enum DoctorNotes {
 
     /// A path from the doctor's side that may name a file in the binder: plain names, none hidden.
     static func isSafe(_ path: String) -> Bool {
-        PathBytes.components(path).allSatisfy { !$0.isEmpty && $0.utf8.first != UInt8(ascii: ".") && $0.utf8.count <= 255 }
+        PathBytes.components(path).allSatisfy { !$0.isEmpty && $0.utf8.first != UInt8(ascii: ".") && $0.utf8.count <= BinderNaming.maximumBytes }
     }
 
     /// `path`, or `STEM-2.json`, `STEM-3.json`… whichever nothing in `taken` is.
     static func unique(_ path: String, _ taken: Set<String>) -> String {
-        guard taken.contains(path) else { return path }
-        let stem = String(path.dropLast(5))
-        var n = 2
-        while taken.contains("\(stem)-\(n).json") { n += 1 }
-        return "\(stem)-\(n).json"
+        BinderNaming.firstFree(path) { taken.contains($0) }
     }
 
     /// A sidecar path, or `STEM-2.EXT.enc`… (the suffix before the name's first dot).

@@ -87,7 +87,7 @@ struct ListingBuilder {
         var consumedSidecars = Set<String>()
         for entry in entries where entry.kind == .blob {
             var name = String(entry.name)
-            guard name.hasSuffix(NameMapping.documentExtension), name != NameMapping.folderMetadataName else { continue }
+            guard BinderNaming.isDocumentPath(name) else { continue }
             let part: DocumentPart
             if let known = previousParts.index(forKey: name), previousParts[known].value.isValid(blob: entry.id, files: files, commitTime: commitTime) {
                 // The name as the parts kept it, not this copy: each record's name is then
@@ -100,7 +100,7 @@ struct ListingBuilder {
             consumedSidecars.formUnion(part.consumedSidecars)
             let shown = insert(part.name, part.node, into: &listing)
             if let children = part.children {
-                let childrenName = NameMapping.splitExtension(shown).stem + NameMapping.childrenSuffix
+                let childrenName = BinderNaming.childrenFolderName(of: shown)
                 _ = insert(childrenName, children.node, into: &listing)
                 let childrenView = join(viewPath, childrenName)
                 for (relative, childListing) in children.listings {
@@ -131,12 +131,12 @@ struct ListingBuilder {
                 findings.append(ListingFinding(gitPath: gitPath, reason: "a symbolic link: shown as a read-only file holding its target, never followed"))
                 _ = insert(name, rawNode(entry, gitPath: gitPath), into: &listing)
             case .blob:
-                if name.hasSuffix(NameMapping.documentExtension) { continue }  // added as documents, .meta.json hidden
-                if name.hasSuffix(NameMapping.sidecarExtension) {
+                if BinderNaming.hasDocumentExtension(name) { continue }  // added as documents, .meta.json hidden
+                if BinderNaming.isSidecarName(name) {
                     if consumedSidecars.contains(name) { continue }
                     // A sidecar nothing refers to is still shown, decrypted if it can be.
                     if let node = sidecarNode(entry, gitPath: gitPath, metadata: nil) {
-                        _ = insert(NameMapping.attachmentName(sidecar: name, format: nil), node, into: &listing)
+                        _ = insert(BinderNaming.attachmentName(sidecar: name, format: nil), node, into: &listing)
                         continue
                     }
                 }
@@ -153,7 +153,7 @@ struct ListingBuilder {
             for (name, node) in built.nodes {
                 // At the root, `.binder` too: an attachment shown by its sidecar's name
                 // (`.binder.enc`) would stand where the views are.
-                guard let unsafe = Self.unsafeNameReason(name, atRoot: path.isEmpty) else { continue }
+                guard let unsafe = BinderNaming.unsafeNameReason(name, atRoot: path.isEmpty) else { continue }
                 findings.append(ListingFinding(gitPath: node.gitPath, reason: "not shown: its name in the view would be " + unsafe))
                 listings[path]?.nodes.removeValue(forKey: name)
             }
@@ -180,7 +180,7 @@ struct ListingBuilder {
             var reason: String?
             if !entry.nameIsExact {
                 reason = "not shown: its name is not valid UTF-8 or holds '/' (here U+FFFD stands in for them)"
-            } else if let unsafe = Self.unsafeNameReason(name, atRoot: gitDirectory.isEmpty) {
+            } else if let unsafe = BinderNaming.unsafeNameReason(name, atRoot: gitDirectory.isEmpty) {
                 reason = "not shown: its name is " + unsafe
             } else if entry.kind == .submodule {
                 reason = "not shown: a submodule (gitlink), whose commit is not in this repository"
@@ -204,17 +204,8 @@ struct ListingBuilder {
         return showable
     }
 
-    /// Why `name` cannot be a file name in the view (nil: it can). The same rule for names
-    /// from git and names the view makes.
-    static func unsafeNameReason(_ name: String, atRoot: Bool) -> String? {
-        if name.isEmpty { return "empty" }
-        if name == "." || name == ".." { return "'\(name)', which leads out of its folder" }
-        if name.utf8.contains(UInt8(ascii: "/")) || name.utf8.contains(0) { return "not a single file name (it holds '/' or NUL)" }
-        if name.utf8.count > 255 { return "\(name.utf8.count) bytes long; file names are limited to 255" }
-        if name.utf8.count == 4, name.lowercased() == ".git" { return "'\(name)', git's own folder" }
-        if atRoot && name == ".binder" { return "'.binder', binder's status folder" }
-        return nil
-    }
+    /// `BinderNaming.unsafeNameReason`, for callers that still ask the listing.
+    static func unsafeNameReason(_ name: String, atRoot: Bool) -> String? { BinderNaming.unsafeNameReason(name, atRoot: atRoot) }
 
     /// `listing.insertUnique`, noting a name that was taken.
     private mutating func insert(_ name: String, _ node: Node, into listing: inout Listing) -> String {
@@ -247,25 +238,24 @@ struct ListingBuilder {
             usedCommitTime = true
             return finish(name, rawNode(entry, gitPath: gitPath))
         }
-        let stem = String(name.dropLast(NameMapping.documentExtension.count))
+        let stem = BinderNaming.documentStem(name) ?? name
         facts = RecordFacts(document, fileStem: stem)
-        if document.type == "attachment_ref", document.value.hasSuffix(NameMapping.sidecarExtension),
-           let sidecar = lookup(document.value, files),
+        if let reference = BinderNaming.sidecarReference(of: document), let sidecar = lookup(reference, files),
            let sidecarNode = sidecarNode(sidecar, gitPath: storedPath(of: sidecar, in: gitDirectory), metadata: document.metadata) {
             let node = sidecarNode.owned(by: .document(path: gitPath))
-            consumed.insert(document.value)
-            return finish(NameMapping.attachmentName(sidecar: document.value, format: document.metadata["format"]?.stringValue), node)
+            consumed.insert(reference)
+            return finish(BinderNaming.attachmentName(sidecar: reference, format: document.metadata["format"]?.stringValue), node)
         }
         let source = Node.Source.document(blob: entry.id)
         let size = keepRendered(source, FrontMatter.render(metadata: document.metadata, value: document.value))
         let time = modified(document.metadata)
         let node = Node(source: source, size: size, modified: time, gitPath: gitPath)
-        guard !document.children.isEmpty else { return finish(stem + NameMapping.markdownExtension, node) }
+        guard !document.children.isEmpty else { return finish(BinderNaming.recordName(stem: stem), node) }
         var childListings: [String: Listing] = [:]
         buildChildren(of: document, blob: entry.id, indexPath: [], viewPath: "", gitPath: gitPath,
                       gitDirectory: gitDirectory, files: files, consumed: &consumed, into: &childListings)
         let folder = Node(source: .directory, size: 0, modified: time, gitPath: gitPath, owner: .child(documentPath: gitPath, indexPath: []))
-        return finish(stem + NameMapping.markdownExtension, node, children: DocumentPart.Children(node: folder, listings: childListings))
+        return finish(BinderNaming.recordName(stem: stem), node, children: DocumentPart.Children(node: folder, listings: childListings))
     }
 
     /// Keeps `text` (a rendered document or child) for the cache, in secret memory; returns its
@@ -293,15 +283,15 @@ struct ListingBuilder {
             let childPath = indexPath + [index]
             let parentTime = modified(document.metadata)
             let time = child.metadata["updated"] != nil || child.metadata["created"] != nil ? modified(child.metadata) : parentTime
-            if child.type == "attachment_ref", child.value.hasSuffix(NameMapping.sidecarExtension), let sidecar = lookup(child.value, files),
+            if let reference = BinderNaming.sidecarReference(of: child), let sidecar = lookup(reference, files),
                let sidecarNode = sidecarNode(sidecar, gitPath: storedPath(of: sidecar, in: gitDirectory), metadata: child.metadata, time: time) {
                 let node = sidecarNode.owned(by: .child(documentPath: gitPath, indexPath: childPath))
-                consumed.insert(child.value)
-                _ = listing.insertUnique(NameMapping.childName(child, index: index, count: document.children.count, sidecar: child.value), node)
+                consumed.insert(reference)
+                _ = listing.insertUnique(BinderNaming.childName(child, index: index, count: document.children.count, sidecar: reference), node)
                 continue
             }
-            let name = NameMapping.childName(child, index: index, count: document.children.count, sidecar: nil)
-            if NameMapping.isInlineAttachment(child) {
+            let name = BinderNaming.childName(child, index: index, count: document.children.count, sidecar: nil)
+            if BinderNaming.isInlineAttachment(child) {
                 let source = Node.Source.inlineAttachment(blob: blob, indexPath: childPath)
                 do {
                     if let bytes = try Sidecar.decodeInline(child.value) {
@@ -321,10 +311,10 @@ struct ListingBuilder {
             }
             let source = Node.Source.child(blob: blob, indexPath: childPath)
             let size = keepRendered(source, FrontMatter.render(metadata: child.metadata, value: child.value))
-            let shown = listing.insertUnique(NameMapping.isInlineAttachment(child) ? NameMapping.splitExtension(name).stem + ".md" : name,
+            let shown = listing.insertUnique(BinderNaming.isInlineAttachment(child) ? BinderNaming.recordName(stem: BinderNaming.splitExtension(name).stem) : name,
                                              Node(source: source, size: size, modified: time, gitPath: gitPath))
             if !child.children.isEmpty {
-                let childrenName = NameMapping.splitExtension(shown).stem + NameMapping.childrenSuffix
+                let childrenName = BinderNaming.childrenFolderName(of: shown)
                 _ = listing.insertUnique(childrenName, Node(source: .directory, size: 0, modified: time, gitPath: gitPath,
                                                             owner: .child(documentPath: gitPath, indexPath: childPath)))
                 buildChildren(of: child, blob: blob, indexPath: childPath, viewPath: join(viewPath, childrenName), gitPath: gitPath,

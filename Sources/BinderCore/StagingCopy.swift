@@ -71,7 +71,7 @@ public enum StagingCopy {
 
     /// Files the app copies: `.json` and `.enc`, not under a dot-named top-level entry.
     static func isShareable(_ path: String) -> Bool {
-        !path.hasPrefix(".") && (path.hasSuffix(".json") || path.hasSuffix(NameMapping.sidecarExtension))
+        !path.hasPrefix(".") && (BinderNaming.hasDocumentExtension(path) || BinderNaming.isSidecarName(path))
     }
 
     static func choose(_ selection: [String], from files: [String: ObjectID], binder: GitRepository,
@@ -84,16 +84,16 @@ public enum StagingCopy {
             // ("." and ".." begin with a dot too.)
             guard !path.isEmpty, !PathBytes.components(path).contains(where: { $0.utf8.first == UInt8(ascii: ".") })
             else { throw .unsafePath(asked) }
-            if path.hasSuffix(".md"), files[path] == nil { path = String(path.dropLast(3)) + ".json" }
+            if BinderNaming.isRecordName(path), files[path] == nil { path = BinderNaming.documentName(shownAs: path) }
             let matches = shareable.filter { $0 == path || PathBytes.isInside($0, folder: path) }
             guard !matches.isEmpty else { throw .noSuchPath(asked) }
             chosen.formUnion(matches)
         }
         // Attachments of the chosen documents, and the folder names on the way.
-        for path in chosen where path.hasSuffix(".json") && !path.hasSuffix("/.meta.json") {
+        for path in chosen where BinderNaming.isDocumentPath(path) {
             guard let id = files[path] else { continue }
             let folder = PathBytes.split(path).parent
-            for sidecar in BinderVerifier.sidecarReferences(try document(path, id: id, binder: binder, key: key)) {
+            for sidecar in BinderNaming.sidecarReferences(try document(path, id: id, binder: binder, key: key)) {
                 let sidecarPath = folder.isEmpty ? sidecar : folder + "/" + sidecar
                 if files[sidecarPath] != nil { chosen.insert(sidecarPath) }
             }
@@ -101,7 +101,7 @@ public enum StagingCopy {
         for path in chosen {
             var folders = Array(PathBytes.components(path).dropLast())
             while !folders.isEmpty {
-                let meta = folders.joined(separator: "/") + "/.meta.json"
+                let meta = BinderNaming.folderMetadataPath(in: folders.joined(separator: "/"))
                 if files[meta] != nil { chosen.insert(meta) }
                 folders.removeLast()
             }
@@ -121,7 +121,7 @@ public enum StagingCopy {
     static func reencrypt(path: String, _ bytes: [UInt8], key: NIP44.ConversationKey,
                           throwaway: NIP44.ConversationKey) throws(Failure) -> [UInt8] {
         do {
-            if path.hasSuffix(".json") {
+            if BinderNaming.hasDocumentExtension(path) {
                 let plaintext = try NIP44.decrypt(payload: bytes, key: key)
                 return Array(try NIP44.encrypt(plaintext, key: throwaway).utf8)
             }

@@ -46,14 +46,14 @@ struct TreeMerge {
             if l == b { result[path] = r; continue }    // only the remote changed
             bothChanged.append(path)
         }
-        conflictingSidecars = Set(bothChanged.filter { $0.hasSuffix(NameMapping.sidecarExtension) })
+        conflictingSidecars = Set(bothChanged.filter { BinderNaming.isSidecarName($0) })
         // Records first: an attachment's record decides for its sidecars (the version kept in
         // place keeps its own sidecar; the copy gets a copy of the other's), so that a record
         // and the sidecar it names always come from one side.
-        for path in bothChanged where BinderView.isRecordPath(path) {
+        for path in bothChanged where BinderNaming.isDocumentPath(path) {
             try resolve(path, base: baseFiles[path], local: localFiles[path], remote: remoteFiles[path])
         }
-        for path in bothChanged where !BinderView.isRecordPath(path) && !settledSidecars.contains(path) {
+        for path in bothChanged where !BinderNaming.isDocumentPath(path) && !settledSidecars.contains(path) {
             try resolve(path, base: baseFiles[path], local: localFiles[path], remote: remoteFiles[path])
         }
     }
@@ -67,11 +67,11 @@ struct TreeMerge {
             return note(path, kept: kept, local == nil ? "deleted here, edited on the other device: the edit is kept"
                                                        : "edited here, deleted on the other device: the edit is kept")
         }
-        if BinderView.isRecordPath(path), let merged = try mergedDocument(path, base: base, local: local, remote: remote) {
+        if BinderNaming.isDocumentPath(path), let merged = try mergedDocument(path, base: base, local: local, remote: remote) {
             result[path] = merged
             return
         }
-        if path.hasSuffix(NameMapping.sidecarExtension), let owner = attachmentRecord(ofSidecar: path) {
+        if BinderNaming.isSidecarName(path), let owner = attachmentRecord(ofSidecar: path) {
             // A sidecar both changed whose record did not change on both sides: the record
             // still decides, and its copy names the other sidecar.
             return try resolveRecord(owner, local: localFiles[owner] ?? result[owner] ?? local,
@@ -88,7 +88,7 @@ struct TreeMerge {
         let (kept, reason) = keptSide(path, local: local, remote: remote)
         if keepingRecord { result[path] = kept == .local ? local : remote }
         let keptFiles = kept == .local ? localFiles : remoteFiles
-        if BinderView.isRecordPath(path) {
+        if BinderNaming.isDocumentPath(path) {
             for sidecar in sidecarPaths(path, kept == .local ? local : remote) where conflictingSidecars.contains(sidecar) {
                 guard let version = keptFiles[sidecar] else { continue }
                 result[sidecar] = version
@@ -103,17 +103,17 @@ struct TreeMerge {
     private func sidecarPaths(_ path: String, _ version: FileVersion) -> [String] {
         guard let document = document(version, path) else { return [] }
         let folder = ViewPath.split(path).parent
-        return BinderVerifier.sidecarReferences(document).map { join(folder, $0) }
+        return BinderNaming.sidecarReferences(document).map { join(folder, $0) }
     }
 
     /// The record beside a sidecar that names it (`Y.json` for `Y.pdf.enc`, the apps' and
     /// binder's naming), in the merged tree; nil for a sidecar nothing names that way.
     private func attachmentRecord(ofSidecar path: String) -> String? {
         let (folder, name) = ViewPath.split(path)
-        let bare = String(name.dropLast(NameMapping.sidecarExtension.count))
-        for stem in Set([bare, NameMapping.splitExtension(bare).stem]) {
-            let record = join(folder, stem + NameMapping.documentExtension)
-            guard BinderView.isRecordPath(record), let version = result[record] else { continue }
+        let bare = BinderNaming.sidecarStem(name) ?? name
+        for stem in Set([bare, BinderNaming.splitExtension(bare).stem]) {
+            let record = join(folder, BinderNaming.documentName(stem: stem))
+            guard BinderNaming.isDocumentPath(record), let version = result[record] else { continue }
             if sidecarPaths(record, version).contains(path) { return record }
         }
         return nil
@@ -127,7 +127,7 @@ struct TreeMerge {
         let b = base.flatMap { document($0, path) }
         guard let merged = DocumentMerge.merge(base: b, local: l, remote: r) else { return nil }
         let folder = ViewPath.split(path).parent
-        if BinderVerifier.sidecarReferences(merged).contains(where: { conflictingSidecars.contains(join(folder, $0)) }) { return nil }
+        if BinderNaming.sidecarReferences(merged).contains(where: { conflictingSidecars.contains(join(folder, $0)) }) { return nil }
         return FileVersion(blob: try store(merged, path), mode: local.mode)
     }
 
@@ -147,12 +147,12 @@ struct TreeMerge {
     /// sidecars alone; a sidecar no record names as `Y (conflict …).ext.enc`; other files stay
     /// in history only (nil).
     private mutating func conflictCopy(_ path: String, of version: FileVersion, from sideFiles: [String: FileVersion]) throws -> String? {
-        if BinderView.isRecordPath(path), var document = document(version, path) {
+        if BinderNaming.isDocumentPath(path), var document = document(version, path) {
             document.metadata["conflict_of"] = .string(path)
             let copy = freeName(ConflictNames.copy(of: path, at: now))
             let folder = ViewPath.split(path).parent
-            let stem = String(ViewPath.split(path).name.dropLast(NameMapping.documentExtension.count))
-            let copyStem = String(ViewPath.split(copy).name.dropLast(NameMapping.documentExtension.count))
+            let stem = BinderNaming.documentStem(ViewPath.split(path).name) ?? ""
+            let copyStem = BinderNaming.documentStem(ViewPath.split(copy).name) ?? ""
             var renamed: [String: String] = [:]
             Self.renameSidecars(in: &document) { value in
                 guard let sidecar = sideFiles[join(folder, value)] else { return nil }
@@ -164,7 +164,7 @@ struct TreeMerge {
                 let wanted = ownName ? copyStem + String(value.dropFirst(stem.count)) : copyStem + "-" + value
                 var name = wanted, n = 2
                 while result[join(folder, name)] != nil {
-                    name = NameMapping.suffixed(String(wanted.dropLast(NameMapping.sidecarExtension.count)), n) + NameMapping.sidecarExtension
+                    name = BinderNaming.sidecarName(of: BinderNaming.suffixed(BinderNaming.sidecarStem(wanted) ?? wanted, n))
                     n += 1
                 }
                 result[join(folder, name)] = sidecar
@@ -174,7 +174,7 @@ struct TreeMerge {
             result[copy] = FileVersion(blob: try store(document, copy), mode: version.mode)
             return copy
         }
-        guard path.hasSuffix(NameMapping.sidecarExtension) else { return nil }
+        guard BinderNaming.isSidecarName(path) else { return nil }
         let copy = freeName(ConflictNames.copy(of: path, at: now))
         result[copy] = version
         return copy
@@ -183,7 +183,7 @@ struct TreeMerge {
     /// Points each `attachment_ref` of `document` (and of its children, keeping the names they
     /// are shown under) that names a sidecar at the name `rename` gives (nil: left as it is).
     private static func renameSidecars(in document: inout MedicalDocument, _ rename: (String) -> String?) {
-        if document.type == "attachment_ref", BinderVerifier.isSidecarName(document.value), let name = rename(document.value) {
+        if document.type == "attachment_ref", BinderNaming.isSidecarReference(document.value), let name = rename(document.value) {
             document.value = name
         }
         for index in document.children.indices {
@@ -223,7 +223,7 @@ struct TreeMerge {
     }
 
     private func updated(_ version: FileVersion, _ path: String) -> Timestamp? {
-        guard path.hasSuffix(NameMapping.documentExtension), let text = document(version, path)?.updated,
+        guard BinderNaming.hasDocumentExtension(path), let text = document(version, path)?.updated,
               let parsed = Timestamps.parse(text) else { return nil }
         return Timestamp(seconds: parsed.seconds, nanoseconds: parsed.nanoseconds)
     }
@@ -260,14 +260,14 @@ public enum ConflictNames {
     public static func openConflicts(_ gitPaths: some Sequence<String>) -> [String] {
         let copies = gitPaths.filter(isCopy)
         // An attachment's copy: `Y (conflict …).json` and its sidecar `Y (conflict …).pdf.enc`.
-        let attachmentRecords = Set(copies.filter { $0.hasSuffix(NameMapping.sidecarExtension) }
-            .map { split($0).stem + NameMapping.documentExtension })
-        let records = Set(copies.filter(BinderView.isRecordPath))
+        let attachmentRecords = Set(copies.filter { BinderNaming.isSidecarName($0) }
+            .map { BinderNaming.documentName(stem: split($0).stem) })
+        let records = Set(copies.filter(BinderNaming.isDocumentPath))
         return copies.compactMap { path -> String? in
-            if path.hasSuffix(NameMapping.sidecarExtension) { return String(path.dropLast(NameMapping.sidecarExtension.count)) }
+            if let attachment = BinderNaming.sidecarStem(path) { return attachment }
             guard records.contains(path) else { return nil }
             if attachmentRecords.contains(path) { return nil }  // listed by its sidecar's name
-            return String(path.dropLast(NameMapping.documentExtension.count)) + NameMapping.markdownExtension
+            return BinderNaming.recordName(ofDocument: path)
         }.sorted()
     }
 
@@ -275,11 +275,11 @@ public enum ConflictNames {
     private static func split(_ path: String) -> (stem: String, ext: String) {
         let (folder, name) = ViewPath.split(path)
         var stem = name, ext = ""
-        if name.hasSuffix(NameMapping.sidecarExtension) {
-            stem = String(name.dropLast(NameMapping.sidecarExtension.count))
-            ext = NameMapping.sidecarExtension
+        if let bare = BinderNaming.sidecarStem(name) {
+            stem = bare
+            ext = BinderNaming.sidecarExtension
         }
-        let inner = NameMapping.splitExtension(stem)
+        let inner = BinderNaming.splitExtension(stem)
         return (join(folder, inner.stem), inner.ext + ext)
     }
 }

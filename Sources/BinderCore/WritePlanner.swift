@@ -358,7 +358,7 @@ struct WritePlanner {
         var changes: [PlannedChange] = []
         for (path, entries) in binder.gitFolders where path == from || PathBytes.isInside(path, folder: from) {
             for entry in entries {
-                if ListingBuilder.unsafeNameReason(String(entry.name), atRoot: false) != nil || entry.kind != .blob && entry.kind != .tree {
+                if BinderNaming.unsafeNameReason(String(entry.name), atRoot: false) != nil || entry.kind != .blob && entry.kind != .tree {
                     throw .notPermitted(path: from, reason: "the folder holds \(entry.path), which binder does not show (see binder verify): move it with git")
                 }
             }

@@ -7,8 +7,8 @@ import SystemPackage
 import Synchronization
 import XCTest
 
-/// The parts of the core one by one, without a kernel: the edit buffer, scratch names, name
-/// mapping, the listing builder and the view's limits.
+/// The parts of the core one by one, without a kernel: the edit buffer, the listing builder
+/// and the view's limits (names: `NamingTableTests`).
 final class CorePartsTests: XCTestCase {
     // MARK: EditBuffer
 
@@ -276,7 +276,7 @@ final class CorePartsTests: XCTestCase {
         }
     }
 
-    // MARK: ScratchNames
+    // MARK: Bytewise order
 
     /// readdir's order: bytes of the UTF-8, a prefix first. A row per case; the pairs are also
     /// checked both ways and as Substrings (tree entry names are slices of their paths).
@@ -301,39 +301,6 @@ final class CorePartsTests: XCTestCase {
             XCTAssertTrue(ViewPath.precedesBytewise(pathA.dropFirst(7), pathB.dropFirst(6)), line: row.line)
             XCTAssertEqual(ViewPath.precedesBytewise(row.a, row.b), row.a.utf8.lexicographicallyPrecedes(row.b.utf8), line: row.line)
         }
-    }
-
-    func testScratchNames() {
-        let rows: [(String, Bool)] = [
-            (".x.md.swp", true), (".x.md.swx", true), ("4913", true), ("x.md~", true), ("#x.md#", true), (".#x.md", true),
-            (".goutputstream-AB12CD", true), (".x.md.a1B2c3", true), ("sedAb12Cd", true), ("x.tmp", true),
-            ("x.md", false), ("2026-02-09-follow-up.md", false), ("photo.jpg", false), ("sed.md", false), ("sedimentary", false),
-            ("4914", false), ("sed0abcde", true), ("sedabcdeZ", true), ("sedatives", false), ("sedentary", false), ("sedabcdef", false),
-            ("sed-abcde", false), ("sedé12345", false),
-        ]
-        for (name, scratch) in rows { XCTAssertEqual(ScratchNames.isScratch(name), scratch, name) }
-    }
-
-    // MARK: NameMapping
-
-    func testNameMapping() {
-        XCTAssertEqual(NameMapping.splitExtension("photo.jpg").stem, "photo")
-        XCTAssertEqual(NameMapping.splitExtension(".env").stem, ".env")
-        XCTAssertEqual(NameMapping.suffixed("photo.jpg", 2), "photo-2.jpg")
-        XCTAssertEqual(NameMapping.slug("doctor_note"), "doctor-note")
-        XCTAssertEqual(NameMapping.slug("!!"), "entry")
-        XCTAssertEqual(NameMapping.attachmentName(sidecar: "scan.enc", format: "pdf"), "scan.pdf")
-        let addendum = MedicalDocument(value: "x", metadata: ["type": "addendum", "created": "2025-01-01T00:00:00.000Z"])
-        XCTAssertEqual(NameMapping.childName(addendum, index: 0, count: 3, sidecar: nil), "01-addendum.md")
-        XCTAssertEqual(NameMapping.childName(addendum, index: 99, count: 100, sidecar: nil), "100-addendum.md")
-        let inline = MedicalDocument(value: "AAAA", metadata: ["type": "attachment", "format": "png", "encoding": "base64"])
-        XCTAssertEqual(NameMapping.childName(inline, index: 1, count: 2, sidecar: nil), "02-attachment.png")
-        var named = addendum
-        named.metadata["fileName"] = "my note.md"
-        XCTAssertEqual(NameMapping.childName(named, index: 0, count: 1, sidecar: nil), "my note.md")
-        named.metadata["fileName"] = "../escape.md"
-        XCTAssertEqual(NameMapping.childName(named, index: 0, count: 1, sidecar: nil), "01-addendum.md", "an unsafe stored name is not used")
-        for bad in ["", ".", "..", "a/b", "a\u{0}b"] { XCTAssertFalse(NameMapping.isSafeName(bad), bad) }
     }
 
     func testSettledChildNamesKeepFileNameOnlyWhenNeeded() {
