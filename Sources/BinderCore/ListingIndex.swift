@@ -21,7 +21,7 @@ struct ListingIndex: Sendable {
     /// The layout of the plaintext (`ListingIndexCodec`). 2: a record's `created` is kept as
     /// its day and its time.
     static let formatVersion: UInt16 = 2
-    /// How documents are rendered and named (`FrontMatter.render`, `NameMapping`): a part holds
+    /// How documents are rendered and named (`FrontMatter.render`, `BinderNaming`): a part holds
     /// a rendered size and names, so a change there must bump this (parts of the old rendering
     /// are then not used). `BinderView.content` also corrects a size that disagrees.
     static let renderVersion: UInt16 = 1
