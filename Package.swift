@@ -5,6 +5,7 @@ import PackageDescription
 //   binder (exe) -> BinderCommands -> BinderFUSE -> BinderCore -> {BinderGit, BinderCrypto, BinderFormat}; BinderGit -> BinderCrypto
 //   (SHA-1 for a pack's checksums)
 //   BinderCommands -> BinderSync -> BinderCore; BinderCommands -> BinderServer -> {BinderGit, BinderCrypto}
+//   BinderCommands -> BinderImport -> BinderCore
 //   BinderExport -> BinderSystem (SharedLibrarySymbols: Pango's, Cairo's and libjpeg's entry points, opened at first use)
 // Each C library is imported by exactly one Swift target:
 //   CSodium, CSecp256k1, CCrypto (OpenSSL's libcrypto: SHA-256, SHA-1, Poly1305) -> BinderCrypto; CGit2, CZlib -> BinderGit;
@@ -85,8 +86,10 @@ let package = Package(
             "CPangoCairo", "BinderCore", "BinderFormat", "BinderCrypto", "BinderSystem",
             .product(name: "Ink", package: "Ink"),
         ]),
+        // `binder import`: C-CDA (Foundation's XMLParser) and FHIR R4 JSON made records, committed through BinderWriter.
+        .target(name: "BinderImport", dependencies: ["BinderCore", "BinderCrypto", "BinderFormat", "BinderGit"]),
         .target(name: "BinderCommands", dependencies: [
-            "BinderExport", "BinderCore", "BinderFUSE", "BinderGit", "BinderFormat", "BinderSystem", "BinderCrypto",
+            "BinderExport", "BinderImport", "BinderCore", "BinderFUSE", "BinderGit", "BinderFormat", "BinderSystem", "BinderCrypto",
             "BinderSync", "BinderServer", "CQREncode", "CZBar",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
@@ -107,6 +110,7 @@ let package = Package(
         .testTarget(name: "BinderGitTests", dependencies: ["BinderGit"], resources: [.copy("Fixtures")]),
         .testTarget(name: "BinderExportTests", dependencies: ["BinderExport", "BinderFormat"]),
         .testTarget(name: "BinderSyncTests", dependencies: ["BinderSync"]),
+        .testTarget(name: "BinderImportTests", dependencies: ["BinderImport", "BinderCore", "BinderCrypto", "BinderFormat", "BinderGit"]),
         .testTarget(name: "BinderCLITests", dependencies: ["BinderCrypto", "BinderFormat", "BinderSystem"]),
         // The command line's definitions, in process (help examples against the command tree).
         .testTarget(name: "BinderCommandsTests", dependencies: ["BinderCommands",
@@ -119,7 +123,8 @@ let package = Package(
 // scripts/fuzz builds them with -sanitize=fuzzer in .build-fuzz; a plain build makes the same
 // code a replayer (`binder-fuzz TARGET FILE...`). Not part of the product.
 package.targets += [
-    .executableTarget(name: "binder-fuzz", dependencies: ["BinderCrypto", "BinderFormat", "BinderCore", "BinderGit"], path: "Tests/Fuzz/binder-fuzz"),
+    .executableTarget(name: "binder-fuzz", dependencies: ["BinderCrypto", "BinderFormat", "BinderCore", "BinderGit", "BinderImport"],
+                      path: "Tests/Fuzz/binder-fuzz"),
     .executableTarget(name: "binder-fuzz-server", dependencies: ["BinderServer", "BinderCrypto"],
                       path: "Tests/Fuzz/binder-fuzz-server"),
 ]

@@ -124,6 +124,7 @@ public struct ImportPlanner {
                 plan.skipped.append(SkippedItem(file: source.file, what: "the document", reason: "nothing in it is new to this binder"))
             }
         }
+        if let filled = fillPatientInfo(existing, from: sources) { plan.updated.append(filled) }
         for record in plan.created {
             for folder in Self.ancestors(of: String(record.gitPath.split(separator: "/").dropLast().joined(separator: "/")))
             where !existingFolders.contains(folder) {
@@ -132,6 +133,24 @@ public struct ImportPlanner {
             }
         }
         return plan
+    }
+
+    /// `patient-info` with what it lacks (the name as its heading, the date of birth as a `DOB:`
+    /// line) taken from the first source that gives it; nil when nothing is missing. What the
+    /// patient wrote is never changed.
+    func fillPatientInfo(_ existing: [ExistingRecord], from sources: [SourceDocument]) -> ExistingRecord? {
+        guard var info = existing.first(where: { $0.gitPath == BinderNaming.patientInfoPath }) else { return nil }
+        let known = BinderImporter.patient(in: [info])
+        var value = info.document.value
+        if known.name == nil, let name = sources.lazy.compactMap(\.patient.name).first {
+            value = "# " + name + "\n\n" + value
+        }
+        if known.birthDate == nil, let born = sources.lazy.compactMap(\.patient.birthDate).first {
+            value += (value.isEmpty || value.hasSuffix("\n\n") ? "" : value.hasSuffix("\n") ? "\n" : "\n\n") + "DOB: " + born + "\n"
+        }
+        guard value != info.document.value else { return nil }
+        info.document.value = value
+        return info
     }
 
     /// The record that keeps a source: its title, organisation and date, what was made from

@@ -102,3 +102,27 @@ final class ImportPlannerTests: XCTestCase {
         }
     }
 }
+
+/// `patient-info` gains what it lacks from a source's patient, and nothing it has is changed.
+final class PatientInfoFillTests: XCTestCase {
+    func info(_ value: String) -> ExistingRecord {
+        ExistingRecord(gitPath: "patient-info.json", document: MedicalDocument(value: value, metadata: ["type": "patient-info", "created": "2025-01-01"]))
+    }
+
+    func testWhatPatientInfoLacksIsFilledAndNothingElse() throws {
+        let source = try ImportFixtures.read("fhir-bundle.json")
+        let planner = ImportPlanner(importDate: "2026-12-06")
+        let rows: [(String, String?)] = [
+            ("# Mei-Ling Chen\n", "# Mei-Ling Chen\n\nDOB: 1985-02-14\n"),
+            ("", "# Mei-Ling Chen\n\nDOB: 1985-02-14\n"),
+            ("DOB: 1985-02-14\nAllergic to cats.", "# Mei-Ling Chen\n\nDOB: 1985-02-14\nAllergic to cats."),
+            ("# 陈美玲 (Mei-Ling Chen)\n\nDOB: 1985-02-14\n", nil),
+            ("# Mei\n\nDate of birth: 1985-02-14 (as written)\n", nil),
+        ]
+        for (value, expected) in rows {
+            let filled = planner.fillPatientInfo([info(value)], from: [source])
+            XCTAssertEqual(filled?.document.value, expected, value)
+            XCTAssertEqual(filled.map { _ in "patient-info.json" }, expected.map { _ in "patient-info.json" })
+        }
+    }
+}

@@ -74,6 +74,7 @@ struct FuzzTarget: Sendable {
         "scan-invitation": FuzzTarget(run: FormatTargets.scanInvitation),
         "listing-index": FuzzTarget(run: IndexTargets.listingIndex),
         "tree-delta": FuzzTarget(run: IndexTargets.treeDelta),
+        "import": FuzzTarget(run: ImportTargets.source),
     ]
 
     static var names: [String] { all.keys.sorted() }
