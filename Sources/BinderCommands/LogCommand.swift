@@ -25,16 +25,16 @@ struct LogCommand: ParsableCommand {
     func run() throws {
         let state = StateDirectory()
         let (repository, location) = try BinderLocator(state: state).open(try binderForViews(binder, state: state))
-        guard let tip = try repository.branchTip() else { throw CommandFailure("\(location) has no commits yet") }
+        guard let tip = try repository.refs.branchTip() else { throw CommandFailure("\(location) has no commits yet") }
         let entries: [(seconds: Int64, commit: ObjectID, message: String)]
         do {
             if let path {
                 let gitPath = try Self.gitPath(of: path, mounts: WriterLock.mountPoints(gitDirectory: repository.gitDirectory))
-                let versions = try repository.versions(of: gitPath, from: tip)
+                let versions = try repository.history.versions(of: gitPath, from: tip)
                 guard !versions.isEmpty else { throw CommandFailure("\(path): no such record in the history of \(location)") }
-                entries = try versions.map { ($0.seconds, $0.commit, try repository.commit($0.commit).summary) }
+                entries = try versions.map { ($0.seconds, $0.commit, try repository.commits.commit($0.commit).summary) }
             } else {
-                entries = try repository.history(from: tip).map { ($0.committer.seconds, $0.id, $0.summary) }
+                entries = try repository.history.commits(from: tip).map { ($0.committer.seconds, $0.id, $0.summary) }
             }
         } catch let failure as CommandFailure { throw failure } catch {
             throw CommandFailure("cannot read the history of \(location): \(error)")

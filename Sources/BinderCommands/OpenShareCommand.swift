@@ -320,23 +320,23 @@ struct OpenedShare {
     /// The notes (documents) the doctor's commits in the copy at `clonePath` changed that the
     /// staging repository has not got: what would be lost with the copy.
     static func unpushedNotes(_ clonePath: String) -> Int {
-        guard let repository = try? GitRepository.open(path: clonePath), let tip = try? repository.branchTip() else { return 0 }
-        let pushed = try? repository.reference(GitRepository.trackingRef())
+        guard let repository = try? GitRepository.open(path: clonePath), let tip = try? repository.refs.branchTip() else { return 0 }
+        let pushed = try? repository.refs.reference(GitRefs.trackingRef())
         guard pushed != tip, let changed = try? BinderMerger.changedPaths(repository, from: pushed, to: tip) else { return 0 }
         // A commit not pushed that changed no document (a merge of the other side's notes)
         // still counts as one, so that the copy is kept.
         let notes = changed.filter { $0.hasSuffix(".json") && !$0.hasSuffix(".meta.json") }.count
-        let ahead = (try? repository.aheadBehind(local: tip, upstream: pushed).ahead) ?? 1
+        let ahead = (try? repository.history.aheadBehind(local: tip, upstream: pushed).ahead) ?? 1
         return ahead == 0 ? 0 : max(notes, 1)
     }
 
     /// The payload's key opens the share: the first document decrypts.
     static func checkKey(_ repository: GitRepository, key: NIP44.ConversationKey, repoId: String) throws {
         do {
-            guard let tip = try repository.branchTip(),
-                  let document = try repository.listTree(commit: tip).first(where: { $0.kind == .blob && $0.path.hasSuffix(".json") })
+            guard let tip = try repository.refs.branchTip(),
+                  let document = try repository.trees.listTree(commit: tip).first(where: { $0.kind == .blob && $0.path.hasSuffix(".json") })
             else { return }
-            _ = try NIP44.decrypt(payload: try repository.readBlob(document.id), key: key)
+            _ = try NIP44.decrypt(payload: try repository.objects.readBlob(document.id), key: key)
         } catch {
             throw CommandFailure("the payload's key does not open the share \(repoId) (\(error))")
         }

@@ -68,9 +68,9 @@ struct ListReport {
         for name in names {
             let path = state.bindersDirectory + "/" + name
             guard let repository = try? GitRepository.open(path: path) else { continue }
-            let tip = try? repository.branchTip()
+            let tip = try? repository.refs.branchTip()
             let target = SyncTarget.read(repository)
-            report.local.append(Local(name: name, path: path, lastCommit: tip.flatMap { try? repository.commit($0) }?.committer.time,
+            report.local.append(Local(name: name, path: path, lastCommit: tip.flatMap { try? repository.commits.commit($0) }?.committer.time,
                                       target: target, pendingCommits: SyncRecord.pendingCommits(repository)))
         }
         return report
@@ -184,7 +184,7 @@ struct StatusReport {
                             lastLoggedError: hasLog ? StatusCommand.lastError(inLog: logPath) : nil,
                             target: target, record: target == nil ? SyncRecord() : SyncRecord.load(repository),
                             pendingCommits: SyncRecord.pendingCommits(repository),
-                            openConflicts: ConflictNames.openConflicts((try? repository.branchTip().map { try repository.listTree(commit: $0).map(\.path) }) ?? []),
+                            openConflicts: ConflictNames.openConflicts((try? repository.refs.branchTip().map { try repository.trees.listTree(commit: $0).map(\.path) }) ?? []),
                             mount: WriterLock.mountControl(gitDirectory: repository.gitDirectory).map { MountSyncReport.ask(control: $0.control, holder: $0.holder) })
     }
 

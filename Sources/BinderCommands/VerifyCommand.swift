@@ -21,7 +21,7 @@ struct VerifyCommand: ParsableCommand {
 
     func run() throws {
         // Every object read is hashed again: a changed object is reported, not read as it is.
-        GitRepository.hashObjectsOnRead()
+        GitObjects.hashObjectsOnRead()
         let state = StateDirectory()
         let (repository, path) = try BinderLocator(state: state).open(binder)
         // Repairs take the binder's writer lock: nothing else may write meanwhile.

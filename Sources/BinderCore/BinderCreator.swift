@@ -14,17 +14,17 @@ public enum BinderCreator {
         if let dateOfBirth { value += "\nDOB: \(dateOfBirth)\n" }
         let document = MedicalDocument(type: "patient-info", value: value)
         let payload = try NIP44.encrypt(document.serializedBytes(), key: key)
-        let blob = try repository.writeBlob(Array(payload.utf8))
-        return try repository.commitChanges(onto: nil, changes: [.write(path: BinderNaming.patientInfoPath, blob: blob)],
+        let blob = try repository.objects.writeBlob(Array(payload.utf8))
+        return try repository.commits.commitChanges(onto: nil, changes: [.write(path: BinderNaming.patientInfoPath, blob: blob)],
                                             message: "Initialize binder", author: author)
     }
 
     /// Whether `key` opens this binder: its `patient-info.json` decrypts (an empty binder is
     /// anyone's). Throws a reason when it does not.
     public static func checkKey(_ repository: GitRepository, key: NIP44.ConversationKey) throws {
-        guard let tip = try repository.branchTip("main") else { return }
-        guard let entry = try repository.entry(at: BinderNaming.patientInfoPath, commit: tip) else { return }
-        do { _ = try BinderReader.decryptDocument(try repository.readBlob(entry.id), key: key) } catch BinderReader.Error.decrypt(.invalidMAC) {
+        guard let tip = try repository.refs.branchTip("main") else { return }
+        guard let entry = try repository.trees.entry(at: BinderNaming.patientInfoPath, commit: tip) else { return }
+        do { _ = try BinderReader.decryptDocument(try repository.objects.readBlob(entry.id), key: key) } catch BinderReader.Error.decrypt(.invalidMAC) {
             throw KeyMismatch()
         }
     }
@@ -54,19 +54,19 @@ public enum BinderCreator {
     /// Whether the repository looks like a binder before any key is at hand: a `main` branch
     /// holding a `patient-info.json`. Throws `NotABinder`.
     public static func checkLooksLikeBinder(_ repository: GitRepository) throws {
-        guard let tip = try repository.branchTip("main") else { throw NotABinder.noMainBranch }
-        guard try repository.entry(at: BinderNaming.patientInfoPath, commit: tip) != nil else { throw NotABinder.noPatientInfo }
+        guard let tip = try repository.refs.branchTip("main") else { throw NotABinder.noMainBranch }
+        guard try repository.trees.entry(at: BinderNaming.patientInfoPath, commit: tip) != nil else { throw NotABinder.noPatientInfo }
     }
 
     /// Whether `key` opens this binder's `patient-info.json`: `KeyMismatch` when it is
     /// encrypted for another key, `NotABinder` when it is missing or not an encrypted document.
     public static func checkIsBinder(_ repository: GitRepository, key: NIP44.ConversationKey) throws {
         try checkLooksLikeBinder(repository)
-        guard let tip = try repository.branchTip("main"), let entry = try repository.entry(at: BinderNaming.patientInfoPath, commit: tip) else {
+        guard let tip = try repository.refs.branchTip("main"), let entry = try repository.trees.entry(at: BinderNaming.patientInfoPath, commit: tip) else {
             throw NotABinder.noPatientInfo
         }
         let plaintext: SecureBytes
-        do { plaintext = try BinderReader.decryptDocument(try repository.readBlob(entry.id), key: key) } catch BinderReader.Error.decrypt(.invalidMAC) {
+        do { plaintext = try BinderReader.decryptDocument(try repository.objects.readBlob(entry.id), key: key) } catch BinderReader.Error.decrypt(.invalidMAC) {
             throw KeyMismatch()
         } catch let error as BinderReader.Error {
             throw NotABinder.unreadablePatientInfo("\(error)")

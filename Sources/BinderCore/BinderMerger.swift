@@ -79,21 +79,21 @@ public enum BinderMerger {
                              remote: ObjectID, author: Signature, branch: String = "main",
                              now: Int64) throws -> MergeOutcome {
         guard let local else {
-            try repository.setReference("refs/heads/" + branch, to: remote, expected: nil, message: "sync: initial")
+            try repository.refs.setReference("refs/heads/" + branch, to: remote, expected: nil, message: "sync: initial")
             return .fastForward(to: remote, changedPaths: try files(repository, remote).keys.sorted())
         }
         if local == remote { return .upToDate }
-        guard let base = try repository.mergeBase(local, remote) else { throw MergeError.unrelatedHistories }
+        guard let base = try repository.history.mergeBase(local, remote) else { throw MergeError.unrelatedHistories }
         if base == remote { return .upToDate }
         if base == local {
-            try repository.setReference("refs/heads/" + branch, to: remote, expected: local, message: "sync: fast-forward")
+            try repository.refs.setReference("refs/heads/" + branch, to: remote, expected: local, message: "sync: fast-forward")
             return .fastForward(to: remote, changedPaths: try changedPaths(repository, from: local, to: remote))
         }
         var merge = try TreeMerge(repository: repository, key: key, base: base, local: local, remote: remote, now: now)
         try merge.run()
         try checkShape(merge.result)
         let changes = changeList(from: merge.localFiles, to: merge.result)
-        let commit = try repository.commitChanges(onto: local, changes: changes, message: message, author: author,
+        let commit = try repository.commits.commitChanges(onto: local, changes: changes, message: message, author: author,
                                                   branch: branch, mergedParents: [remote])
         return .merged(commit: commit, changedPaths: changes.map(\.path), conflicts: merge.conflicts)
     }
@@ -124,7 +124,7 @@ public enum BinderMerger {
     /// files to merge: the local one stays as it is, one from the other side stays in its commit.
     static func files(_ repository: GitRepository, _ commit: ObjectID) throws -> [String: FileVersion] {
         var files: [String: FileVersion] = [:]
-        for entry in try repository.listTree(commit: commit) where entry.kind != .tree && entry.kind != .unreadable && !entry.name.isEmpty {
+        for entry in try repository.trees.listTree(commit: commit) where entry.kind != .tree && entry.kind != .unreadable && !entry.name.isEmpty {
             files[entry.path] = FileVersion(blob: entry.id, mode: entry.mode)
         }
         return files

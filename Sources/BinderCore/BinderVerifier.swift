@@ -41,11 +41,11 @@ public struct BinderVerifier {
 
     public func verify(branch: String = "main") throws -> Report {
         var report = Report()
-        guard let tip = try repository.branchTip(branch) else {
+        guard let tip = try repository.refs.branchTip(branch) else {
             report.findings.append(Finding(path: branch, reason: "the binder has no commits", isProblem: true))
             return report
         }
-        let entries = try repository.listTree(commit: tip)
+        let entries = try repository.trees.listTree(commit: tip)
         let files = Dictionary(entries.filter { $0.kind == .blob }.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
         func problem(_ path: String, _ reason: String) { report.findings.append(Finding(path: path, reason: reason, isProblem: true)) }
 
@@ -55,7 +55,7 @@ public struct BinderVerifier {
         let trees = Set(entries.filter { $0.kind == .tree }.map(\.path))
         let hiddenFolders = Set(listingFindings.map(\.gitPath).filter(trees.contains))
         func isBelowHiddenFolder(_ path: String) -> Bool {
-            GitRepository.ancestors(of: path).contains(where: hiddenFolders.contains)
+            GitTrees.ancestors(of: path).contains(where: hiddenFolders.contains)
         }
         for finding in listingFindings where !isBelowHiddenFolder(finding.gitPath) { problem(finding.gitPath, finding.reason) }
         let reportedByListing = Set(listingFindings.map(\.gitPath))
@@ -114,14 +114,14 @@ public struct BinderVerifier {
     /// Why a file shown as stored cannot be read (its object is missing, or is not a blob: a
     /// crafted tree's file mode on a folder); nil when it can. Only its header is read.
     private static func unreadableBlob(_ entry: TreeEntry, in repository: GitRepository) -> String? {
-        do { _ = try repository.blobSize(entry.id) } catch { return "\(error) (reading it through the mount fails with EIO)" }
+        do { _ = try repository.objects.blobSize(entry.id) } catch { return "\(error) (reading it through the mount fails with EIO)" }
         return nil
     }
 
     /// A folder's `.meta.json` decrypts to a JSON object.
     private func checkFolderMetadata(_ entry: TreeEntry, problem: (String, String) -> Void) {
         do {
-            let plaintext = try BinderReader.decryptDocument(try repository.readBlob(entry.id), key: key)
+            let plaintext = try BinderReader.decryptDocument(try repository.objects.readBlob(entry.id), key: key)
             guard case .object = try JSONValue.parse(plaintext.copyBytes()) else {
                 return problem(entry.path, "folder metadata is not a JSON object")
             }
@@ -135,7 +135,7 @@ public struct BinderVerifier {
                                referencedBy: inout [String: String], problem: (String, String) -> Void) {
         let path = entry.path
         let document: MedicalDocument
-        do { document = try BinderReader.readDocument(try repository.readBlob(entry.id), key: key, gitPath: path) } catch {
+        do { document = try BinderReader.readDocument(try repository.objects.readBlob(entry.id), key: key, gitPath: path) } catch {
             return problem(path, "\(error) (shown as stored, read-only)")
         }
         if !(BinderReader.isPatientInfo(path) && document.metadata["type"] == nil) {
@@ -166,7 +166,7 @@ public struct BinderVerifier {
         let bytes: [UInt8]
         let plaintext: SecureBytes
         do {
-            bytes = try repository.readBlob(entry.id)
+            bytes = try repository.objects.readBlob(entry.id)
             plaintext = try Sidecar.decrypt(bytes, key: key)
         } catch {
             problem(entry.path, "\(error) (reading it through the mount fails with EIO)")
@@ -189,7 +189,7 @@ public struct BinderVerifier {
             let parent = PathBytes.split(entry.path).parent
             folders[parent, default: []].append(entry)
         }
-        let commitTime = Timestamp(seconds: try repository.commit(commit).committer.seconds)
+        let commitTime = Timestamp(seconds: try repository.commits.commit(commit).committer.seconds)
         let quiet = Logger(label: "binder.verify", factory: { _ in SwiftLogNoOpLogHandler() })
         var findings: [ListingFinding] = []
         for (folder, folderEntries) in folders {

@@ -36,7 +36,7 @@ extension BinderView {
     @discardableResult
     public func adoptBranchTip() throws -> [String] {
         try committer.writeLock.withLock { _ in
-            guard let tip = try committer.repository.branchTip(), tip != committer.listings.snapshot.commit else { return [] }
+            guard let tip = try committer.repository.refs.branchTip(), tip != committer.listings.snapshot.commit else { return [] }
             return try committer.adoptArrivedLocked(commit: tip)
         }
     }

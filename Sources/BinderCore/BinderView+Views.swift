@@ -205,7 +205,7 @@ extension BinderView {
         guard let tip = snapshot.commit else { return ControlListing() }
         let versions: [PathVersion]
         do {
-            versions = try Self.walker(of: repository).versions(of: gitPath, from: tip, extending: controlViews.lastVersions(of: gitPath))
+            versions = try Self.walker(of: repository).history.versions(of: gitPath, from: tip, extending: controlViews.lastVersions(of: gitPath))
             controlViews.keep(versions, of: gitPath, tip: tip)
         } catch {
             throw .storage(path: gitPath, reason: "\(error)", code: Committer.code(of: error))
@@ -213,7 +213,7 @@ extension BinderView {
         var listing = ControlListing()
         for version in versions {
             guard let (node, ext) = versionNode(gitPath, blob: version.blob, sidecar: { name in
-                try? self.repository.entry(at: join(ViewPath.split(gitPath).parent, name), commit: version.commit)?.id
+                try? self.repository.trees.entry(at: join(ViewPath.split(gitPath).parent, name), commit: version.commit)?.id
             }, time: Timestamp(seconds: version.seconds)) else { continue }
             listing.append(Self.versionName(seconds: version.seconds, commit: version.commit) + ext, .file(node))
         }
@@ -244,7 +244,7 @@ extension BinderView {
         guard let document = try? reader.document(blob, gitPath: gitPath) else { return nil }
         if document.type == "attachment_ref", document.value.hasSuffix(NameMapping.sidecarExtension) {
             let name = NameMapping.attachmentName(sidecar: document.value, format: document.metadata["format"]?.stringValue)
-            guard let sidecarBlob = sidecar(document.value), let stored = try? repository.readBlob(sidecarBlob),
+            guard let sidecarBlob = sidecar(document.value), let stored = try? repository.objects.readBlob(sidecarBlob),
                   let size = Sidecar.plaintextSize(stored, key: key) ?? (try? Sidecar.decrypt(stored, key: key))?.count else { return nil }
             return (Node(source: .sidecar(blob: sidecarBlob), size: size, modified: time, gitPath: gitPath),
                     NameMapping.splitExtension(name).ext)
@@ -281,7 +281,7 @@ extension BinderView {
         return try controlViews.deleted(commit: tip) { () throws(ViewError) -> [DeletedRecord] in
             let files: [DeletedFile]
             do {
-                let removals = try Self.walker(of: repository).removals(from: tip, extending: controlViews.lastRemovals)
+                let removals = try Self.walker(of: repository).history.removals(from: tip, extending: controlViews.lastRemovals)
                 controlViews.keep(removals)
                 files = removals.deleted
             } catch {

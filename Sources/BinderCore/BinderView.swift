@@ -98,15 +98,15 @@ public final class BinderView: Sendable {
         self.logger = logger
         limits = options.limits
         // No blob larger than the largest attachment (its sidecar's header, tag and base64
-        // text form) is read whole (GitRepository.limitBlobs).
-        repository.limitBlobs(to: Sidecar.maximumStoredSize(ofAttachment: options.limits.attachmentBytes))
+        // text form) is read whole (GitObjects.limitBlobs).
+        repository.objects.limitBlobs(to: Sidecar.maximumStoredSize(ofAttachment: options.limits.attachmentBytes))
         viewsVisible = options.viewsVisible
         readAhead = ReadAhead(window: options.readAhead)
         plaintext = PlaintextCache(capacity: options.cacheCapacity)
         // The listing index loads meanwhile, on a thread of its own (mount start-up, BENCHMARKS).
         let index = options.listingIndex ? try ListingIndex(gitDirectory: repository.gitDirectory, key: key) : nil
         let indexLoad = index.map { ListingIndexLoad(index: $0, logger: logger) }
-        let snapshot = try Snapshot.load(repository, commit: try repository.branchTip(options.branch))
+        let snapshot = try Snapshot.load(repository, commit: try repository.refs.branchTip(options.branch))
         listings = ListingCache(repository: repository, key: key, logger: logger, plaintext: plaintext, snapshot: snapshot,
                                 index: index, indexLoad: indexLoad)
         committer = Committer(repository: repository, key: key, logger: logger, branch: options.branch, author: options.author,

@@ -33,12 +33,12 @@ public final class BinderWriter {
         let json = document.serializedBytes()
         guard json.count <= NIP44.maxPlaintextSize else { throw Error.tooLarge(path: path, bytes: json.count) }
         let payload = try NIP44.encrypt(json, key: key)
-        changes.append(.write(path: path, blob: try repository.writeBlob(Array(payload.utf8))))
+        changes.append(.write(path: path, blob: try repository.objects.writeBlob(Array(payload.utf8))))
     }
 
     /// Stages an attachment's sidecar (DEK format) at `sidecarPath`.
     public func putSidecar(_ content: [UInt8], at sidecarPath: String) throws {
-        changes.append(.write(path: sidecarPath, blob: try repository.writeBlob(try Sidecar.encrypt(content, key: key))))
+        changes.append(.write(path: sidecarPath, blob: try repository.objects.writeBlob(try Sidecar.encrypt(content, key: key))))
     }
 
     /// Stages a standalone attachment shown as `folder/fileName` (e.g. `2026-02-10-photo.jpg`):
@@ -64,14 +64,14 @@ public final class BinderWriter {
         if let color { meta["color"] = .string(color) }
         if let displayOrder { meta["displayOrder"] = JSONValue(displayOrder) }
         let payload = try NIP44.encrypt(JSONValue.object(meta).serializedBytes(), key: key)
-        changes.append(.write(path: BinderNaming.folderMetadataPath(in: path), blob: try repository.writeBlob(Array(payload.utf8))))
+        changes.append(.write(path: BinderNaming.folderMetadataPath(in: path), blob: try repository.objects.writeBlob(Array(payload.utf8))))
     }
 
     /// Commits everything staged onto the tip of `main` (a structural message, never content).
     @discardableResult
     public func commit(message: String) throws -> ObjectID {
-        let parent = try repository.branchTip("main")
-        let id = try repository.commitChanges(onto: parent, changes: changes, message: message, author: author)
+        let parent = try repository.refs.branchTip("main")
+        let id = try repository.commits.commitChanges(onto: parent, changes: changes, message: message, author: author)
         changes.removeAll()
         return id
     }

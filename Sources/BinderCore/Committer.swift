@@ -56,7 +56,7 @@ final class Committer: Sendable {
     }
     let packing: Mutex<PackingState>
     /// Each commit writes a small pack (its blob, the trees on its path, the commit); every
-    /// `foldEvery` commits the packs are folded geometrically (`GitRepository.foldPacks`).
+    /// `foldEvery` commits the packs are folded geometrically (`GitPacks.foldPacks`).
     static let foldEvery = 32
     /// Folds at once: a long one rolling the large packs, and one keeping up with the saves.
     static let foldsAtOnce = 2
@@ -77,7 +77,7 @@ final class Committer: Sendable {
         authorName = author.name
         authorEmail = author.email
         self.listings = listings
-        packing = Mutex(PackingState(commits: Self.piledUp(repository.packCount()),
+        packing = Mutex(PackingState(commits: Self.piledUp(repository.packs.packCount()),
                                      repackNext: Self.estimatedLooseObjects(gitDirectory: repository.gitDirectory) >= Self.looseForRepack))
     }
 
@@ -138,14 +138,14 @@ final class Committer: Sendable {
             // The fold's packs are chosen here, off the save path (a few hundred small reads:
             // pack index headers, the loose objects' folders), and claimed in the same lock.
             let plan = job == .fold ? packing.withLock { state in
-                let plan = repository.foldPlan(skipping: state.claimed, maxPacks: Self.packsPerFold)
+                let plan = repository.packs.foldPlan(skipping: state.claimed, maxPacks: Self.packsPerFold)
                 state.claimed.formUnion(plan.packs)
                 return plan
             } : nil
             var removedPacks: Int?
             do {
                 let repository = try GitRepository.open(path: path)
-                let result = try plan.map { plan throws(GitError) in try repository.fold(plan) } ?? repository.repack()
+                let result = try plan.map { plan throws(GitError) in try repository.packs.fold(plan) } ?? repository.packs.repack()
                 removedPacks = result.packsRemoved
                 if result.objects > 0 {
                     logger.info("packed", metadata: ["objects": "\(result.objects)", "loose removed": "\(result.looseRemoved)",
@@ -192,7 +192,7 @@ final class Committer: Sendable {
                 let (changes, blobs) = try encrypt(planned.changes)
                 do {
                     let author = Signature(name: authorName, email: authorEmail, time: Date())
-                    let id = try repository.commitChanges(onto: parent, changes: changes, message: planned.message, author: author,
+                    let id = try repository.commits.commitChanges(onto: parent, changes: changes, message: planned.message, author: author,
                                                           branch: branch, blobs: blobs)
                     try adopt(commitOnTop: id, changes: changes)
                     let hooks = self.hooks.withLock { $0 }
@@ -204,7 +204,7 @@ final class Committer: Sendable {
                     return id
                 } catch let error as GitError where error.isConcurrentUpdate && attempt < Self.attempts {
                     logger.info("main moved under a write; planning again")
-                    do { try adoptArrivedLocked(commit: try repository.branchTip(branch)) } catch {
+                    do { try adoptArrivedLocked(commit: try repository.refs.branchTip(branch)) } catch {
                         throw WriteError.storage(path: planned.changes.first?.gitPath ?? "", reason: "\(error)", code: Self.code(of: error))
                     }
                 } catch let error as WriteError {
@@ -224,7 +224,7 @@ final class Committer: Sendable {
         var blobs: [[UInt8]] = []
         func blob(_ bytes: [UInt8]) throws(GitError) -> ObjectID {
             blobs.append(bytes)
-            return try GitRepository.blobID(of: bytes)
+            return try GitObjects.blobID(of: bytes)
         }
         for change in planned {
             do {
@@ -260,7 +260,7 @@ final class Committer: Sendable {
     /// that `git status` stays clean. A failure here loses nothing: the commit is made.
     private func followInWorkTree(_ changes: [TreeChange]) {
         guard !repository.isBare else { return }
-        do { try repository.syncWorkTreeToHead(paths: changes.map(\.path)) } catch {
+        do { try repository.checkout.syncWorkTreeToHead(paths: changes.map(\.path)) } catch {
             logger.warning("work tree not updated: \(error)")
         }
     }

@@ -65,7 +65,7 @@ struct ContentReader {
     /// (no copy of the ciphertext: `StoredBlob`).
     private func readObject(_ id: ObjectID, gitPath: String) throws(ViewError) -> StoredBlob {
         listings.objectReads.add(1, ordering: .relaxed)
-        do { return try repository.blob(id) } catch {
+        do { return try repository.objects.blob(id) } catch {
             throw .storage(path: gitPath, reason: "\(error)", code: Committer.code(of: error))
         }
     }

@@ -87,7 +87,7 @@ final class ControlViewCache: Sendable {
         var listings: [ControlFolder: ControlListing] = [:]
         var deleted: [DeletedRecord]?
         /// The last walk's removals, of whichever commit: kept when the commit shown changes,
-        /// so that the next walk covers only the commits since (`GitRepository.removals`).
+        /// so that the next walk covers only the commits since (`GitHistory.removals`).
         var removals: Removals?
         /// The versions the last walks found of records, by git path, likewise (at most
         /// `versionsKept` records).

@@ -55,7 +55,7 @@ public enum DoctorNotes {
 
         func run(since: ObjectID, tip: ObjectID, author: Signature) throws(StagingCopy.Failure) -> [String] {
             do {
-                let parent = try binder.branchTip()
+                let parent = try binder.refs.branchTip()
                 let mine = try parent.map { (commit) throws(GitError) in try DoctorNotes.blobs(binder, commit) } ?? [:]
                 var placing = Placing(taken: Set(mine.keys))
                 // The patient's records gaining children, written once at the end.
@@ -98,8 +98,8 @@ public enum DoctorNotes {
                 }
                 try seal(records, into: &placing)
                 guard !placing.changes.isEmpty else { return [] }
-                _ = try binder.commitChanges(onto: parent, changes: placing.changes, message: message, author: author)
-                do { try binder.syncWorkTreeToHead(paths: placing.changes.map(\.path)) } catch {}
+                _ = try binder.commits.commitChanges(onto: parent, changes: placing.changes, message: message, author: author)
+                do { try binder.checkout.syncWorkTreeToHead(paths: placing.changes.map(\.path)) } catch {}
                 return written.sorted()
             } catch let failure as StagingCopy.Failure { throw failure } catch let error as GitError { throw .git(error) } catch {
                 throw .unreadable(path: "the staging repository", reason: "\(error)")
@@ -155,7 +155,7 @@ public enum DoctorNotes {
                 do { sealed = try NIP44.encrypt(record.serializedBytes(), key: key) } catch {
                     throw StagingCopy.Failure.unreadable(path: path, reason: "\(error)")
                 }
-                placing.changes.append(.write(path: path, blob: try binder.writeBlob(Array(sealed.utf8))))
+                placing.changes.append(.write(path: path, blob: try binder.objects.writeBlob(Array(sealed.utf8))))
             }
         }
 
@@ -167,7 +167,7 @@ public enum DoctorNotes {
             while let commit = cursor, commit != since {
                 guard chain.count < 10_000 else { return [tip] }
                 chain.append(commit)
-                cursor = try staging.commit(commit).parents.first
+                cursor = try staging.commits.commit(commit).parents.first
             }
             return cursor == nil ? [tip] : chain.reversed()
         }
@@ -189,7 +189,7 @@ public enum DoctorNotes {
             let adopted = try adopt(document, from: DoctorNotes.folder(of: source), to: DoctorNotes.folder(of: destination), &placing)
             do {
                 let sealed = try NIP44.encrypt(adopted.serializedBytes(), key: key)
-                placing.changes.append(.write(path: destination, blob: try binder.writeBlob(Array(sealed.utf8))))
+                placing.changes.append(.write(path: destination, blob: try binder.objects.writeBlob(Array(sealed.utf8))))
             } catch let error as GitError { throw .git(error) } catch {
                 throw .unreadable(path: source, reason: "\(error)")
             }
@@ -211,8 +211,8 @@ public enum DoctorNotes {
                         let destination = DoctorNotes.uniqueSidecar(DoctorNotes.join(to, document.value), placing.taken)
                         placing.taken.insert(destination)
                         do {
-                            let bytes = try StagingCopy.reencrypt(path: source, try staging.readBlob(id), key: throwaway, throwaway: key)
-                            placing.changes.append(.write(path: destination, blob: try binder.writeBlob(bytes)))
+                            let bytes = try StagingCopy.reencrypt(path: source, try staging.objects.readBlob(id), key: throwaway, throwaway: key)
+                            placing.changes.append(.write(path: destination, blob: try binder.objects.writeBlob(bytes)))
                         } catch let failure as StagingCopy.Failure { throw failure } catch let error as GitError {
                             throw .git(error)
                         } catch { throw .unreadable(path: source, reason: "\(error)") }
@@ -231,7 +231,7 @@ public enum DoctorNotes {
         func document(_ path: String, _ id: ObjectID, in repository: GitRepository, key: NIP44.ConversationKey,
                       whose: String) throws(StagingCopy.Failure) -> MedicalDocument {
             do {
-                let plaintext = try NIP44.decrypt(payload: try repository.readBlob(id), key: key)
+                let plaintext = try NIP44.decrypt(payload: try repository.objects.readBlob(id), key: key)
                 return try plaintext.withUnsafeBytes { (bytes) throws(FormatError) in try MedicalDocument(plaintext: Array(bytes)) }
             } catch let error as GitError { throw .git(error) } catch {
                 throw .unreadable(path: path, reason: "\(whose) file is not a document under its key (\(error))")
@@ -259,7 +259,7 @@ public enum DoctorNotes {
 
     fileprivate static func blobs(_ repository: GitRepository, _ commit: ObjectID) throws(GitError) -> [String: ObjectID] {
         var out: [String: ObjectID] = [:]
-        for entry in try repository.listTree(commit: commit) where entry.kind == .blob && entry.nameIsExact { out[entry.path] = entry.id }
+        for entry in try repository.trees.listTree(commit: commit) where entry.kind == .blob && entry.nameIsExact { out[entry.path] = entry.id }
         return out
     }
 

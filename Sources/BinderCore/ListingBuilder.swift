@@ -329,7 +329,7 @@ struct ListingBuilder {
         objectReads += 1
         documentDecryptions += 1
         do {
-            return try BinderReader.readDocument(repository.readBlob(entry.id, maxSize: BinderReader.maximumDocumentBlobBytes),
+            return try BinderReader.readDocument(repository.objects.readBlob(entry.id, maxSize: BinderReader.maximumDocumentBlobBytes),
                                                  key: key, gitPath: gitPath)
         } catch {
             if let memory = exhaustedSecretMemory(error) {
@@ -342,7 +342,7 @@ struct ListingBuilder {
     }
 
     private func rawNode(_ entry: TreeEntry, gitPath: String) -> Node {
-        let size = (try? repository.blobSize(entry.id)) ?? 0
+        let size = (try? repository.objects.blobSize(entry.id)) ?? 0
         return Node(source: .raw(blob: entry.id), size: size, modified: commitTime, gitPath: gitPath)
     }
 
@@ -367,7 +367,7 @@ struct ListingBuilder {
     /// within two bytes, and `stat` must be exact.
     private mutating func sidecarSize(_ entry: TreeEntry) -> Int? {
         objectReads += 1
-        guard let bytes = try? repository.readBlob(entry.id) else { return nil }
+        guard let bytes = try? repository.objects.readBlob(entry.id) else { return nil }
         // Text the length cannot speak for (wrapped into lines): decrypted whole, once.
         if let size = Sidecar.plaintextSize(bytes, key: key) { return size }
         do { return try Sidecar.decrypt(bytes, key: key).count } catch {

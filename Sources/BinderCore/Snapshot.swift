@@ -18,8 +18,8 @@ struct Snapshot: Sendable {
 
     static func load(_ repository: GitRepository, commit: ObjectID?) throws -> Snapshot {
         guard let commit else { return Snapshot(commit: nil, commitTime: Timestamp(seconds: 0), gitFolders: ["": []], irregularFolders: []) }
-        let info = try repository.commit(commit)
-        let folders = try repository.listFolders(commit: commit)
+        let info = try repository.commits.commit(commit)
+        let folders = try repository.trees.listFolders(commit: commit)
         var irregular = Set<String>()
         for (path, entries) in folders where !isRegular(entries) { irregular.insert(path) }
         return Snapshot(commit: commit, commitTime: Timestamp(seconds: info.committer.seconds), gitFolders: folders,
@@ -35,7 +35,7 @@ struct Snapshot: Sendable {
             var next = self  // (its folders copied as they are patched: this one stays as it is)
             if next.apply(patch) { return next }
         }
-        let info = try repository.commit(commit)
+        let info = try repository.commits.commit(commit)
         var folders = gitFolders
         var reread = Set<String>()
         func removeFolder(_ path: String) {
@@ -45,7 +45,7 @@ struct Snapshot: Sendable {
         /// False when `path` is not a folder that can be read.
         @discardableResult
         func loadFolder(_ path: String, recursive: Bool) throws -> Bool {
-            guard let entries = try repository.listFolder(commit: commit, path: path, recursive: recursive) else {
+            guard let entries = try repository.trees.listFolder(commit: commit, path: path, recursive: recursive) else {
                 removeFolder(path)
                 return false
             }
@@ -205,11 +205,11 @@ struct Snapshot: Sendable {
         for folder in subfolders {
             let parent = ViewPath.split(folder).parent
             guard !irregularFolders.contains(parent), let entries = gitFolders[parent],
-                  let entry = try repository.entry(at: folder, commit: commit), entry.kind == .tree,
+                  let entry = try repository.trees.entry(at: folder, commit: commit), entry.kind == .tree,
                   Self.place(entry, in: entries, replacingOnly: true) != nil else { return nil }
             puts.append(SnapshotPatch.Put(folder: parent, entry: entry, replacingOnly: true))
         }
-        let info = try repository.commit(commit)
+        let info = try repository.commits.commit(commit)
         return SnapshotPatch(base: base, commit: commit, commitTime: Timestamp(seconds: info.committer.seconds), puts: puts)
     }
 

@@ -46,9 +46,9 @@ public enum StagingCopy {
                             staging: GitRepository, throwaway: NIP44.ConversationKey) throws(Failure) -> Result {
         let files: [String: ObjectID]
         do {
-            guard let tip = try binder.branchTip() else { throw Failure.emptyBinder }
+            guard let tip = try binder.refs.branchTip() else { throw Failure.emptyBinder }
             var all: [String: ObjectID] = [:]
-            for entry in try binder.listTree(commit: tip) where entry.kind == .blob && entry.nameIsExact { all[entry.path] = entry.id }
+            for entry in try binder.trees.listTree(commit: tip) where entry.kind == .blob && entry.nameIsExact { all[entry.path] = entry.id }
             files = all
         } catch let failure as Failure { throw failure } catch let error as GitError { throw .git(error) } catch {
             throw .unreadable(path: "main", reason: "\(error)")
@@ -58,13 +58,13 @@ public enum StagingCopy {
         for path in chosen.sorted() {
             guard let id = files[path] else { continue }
             let bytes: [UInt8]
-            do { bytes = try binder.readBlob(id) } catch { throw .git(error) }
+            do { bytes = try binder.objects.readBlob(id) } catch { throw .git(error) }
             let copied = try reencrypt(path: path, bytes, key: key, throwaway: throwaway)
-            do { changes.append(.write(path: path, blob: try staging.writeBlob(copied))) } catch { throw .git(error) }
+            do { changes.append(.write(path: path, blob: try staging.objects.writeBlob(copied))) } catch { throw .git(error) }
         }
         do {
-            let initial = try staging.commitChanges(onto: nil, changes: [], message: "Initialize binder", author: author)
-            let snapshot = try staging.commitChanges(onto: initial, changes: changes, message: "Shared medical records", author: author)
+            let initial = try staging.commits.commitChanges(onto: nil, changes: [], message: "Initialize binder", author: author)
+            let snapshot = try staging.commits.commitChanges(onto: initial, changes: changes, message: "Shared medical records", author: author)
             return Result(snapshot: snapshot, paths: changes.map(\.path))
         } catch { throw .git(error) }
     }
@@ -112,7 +112,7 @@ public enum StagingCopy {
     private static func document(_ path: String, id: ObjectID, binder: GitRepository,
                                  key: NIP44.ConversationKey) throws(Failure) -> MedicalDocument {
         do {
-            let plaintext = try NIP44.decrypt(payload: try binder.readBlob(id), key: key)
+            let plaintext = try NIP44.decrypt(payload: try binder.objects.readBlob(id), key: key)
             return try plaintext.withUnsafeBytes { (bytes) throws(FormatError) in try MedicalDocument(plaintext: Array(bytes)) }
         } catch { throw .unreadable(path: path, reason: "\(error)") }
     }

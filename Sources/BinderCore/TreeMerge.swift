@@ -32,8 +32,8 @@ struct TreeMerge {
         remoteFiles = try BinderMerger.files(repository, remote)
         self.local = local
         self.remote = remote
-        localTime = try repository.commit(local).committer.seconds
-        remoteTime = try repository.commit(remote).committer.seconds
+        localTime = try repository.commits.commit(local).committer.seconds
+        remoteTime = try repository.commits.commit(remote).committer.seconds
         self.now = now
         result = localFiles
     }
@@ -213,13 +213,13 @@ struct TreeMerge {
     }
 
     private func document(_ version: FileVersion, _ path: String) -> MedicalDocument? {
-        guard let stored = try? repository.readBlob(version.blob) else { return nil }
+        guard let stored = try? repository.objects.readBlob(version.blob) else { return nil }
         return try? BinderReader.readDocument(stored, key: key, gitPath: path)
     }
 
     private func store(_ document: MedicalDocument, _ path: String) throws -> ObjectID {
         let payload = try NIP44.encrypt(document.serializedBytes(), key: key)
-        return try repository.writeBlob(Array(payload.utf8))
+        return try repository.objects.writeBlob(Array(payload.utf8))
     }
 
     private func updated(_ version: FileVersion, _ path: String) -> Timestamp? {

@@ -84,7 +84,7 @@ public struct ScanInvitation: Sendable {
         (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x2D || byte == 0x5F
     }
 
-    /// As the client and `binder serve` hold repository ids (GitRepository.isValidRepositoryID).
+    /// As the client and `binder serve` hold repository ids (GitRemotes.isValidRepositoryID).
     static func isRepositoryID(_ id: String) -> Bool {
         (1...100).contains(id.utf8.count) && !id.hasPrefix(".") && !id.hasSuffix(".git")
             && id.utf8.allSatisfy { isTokenByte($0) || $0 == 0x2E }

@@ -55,27 +55,17 @@ public struct CommitInfo: Sendable, Hashable {
     /// The author time.
     public var time: Date { author.time }
 }
+/// Commits read and written: `commitChanges` stores a save's objects as one pack and moves
+/// the branch by compare-and-swap (spliced trees for saves into folders that exist:
+/// SplicedCommit.swift; libgit2's tree updates otherwise). `GitRepository.commits`.
+public struct GitCommits: Sendable {
+    /// The repository whose handle this owner uses, under its lock.
+    let repository: GitRepository
 
-extension GitRepository {
     /// Reads commit `id`.
     public func commit(_ id: ObjectID) throws(GitError) -> CommitInfo {
-        try locked { () throws(GitError) in
-            try Self.info(of: try lookupCommitLocked(id), id: id)
-        }
-    }
-
-    /// The first-parent history of `branch`, newest first, at most `limit`
-    /// commits; empty when the branch does not exist.
-    public func log(branch: String = "main", limit: Int = Int.max) throws(GitError) -> [CommitInfo] {
-        try locked { () throws(GitError) in
-            try logLocked(from: try tipLocked(branch: branch), limit: limit)
-        }
-    }
-
-    /// The first-parent history starting at `start` (included), newest first.
-    public func log(from start: ObjectID, limit: Int = Int.max) throws(GitError) -> [CommitInfo] {
-        try locked { () throws(GitError) in
-            try logLocked(from: start, limit: limit)
+        try repository.locked { () throws(GitError) in
+            try Self.info(of: try repository.objects.lookupCommitLocked(id), id: id)
         }
     }
 
@@ -110,7 +100,7 @@ extension GitRepository {
                               author: Signature, branch: String = "main",
                               mergedParents: [ObjectID] = [], blobs: [[UInt8]] = []) throws(GitError) -> ObjectID {
         let message = try Self.commitMessage(message)
-        return try locked { () throws(GitError) in
+        return try repository.locked { () throws(GitError) in
             // Cheap early check, so that a stale caller writes nothing.
             try checkTipLocked(branch: branch, is: parent)
             // A save or a merge into folders that exist is spliced (which also keeps a crafted
@@ -144,7 +134,7 @@ extension GitRepository {
 
     /// Throws `branchMoved` unless `branch` points at `expected` (nil: does not exist). Lock held.
     private func checkTipLocked(branch: String, is expected: ObjectID?) throws(GitError) {
-        let current = try tipLocked(branch: branch)
+        let current = try repository.refs.tipLocked(branch: branch)
         guard current == expected else {
             throw GitError.branchMoved(branch: branch, expected: expected, actual: current)
         }
@@ -154,8 +144,8 @@ extension GitRepository {
     /// ref lock, fsynced; the reflog of a non-bare repository names the author. Lock held.
     private func moveBranchLocked(_ branch: String, from parent: ObjectID?, to commit: ObjectID, message: String,
                                   author: Signature) throws(GitError) {
-        let refName = Self.refName(branch)
-        try check(git_repository_set_ident(repo.pointer, author.name, author.email), "set reflog identity")
+        let refName = GitRefs.refName(branch)
+        try check(git_repository_set_ident(repository.repo.pointer, author.name, author.email), "set reflog identity")
         let summary = String(message.prefix { $0 != "\n" })
         let reflogMessage = (parent == nil ? "commit (initial): " : "commit: ") + summary
         var commitOid = commit.oid
@@ -163,45 +153,16 @@ extension GitRepository {
         let rc: Int32
         if let parent {
             var expected = parent.oid
-            rc = git_reference_create_matching(&reference, repo.pointer, refName, &commitOid, 1, &expected, reflogMessage)
+            rc = git_reference_create_matching(&reference, repository.repo.pointer, refName, &commitOid, 1, &expected, reflogMessage)
         } else {
-            rc = git_reference_create(&reference, repo.pointer, refName, &commitOid, 0, reflogMessage)
+            rc = git_reference_create(&reference, repository.repo.pointer, refName, &commitOid, 0, reflogMessage)
         }
         if let reference { _ = ReferenceHandle(reference) }
         if rc == GIT_EMODIFIED.rawValue || rc == GIT_EEXISTS.rawValue || rc == GIT_ENOTFOUND.rawValue {
-            let actual = try? tipLocked(branch: branch)
+            let actual = try? repository.refs.tipLocked(branch: branch)
             throw GitError.branchMoved(branch: branch, expected: parent, actual: actual ?? nil)
         }
         try check(rc, "update \(refName)")
-    }
-
-    /// The id `bytes` get as a blob (nothing is written).
-    public static func blobID(of bytes: [UInt8]) throws(GitError) -> ObjectID {
-        try objectID(of: bytes, type: GIT_OBJECT_BLOB, "hash blob")
-    }
-
-    /// The id git gives `bytes` as an object of `type`: the SHA-1 of "<type> <size>\0" and the
-    /// content, by OpenSSL (the CPU's SHA extensions). libgit2's own SHA-1 detects collision
-    /// attacks and is several times slower: a third of a save in a folder of 100,000 records,
-    /// whose tree is 7 MB (docs/BENCHMARKS.md). The bytes hashed here are objects binder is
-    /// writing (ciphertext it made, trees and commits it builds); what comes from elsewhere is
-    /// hashed where it enters, by libgit2 (the indexer of a fetched pack).
-    static func objectID(of bytes: [UInt8], type: git_object_t, _ operation: String) throws(GitError) -> ObjectID {
-        let name: String
-        switch type {
-        case GIT_OBJECT_BLOB: name = "blob"
-        case GIT_OBJECT_TREE: name = "tree"
-        case GIT_OBJECT_COMMIT: name = "commit"
-        case GIT_OBJECT_TAG: name = "tag"
-        default: throw GitError.failed(operation: operation, code: .invalid, message: "not an object type")
-        }
-        var hash = SHA1Stream()
-        Array("\(name) \(bytes.count)\0".utf8).withUnsafeBytes { hash.update($0) }
-        bytes.withUnsafeBytes { hash.update($0) }
-        guard let id = hash.finish().withUnsafeBytes({ ObjectID(bytes: $0) }) else {
-            throw GitError.failed(operation: operation, code: .other(-1), message: "no digest")
-        }
-        return id
     }
 
     /// Writes the blobs, trees and commit (into the staging database: see `inOnePackLocked`);
@@ -215,13 +176,13 @@ extension GitRepository {
             let count = bytes.count
             // libgit2 wants a non-NULL buffer even for length 0.
             let rc = (count == 0 ? [0] : bytes).withUnsafeBytes { buffer in
-                git_blob_create_from_buffer(&oid, repo.pointer, buffer.baseAddress, count)
+                git_blob_create_from_buffer(&oid, repository.repo.pointer, buffer.baseAddress, count)
             }
             try check(rc, "write blob")
             written.append(ObjectID(&oid))
         }
 
-        let parentCommit = try parent.map { id throws(GitError) in try lookupCommitLocked(id) }
+        let parentCommit = try parent.map { id throws(GitError) in try repository.objects.lookupCommitLocked(id) }
         var baseTree: TreeHandle? = nil
         if let parentCommit {
             var pointer: OpaquePointer?
@@ -229,9 +190,9 @@ extension GitRepository {
             baseTree = TreeHandle(pointer!)
         }
         let treeID = try applyChangesLocked(changes, to: baseTree)
-        let tree = try lookupTreeLocked(treeID)
+        let tree = try repository.objects.lookupTreeLocked(treeID)
         written.append(treeID)
-        for folder in Set(changes.flatMap { Self.ancestors(of: $0.path) }) {
+        for folder in Set(changes.flatMap { GitTrees.ancestors(of: $0.path) }) {
             var pointer: OpaquePointer?
             guard git_tree_entry_bypath(&pointer, tree.pointer, folder) == 0, let pointer else { continue }
             let entry = TreeEntryHandle(pointer)
@@ -246,10 +207,10 @@ extension GitRepository {
         let signature = SignatureHandle(signaturePointer!)
 
         var commitOid = git_oid()
-        let merged = try mergedParents.map { id throws(GitError) in try lookupCommitLocked(id) }
+        let merged = try mergedParents.map { id throws(GitError) in try repository.objects.lookupCommitLocked(id) }
         var parents: [OpaquePointer?] = (parentCommit.map { [$0.pointer] } ?? []) + merged.map(\.pointer)
         let rc = parents.withUnsafeMutableBufferPointer { buffer in
-            git_commit_create(&commitOid, repo.pointer, nil, signature.pointer, signature.pointer,
+            git_commit_create(&commitOid, repository.repo.pointer, nil, signature.pointer, signature.pointer,
                               nil, message, tree.pointer, buffer.count, buffer.baseAddress)
         }
         withExtendedLifetime((parentCommit, merged)) {}
@@ -269,17 +230,17 @@ extension GitRepository {
     /// Returns `body`'s first value.
     private func inOnePackLocked(_ body: () throws(GitError) -> (ObjectID, [ObjectID])) throws(GitError) -> ObjectID {
         let staging = try stagingLocked()
-        try check(git_repository_set_odb(repo.pointer, staging.odb.pointer), "stage objects in memory")
+        try check(git_repository_set_odb(repository.repo.pointer, staging.odb.pointer), "stage objects in memory")
         defer {
             // Back to the database on disk, and the staged objects dropped (they are in the
             // pack, or the commit failed).
-            _ = git_repository_set_odb(repo.pointer, odb.pointer)
+            _ = git_repository_set_odb(repository.repo.pointer, repository.odb.pointer)
             _ = git_mempack_reset(staging.memory)
         }
         let (result, candidates) = try body()
 
         var builderPointer: OpaquePointer?
-        try check(git_packbuilder_new(&builderPointer, repo.pointer), "start a pack")
+        try check(git_packbuilder_new(&builderPointer, repository.repo.pointer), "start a pack")
         let builder = PackBuilderHandle(builderPointer!)
         _ = git_packbuilder_set_threads(builder.pointer, 1)
         var inserted = Set<ObjectID>()
@@ -287,14 +248,14 @@ extension GitRepository {
             var oid = id.oid
             // On disk already (an unchanged folder, a blob saved before): not again.
             // (Known packs only: a pack another process wrote just now may get a copy.)
-            if git_odb_exists_ext(odb.pointer, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1 { continue }
+            if git_odb_exists_ext(repository.odb.pointer, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1 { continue }
             try check(git_packbuilder_insert(builder.pointer, &oid, nil), "add \(id) to the pack")
         }
         GitError.clearLast()
         if git_packbuilder_object_count(builder.pointer) > 0 {
-            try check(git_packbuilder_write(builder.pointer, gitDirectory + "/objects/pack", 0, nil, nil), "write pack")
+            try check(git_packbuilder_write(builder.pointer, repository.gitDirectory + "/objects/pack", 0, nil, nil), "write pack")
             // Both databases find the new pack without waiting for a lookup to miss.
-            _ = git_odb_refresh(odb.pointer)
+            _ = git_odb_refresh(repository.odb.pointer)
             _ = git_odb_refresh(staging.odb.pointer)
         }
         return result
@@ -302,30 +263,10 @@ extension GitRepository {
 
     /// The staging database `inOnePackLocked` writes into, made at the first commit.
     private func stagingLocked() throws(GitError) -> CommitStaging {
-        if let staging = commitStaging { return staging }
-        let staging = try CommitStaging(objects: gitDirectory + "/objects")
-        commitStaging = staging
+        if let staging = repository.commitStaging { return staging }
+        let staging = try CommitStaging(objects: repository.gitDirectory + "/objects")
+        repository.commitStaging = staging
         return staging
-    }
-
-    // MARK: - Lock held
-
-    func lookupCommitLocked(_ id: ObjectID) throws(GitError) -> CommitHandle {
-        var oid = id.oid
-        var pointer: OpaquePointer?
-        try check(git_commit_lookup(&pointer, repo.pointer, &oid), "read commit \(id)")
-        return CommitHandle(pointer!)
-    }
-
-    private func logLocked(from start: ObjectID?, limit: Int) throws(GitError) -> [CommitInfo] {
-        var result: [CommitInfo] = []
-        var next = start
-        while let id = next, result.count < limit {
-            let info = try Self.info(of: try lookupCommitLocked(id), id: id)
-            result.append(info)
-            next = info.parents.first
-        }
-        return result
     }
 
     static func info(of commit: CommitHandle, id: ObjectID) throws(GitError) -> CommitInfo {
@@ -340,5 +281,102 @@ extension GitRepository {
             author: Signature(git_commit_author(pointer)),
             committer: Signature(git_commit_committer(pointer)),
             message: git_commit_message(pointer).map { String(cString: $0) } ?? "")
+    }
+
+    // MARK: - Tree updates (the general path)
+
+    /// Applies `changes` in order to `base` (nil: the empty tree), writes the
+    /// new trees and returns the new root tree's id.
+    ///
+    /// `git_tree_create_updated` sorts its updates and reads folders from the
+    /// baseline, so one call cannot express "delete `a`, then write `a/b`" or
+    /// two changes of one path. The changes are therefore split into batches
+    /// in which no path equals or contains another; batches are applied one
+    /// after the other (usually there is exactly one).
+    func applyChangesLocked(_ changes: [TreeChange], to base: TreeHandle?) throws(GitError) -> ObjectID {
+        for change in changes { _ = try GitTrees.components(of: change.path) }
+        var tree = base
+        var treeID: ObjectID? = nil
+        for batch in Self.batches(changes) {
+            // Deleting what is not there is a no-op (libgit2 would fail).
+            let effective = batch.filter { change in
+                guard case .delete(let path) = change else { return true }
+                guard let tree else { return false }
+                var pointer: OpaquePointer?
+                guard git_tree_entry_bypath(&pointer, tree.pointer, path) == 0 else { return false }
+                _ = TreeEntryHandle(pointer!)
+                return true
+            }
+            if effective.isEmpty { continue }
+            let id = try createUpdatedLocked(base: tree, effective)
+            tree = try repository.objects.lookupTreeLocked(id)
+            treeID = id
+        }
+        if let treeID { return treeID }
+        if let base { return ObjectID(git_tree_id(base.pointer)) }
+        return try createUpdatedLocked(base: nil, [])  // the empty tree
+    }
+
+    private func createUpdatedLocked(base: TreeHandle?, _ changes: [TreeChange]) throws(GitError) -> ObjectID {
+        // C copies of the paths, alive until the call returns.
+        var paths: [UnsafeMutablePointer<CChar>] = []
+        paths.reserveCapacity(changes.count)
+        defer { for path in paths { free(path) } }
+        var updates: [git_tree_update] = []
+        updates.reserveCapacity(changes.count)
+        for change in changes {
+            guard let path = strdup(change.path) else { preconditionFailure("out of memory") }
+            paths.append(path)
+            var update = git_tree_update()
+            update.path = UnsafePointer(path)
+            switch change {
+            case .write(_, let blob):
+                update.action = GIT_TREE_UPDATE_UPSERT
+                update.id = blob.oid
+                update.filemode = GIT_FILEMODE_BLOB
+            case .delete:
+                update.action = GIT_TREE_UPDATE_REMOVE
+            }
+            updates.append(update)
+        }
+        var oid = git_oid()
+        let rc = updates.withUnsafeBufferPointer { buffer in
+            git_tree_create_updated(&oid, repository.repo.pointer, base?.pointer, buffer.count, buffer.baseAddress)
+        }
+        try check(rc, "update tree")
+        return ObjectID(&oid)
+    }
+
+    /// Splits `changes` into batches where no path equals or is an ancestor
+    /// of another. A repeated write of one path, or a delete after a write of
+    /// the same path, replaces the earlier change in place (same result).
+    static func batches(_ changes: [TreeChange]) -> [[TreeChange]] {
+        var batches: [[TreeChange]] = []
+        var current: [TreeChange] = []
+        var indexOfPath: [String: Int] = [:]
+        var ancestors: Set<String> = []  // proper ancestors of paths in `current`
+        for change in changes {
+            let path = change.path
+            if let index = indexOfPath[path] {
+                if case .write = current[index] {
+                    current[index] = change
+                    continue
+                }
+            }
+            let own = GitTrees.ancestors(of: path)
+            let conflict = indexOfPath[path] != nil || ancestors.contains(path)
+                || own.contains { indexOfPath[$0] != nil }
+            if conflict {
+                batches.append(current)
+                current = []
+                indexOfPath = [:]
+                ancestors = []
+            }
+            indexOfPath[path] = current.count
+            current.append(change)
+            ancestors.formUnion(own)
+        }
+        if !current.isEmpty { batches.append(current) }
+        return batches
     }
 }

@@ -2,21 +2,38 @@ internal import CGit2
 import Foundation
 import Synchronization
 
-/// A git repository (bare or with a work tree), read straight from its object
-/// database and written commit by commit.
+/// A git repository (bare or with a work tree): the libgit2 handle, the lock that guards it,
+/// and the owners that do the repository's jobs over it, each a small view a reader can take
+/// in alone:
 ///
-/// Thread safety: libgit2 objects of one repository must not be used from two
-/// threads at once. `lock` guards `repo`, `odb`, `commitStaging`, `recentTrees` and every libgit2 object
-/// derived from them (trees, commits, blobs, references, signatures): each is
-/// created, used and freed inside one `locked { }` call, and only Swift values
-/// leave it. `isBare`, `gitDirectory` and `workTree` are immutable after init.
-/// Hence `@unchecked Sendable`.
+/// - `objects` (`GitObjects`): the object database: blobs read and written, ids, lookups;
+/// - `trees` (`GitTrees`): trees read as listings read them;
+/// - `commits` (`GitCommits`): commits read, and written as one pack each;
+/// - `history` (`GitHistory`): logs, walks, versions of a path, removals, ahead/behind;
+/// - `refs` (`GitRefs`): branch tips and refs moved by compare-and-swap;
+/// - `remotes` (`GitRemotes`) and `config` (`GitConfig`): Smart HTTP fetch and push, `.git/config`;
+/// - `packs` (`GitPacks`): repacking and geometric folds;
+/// - `checkout` (`GitCheckout`): the work tree of a non-bare repository.
 ///
-/// Fetch and push over Smart HTTP (Remote.swift) run under the same lock, so a
-/// transfer holds it for its whole length: a process that must keep answering
-/// while one runs (the mount) opens a second instance for the network.
+/// Why owners over one handle rather than repositories of their own: libgit2 objects of one
+/// repository must not be used from two threads at once, and a commit, a listing and a fold
+/// all use the same `git_repository` and object database. So there is one handle and one
+/// lock, here, and every owner is a struct holding only this repository: made on each use
+/// (no state, no second lock, no copy), it takes `locked { }` for its public calls and calls
+/// the other owners' `…Locked` helpers inside it. What the lock guards across calls lives here
+/// too, so that one file shows all of it.
+///
+/// Thread safety: `lock` guards `repo`, `odb`, `commitStaging`, `recentTrees`, `lastCount`,
+/// `splicedCommitCount` and every libgit2 object derived from them (trees, commits, blobs,
+/// references, signatures): each is created, used and freed inside one `locked { }` call, and
+/// only Swift values leave it. `isBare`, `gitDirectory` and `workTree` are immutable after
+/// init. Hence `@unchecked Sendable`.
+///
+/// Fetch and push over Smart HTTP (`remotes`) run under the same lock, so a transfer holds it
+/// for its whole length: a process that must keep answering while one runs (the mount) opens
+/// a second instance for the network.
 public final class GitRepository: @unchecked Sendable {
-    /// Guards `repo`, `odb`, `commitStaging` and all libgit2 objects derived from them.
+    /// Guards `repo`, `odb`, the fields below that say so, and all libgit2 objects derived from them.
     private let lock = NSLock()
     /// The libgit2 repository. Use only inside `locked { }`.
     let repo: RepositoryHandle
@@ -49,6 +66,12 @@ public final class GitRepository: @unchecked Sendable {
     var lastCount: CommitCount?
     /// How many commits took the spliced path (for tests). Use only inside `locked { }`.
     var splicedCommitCount = 0
+    /// The most bytes a blob read here (`GitObjects.readBlob`, `blob`) may have, unless the
+    /// caller asks for fewer: its size is read from its header first, and a larger blob is
+    /// refused unread. A blob of a gigabyte of zeros is a few megabytes in git; read whole, it
+    /// took the mount's daemon to 2.9 GB (an attacker who can push to the binder's server can
+    /// write one). The mount sets it from its attachment limit (`GitObjects.limitBlobs`).
+    let maximumBlobBytes = Atomic<Int>(Int.max)
 
     /// True for a bare repository (no work tree).
     public let isBare: Bool
@@ -151,202 +174,26 @@ public final class GitRepository: @unchecked Sendable {
     /// and unmapped).
     public static func waitForReplacedDatabases() { replacedDatabases.sync {} }
 
-    // MARK: - References
+    // MARK: - Owners (views over this handle; see the type's comment)
 
-    /// The commit `refs/heads/<name>` points at; nil when the branch does not
-    /// exist (an empty repository, or an unborn branch).
-    public func branchTip(_ name: String = "main") throws(GitError) -> ObjectID? {
-        try locked { () throws(GitError) in try tipLocked(branch: name) }
-    }
-
-    /// Lock held.
-    func tipLocked(branch: String) throws(GitError) -> ObjectID? {
-        var oid = git_oid()
-        let rc = git_reference_name_to_id(&oid, repo.pointer, Self.refName(branch))
-        if rc == GIT_ENOTFOUND.rawValue { return nil }
-        try check(rc, "read branch '\(branch)'")
-        return ObjectID(&oid)
-    }
-
-    static func refName(_ branch: String) -> String { "refs/heads/" + branch }
-
-    // MARK: - Objects
-
-    /// Whether the object database holds `id` (any type).
-    public func objectExists(_ id: ObjectID) -> Bool {
-        // Cannot fail: a lookup answers yes or no.
-        (try? locked { () throws(GitError) in
-            var oid = id.oid
-            return git_odb_exists(odb.pointer, &oid) == 1
-        }) ?? false
-    }
-
-    /// The size in bytes of blob `id`, read from the object header (loose
-    /// objects inflate only their header; packed deltas resolve only sizes).
-    public func blobSize(_ id: ObjectID) throws(GitError) -> Int {
-        try locked { () throws(GitError) in
-            var oid = id.oid
-            var size = 0
-            var type = GIT_OBJECT_INVALID
-            try check(git_odb_read_header(&size, &type, odb.pointer, &oid), "read size of blob \(id)")
-            guard type == GIT_OBJECT_BLOB else {
-                throw GitError.failed(operation: "read size of blob \(id)", code: .notFound,
-                                      message: "object is a \(Self.typeName(type)), not a blob")
-            }
-            return size
-        }
-    }
-
-    /// From now on, this process hashes every object it reads and refuses one whose content
-    /// does not match its id (a serving process does not: see `LibGit2.ready`).
-    public static func hashObjectsOnRead() { LibGit2.hashObjectsOnRead() }
-
-    /// The most bytes a blob read here (`readBlob`, `blob`) may have, unless the caller asks
-    /// for fewer: its size is read from its header first, and a larger blob is refused unread.
-    /// A blob of a gigabyte of zeros is a few megabytes in git; read whole, it took the mount's
-    /// daemon to 2.9 GB (an attacker who can push to the binder's server can write one). The
-    /// mount sets it from its attachment limit (`limitBlobs`).
-    private let maximumBlobBytes = Atomic<Int>(Int.max)
-
-    public func limitBlobs(to bytes: Int) { maximumBlobBytes.store(bytes, ordering: .relaxed) }
-
-    /// The content of blob `id`, refused when over `maxSize` bytes (or the repository's limit).
-    public func readBlob(_ id: ObjectID, maxSize: Int = .max) throws(GitError) -> [UInt8] {
-        try blob(id, maxSize: maxSize).withUnsafeBytes { [UInt8]($0) }
-    }
-
-    /// Blob `id` as libgit2 read it, for reading after the lock is let go without a copy.
-    public func blob(_ id: ObjectID, maxSize: Int = .max) throws(GitError) -> StoredBlob {
-        let limit = min(maxSize, maximumBlobBytes.load(ordering: .relaxed))
-        return try locked { () throws(GitError) in
-            if limit < .max {
-                var oid = id.oid
-                var size = 0
-                var type = GIT_OBJECT_INVALID
-                try check(git_odb_read_header(&size, &type, odb.pointer, &oid), "read blob \(id)")
-                guard size <= limit else {
-                    throw GitError.failed(operation: "read blob \(id)", code: .invalid,
-                                          message: "\(size) bytes, more than the \(limit) a file may have here")
-                }
-            }
-            return StoredBlob(try lookupBlobLocked(id))
-        }
-    }
-
-    /// Stores `bytes` as a blob (fsynced) and returns its id. Storing content
-    /// that already exists is a no-op returning the same id.
-    public func writeBlob(_ bytes: [UInt8]) throws(GitError) -> ObjectID {
-        try locked { () throws(GitError) in
-            var oid = git_oid()
-            let count = bytes.count
-            // libgit2 wants a non-NULL buffer even for length 0.
-            let rc = (count == 0 ? [0] : bytes).withUnsafeBytes { buffer in
-                git_blob_create_from_buffer(&oid, repo.pointer, buffer.baseAddress, count)
-            }
-            try check(rc, "write blob")
-            return ObjectID(&oid)
-        }
-    }
-
-    /// Lock held.
-    func lookupBlobLocked(_ id: ObjectID) throws(GitError) -> BlobHandle {
-        var oid = id.oid
-        var pointer: OpaquePointer?
-        try check(git_blob_lookup(&pointer, repo.pointer, &oid), "read blob \(id)")
-        return BlobHandle(pointer!)
-    }
-
-    static func typeName(_ type: git_object_t) -> String {
-        git_object_type2string(type).map { String(cString: $0) } ?? "object"
-    }
-
-    // MARK: - Work tree
-
-    /// For a non-bare repository: makes the index and the work tree match
-    /// HEAD (a forced checkout: tracked files are rewritten or removed,
-    /// untracked files are left alone), so that `git status` stays clean after
-    /// `commitChanges`. No-op for a bare repository or an unborn HEAD.
-    /// `paths` limits the checkout to what a commit changed (pathspecs: a folder covers what is
-    /// under it); nil checks out everything.
-    ///
-    /// A symbolic link in the work tree where HEAD has a file or folder is removed first (see
-    /// `removeLinksInTheWay`): nothing in a repository can make the checkout write or delete
-    /// outside the work tree. libgit2 itself refuses paths with `..` or `.git` components.
-    public func syncWorkTreeToHead(paths: [String]? = nil) throws(GitError) {
-        guard !isBare, let workTree else { return }
-        if let head = try headCommit() {
-            try removeLinksInTheWay(workTree: workTree, commit: head, paths: paths)
-        }
-        try locked { () throws(GitError) in
-            var options = git_checkout_options()
-            try check(git_checkout_options_init(&options, UInt32(GIT_CHECKOUT_OPTIONS_VERSION)),
-                      "init checkout options")
-            options.checkout_strategy = GIT_CHECKOUT_FORCE.rawValue
-            var cStrings: [UnsafeMutablePointer<CChar>?] = (paths ?? []).map { strdup($0) }
-            defer { cStrings.forEach { free($0) } }
-            let rc = cStrings.withUnsafeMutableBufferPointer { buffer -> Int32 in
-                if paths != nil {
-                    options.paths = git_strarray(strings: buffer.baseAddress, count: buffer.count)
-                }
-                return git_checkout_head(repo.pointer, &options)
-            }
-            if rc == GIT_EUNBORNBRANCH.rawValue { return }
-            try check(rc, "check out HEAD into '\(workTree)'")
-        }
-    }
-
-    /// The commit HEAD points at; nil when HEAD is unborn.
-    private func headCommit() throws(GitError) -> ObjectID? {
-        try locked { () throws(GitError) -> ObjectID? in
-            var oid = git_oid()
-            let rc = git_reference_name_to_id(&oid, repo.pointer, "HEAD")
-            if rc == GIT_ENOTFOUND.rawValue || rc == GIT_EUNBORNBRANCH.rawValue { return nil }
-            try check(rc, "resolve HEAD")
-            return ObjectID(&oid)
-        }
-    }
-
-    /// A checkout writes and deletes through the work tree as it finds it: a symbolic link
-    /// where `commit` has a file or a folder (left by an earlier tree that had a link there,
-    /// checked out by binder or by stock git) would lead it outside the work tree: writing
-    /// `link` writes the file it points at, deleting `link/x.json` deletes a file in the folder
-    /// it points at. Such links are removed first, the link itself and never what it points
-    /// at, as git does. The paths to be checked out, their folders and what is below them (all
-    /// of `commit` for nil) are looked at, shallow first; a path with an unsafe component
-    /// (`..`, `.git`) is left alone (the checkout refuses it).
-    private func removeLinksInTheWay(workTree: String, commit: ObjectID, paths: [String]?) throws(GitError) {
-        var checked = Set<String>()
-        func add(_ entry: TreeEntry) {
-            if entry.kind == .tree || entry.kind == .blob { checked.insert(entry.path) }
-        }
-        if let paths {
-            for path in paths {
-                checked.formUnion(Self.ancestors(of: path))
-                guard let entry = (try? entry(at: path, commit: commit)) ?? nil else { continue }
-                add(entry)
-                if entry.kind == .tree, let below = (try? listFolder(commit: commit, path: path, recursive: true)) ?? nil {
-                    below.forEach(add)
-                }
-            }
-        } else {
-            try listTree(commit: commit).forEach(add)
-        }
-        for path in checked.sorted(by: { $0.utf8.count < $1.utf8.count }) {
-            guard let parts = try? Self.components(of: path),
-                  !parts.contains(where: { $0.lowercased() == ".git" }) else { continue }
-            let full = workTree + "/" + path
-            var info = stat()
-            guard lstat(full, &info) == 0, info.st_mode & S_IFMT == S_IFLNK else { continue }
-            // A link that stays would be written through: then no checkout at all.
-            if unlink(full) != 0 {
-                let code = errno
-                guard code == ENOENT else {
-                    throw .failed(operation: "remove the symbolic link '\(path)' before checking out",
-                                  code: .other(-code), message: String(cString: strerror(code)))
-                }
-            }
-        }
-    }
+    /// Blobs read and written, object ids, and the lookups the other owners share.
+    public var objects: GitObjects { GitObjects(repository: self) }
+    /// Trees read as listings read them.
+    public var trees: GitTrees { GitTrees(repository: self) }
+    /// Commits read, and written as one pack each.
+    public var commits: GitCommits { GitCommits(repository: self) }
+    /// Logs, walks, versions of a path, removals, merge bases, ahead/behind counts.
+    public var history: GitHistory { GitHistory(repository: self) }
+    /// Branch tips and refs.
+    public var refs: GitRefs { GitRefs(repository: self) }
+    /// Fetch and push over Smart HTTP.
+    public var remotes: GitRemotes { GitRemotes(repository: self) }
+    /// The repository's own config file.
+    public var config: GitConfig { GitConfig(repository: self) }
+    /// Repacks and folds.
+    public var packs: GitPacks { GitPacks(repository: self) }
+    /// The work tree of a non-bare repository.
+    public var checkout: GitCheckout { GitCheckout(repository: self) }
 
     private static func trimmedPath(_ cString: UnsafePointer<CChar>) -> String {
         var path = String(cString: cString)
@@ -363,28 +210,4 @@ private final class ReplacedDatabases: @unchecked Sendable {
     private var held: (OdbHandle, CommitStaging?)?
     init(_ odb: OdbHandle, _ staging: CommitStaging?) { held = (odb, staging) }
     func free() { held = nil }
-}
-
-/// A blob's content in libgit2's own buffer (inflated from its pack), held by this owner once the
-/// repository's lock is let go: a 3 MB attachment is then decrypted from the one copy of its
-/// ciphertext, not from a second one taken under the lock.
-///
-/// Reading and freeing the blob without the lock is safe because nothing else refers to it:
-/// libgit2 caches no blob (`LibGit2.ready` pins the blob cache limit at 0), so the blob and
-/// its buffer belong to this handle alone, and its buffer is not tied to the pack it came from
-/// (which a fold may remove meanwhile). Not Sendable: it is read where it was looked up.
-public final class StoredBlob {
-    private let handle: BlobHandle
-
-    init(_ handle: BlobHandle) { self.handle = handle }
-
-    /// The content's length in bytes.
-    public var count: Int { Int(git_blob_rawsize(handle.pointer)) }
-
-    /// Runs `body` over the content (empty for an empty blob); the bytes live as long as `self`.
-    public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
-        let size = count
-        guard size > 0, let content = git_blob_rawcontent(handle.pointer) else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
-        return try withExtendedLifetime(handle) { () throws(E) -> R in try body(UnsafeRawBufferPointer(start: content, count: size)) }
-    }
 }

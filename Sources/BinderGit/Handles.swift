@@ -139,7 +139,7 @@ final class RevwalkHandle {
 }
 
 /// Where a commit's objects are written before they reach disk as one pack (see
-/// `GitRepository.inOnePackLocked`): an object database whose one writable backend is
+/// `GitCommits.inOnePackLocked`): an object database whose one writable backend is
 /// libgit2's in-memory `mempack`, reading everything else from the repository's objects
 /// folder, added as an alternate (libgit2 never writes to an alternate). Owns `odb`; the
 /// backend `memory` belongs to `odb` and is freed with it.

@@ -24,7 +24,7 @@ public struct DeletedFile: Sendable, Hashable {
 /// files, those of them that `tip` does not hold (not as a file, not as a folder). A path
 /// whose newest removal moved its ciphertext elsewhere in the same commit (a rename) is in
 /// neither.
-/// `GitRepository.removals(from:extending:)` extends it to a later tip.
+/// `GitHistory.removals(from:extending:)` extends it to a later tip.
 public struct Removals: Sendable {
     public let tip: ObjectID
     let newest: [DeletedFile]
@@ -47,7 +47,7 @@ struct RecentTrees {
             current[id] = tree
             return tree
         }
-        let tree = try repository.lookupTreeLocked(id)
+        let tree = try repository.objects.lookupTreeLocked(id)
         current[id] = tree
         return tree
     }
@@ -58,7 +58,7 @@ struct RecentTrees {
             currentRaw[id] = tree
             return tree
         }
-        let tree = ParsedTree(try repository.treeContentLocked(id))
+        let tree = ParsedTree(try repository.objects.treeContentLocked(id))
         currentRaw[id] = tree
         return tree
     }
@@ -165,17 +165,36 @@ struct ParsedTree {
     }
 }
 
-/// The history of a branch and of single files in it: every commit reachable from a tip (merges'
-/// other parents too, newest first), the versions of one path, the files removed since.
-extension GitRepository {
+/// The history of a branch and of single files in it: first-parent logs, every commit
+/// reachable from a tip (merges' other parents too, newest first), the versions of one path,
+/// the files removed since, merge bases and ahead/behind counts. `GitRepository.history`.
+public struct GitHistory: Sendable {
+    /// The repository whose handle this owner uses, under its lock.
+    let repository: GitRepository
+
+    /// The first-parent history of `branch`, newest first, at most `limit`
+    /// commits; empty when the branch does not exist.
+    public func log(branch: String = "main", limit: Int = Int.max) throws(GitError) -> [CommitInfo] {
+        try repository.locked { () throws(GitError) in
+            try logLocked(from: try repository.refs.tipLocked(branch: branch), limit: limit)
+        }
+    }
+
+    /// The first-parent history starting at `start` (included), newest first.
+    public func log(from start: ObjectID, limit: Int = Int.max) throws(GitError) -> [CommitInfo] {
+        try repository.locked { () throws(GitError) in
+            try logLocked(from: start, limit: limit)
+        }
+    }
+
     /// Every commit reachable from `tip`, newest first (by commit time, parents after children),
     /// at most `limit`.
-    public func history(from tip: ObjectID, limit: Int = Int.max) throws(GitError) -> [CommitInfo] {
-        try locked { () throws(GitError) in
+    public func commits(from tip: ObjectID, limit: Int = Int.max) throws(GitError) -> [CommitInfo] {
+        try repository.locked { () throws(GitError) in
             var result: [CommitInfo] = []
             for id in try walkLocked(from: tip) {
                 guard result.count < limit else { break }
-                result.append(try Self.info(of: try lookupCommitLocked(id), id: id))
+                result.append(try GitCommits.info(of: try repository.objects.lookupCommitLocked(id), id: id))
             }
             return result
         }
@@ -195,27 +214,27 @@ extension GitRepository {
     /// descends from it by a line of commits with one parent each, only those are walked.
     public func versions(of path: String, from tip: ObjectID,
                          extending earlier: (tip: ObjectID, versions: [PathVersion])? = nil) throws(GitError) -> [PathVersion] {
-        _ = try Self.components(of: path)
+        _ = try GitTrees.components(of: path)
         let (folder, name) = PathBytes.split(path)
-        let folderComponents = folder.isEmpty ? [] : try Self.components(of: folder)
-        return try locked { () throws(GitError) in
+        let folderComponents = folder.isEmpty ? [] : try GitTrees.components(of: folder)
+        return try repository.locked { () throws(GitError) in
             var blobs: [ObjectID: ObjectID?] = [:]
             var inFolder: [ObjectID: ObjectID?] = [:]
             // Folders are read as a listing reads them (`folderLocked`): a crafted entry beside
             // the path does not stop the walk.
             func blob(_ commit: ObjectID) throws(GitError) -> ObjectID? {
                 if let known = blobs[commit] { return known }
-                let root = ObjectID(git_commit_tree_id(try lookupCommitLocked(commit).pointer))
+                let root = ObjectID(git_commit_tree_id(try repository.objects.lookupCommitLocked(commit).pointer))
                 var folderTree: ObjectID? = root
                 if !folder.isEmpty {
-                    folderTree = try entryLocked(folderComponents, inTree: root).flatMap { TreeEntry.Kind(mode: $0.mode) == .tree ? $0.id : nil }
+                    folderTree = try repository.trees.entryLocked(folderComponents, inTree: root).flatMap { TreeEntry.Kind(mode: $0.mode) == .tree ? $0.id : nil }
                 }
                 var found: ObjectID? = nil
                 if let folderTree {
                     if let known = inFolder[folderTree] {
                         found = known
                     } else {
-                        found = try entryLocked([Substring(name)], inTree: folderTree).flatMap { entry in
+                        found = try repository.trees.entryLocked([Substring(name)], inTree: folderTree).flatMap { entry in
                             [.blob, .link].contains(TreeEntry.Kind(mode: entry.mode)) ? entry.id : nil
                         }
                         inFolder[folderTree] = found
@@ -231,7 +250,7 @@ extension GitRepository {
             var versions: [PathVersion] = []
             for id in commits {
                 guard let current = try blob(id) else { continue }
-                let commit = try lookupCommitLocked(id)
+                let commit = try repository.objects.lookupCommitLocked(id)
                 let parents = (0..<git_commit_parentcount(commit.pointer)).map { ObjectID(git_commit_parent_id(commit.pointer, $0)) }
                 var isNew = true
                 for parent in parents where try blob(parent) == current { isNew = false }
@@ -255,7 +274,7 @@ extension GitRepository {
     /// (19,000 commits took 3.8 s after every save). Otherwise (a merge, a rewritten branch)
     /// the whole history is walked. The answer is the same either way.
     public func removals(from tip: ObjectID, extending earlier: Removals? = nil) throws(GitError) -> Removals {
-        try locked { () throws(GitError) in
+        try repository.locked { () throws(GitError) in
             var line: [ObjectID]? = nil
             if let earlier { line = try lineOfCommitsLocked(from: tip, down: earlier.tip) }
             let commits: [ObjectID]
@@ -264,10 +283,10 @@ extension GitRepository {
             var seen = Set<String>()
             var trees = RecentTrees()
             for id in commits {
-                let commit = try lookupCommitLocked(id)
+                let commit = try repository.objects.lookupCommitLocked(id)
                 let tree = ObjectID(git_commit_tree_id(commit.pointer))
                 for index in 0..<git_commit_parentcount(commit.pointer) {
-                    let parent = try lookupCommitLocked(ObjectID(git_commit_parent_id(commit.pointer, index)))
+                    let parent = try repository.objects.lookupCommitLocked(ObjectID(git_commit_parent_id(commit.pointer, index)))
                     let parentTree = ObjectID(git_commit_tree_id(parent.pointer))
                     let removed = try removedLocked(from: parentTree, to: tree, trees: &trees)
                     guard !removed.isEmpty else { continue }
@@ -285,11 +304,11 @@ extension GitRepository {
             if line != nil, let earlier {
                 for file in earlier.newest where seen.insert(file.path).inserted { newest.append(file) }
             }
-            let tipTree = ObjectID(git_commit_tree_id(try lookupCommitLocked(tip).pointer))
+            let tipTree = ObjectID(git_commit_tree_id(try repository.objects.lookupCommitLocked(tip).pointer))
             var deleted: [DeletedFile] = []
             for file in newest {
                 // (A path a crafted tree made, with an empty name in it, is no path to look up.)
-                guard let components = try? Self.components(of: file.path), try entryLocked(components, inTree: tipTree) != nil else {
+                guard let components = try? GitTrees.components(of: file.path), try repository.trees.entryLocked(components, inTree: tipTree) != nil else {
                     deleted.append(file)
                     continue
                 }
@@ -305,7 +324,7 @@ extension GitRepository {
         var line: [ObjectID] = []
         var next = tip
         while next != ancestor {
-            let commit = try lookupCommitLocked(next)
+            let commit = try repository.objects.lookupCommitLocked(next)
             guard git_commit_parentcount(commit.pointer) == 1 else { return nil }
             line.append(next)
             next = ObjectID(git_commit_parent_id(commit.pointer, 0))
@@ -326,7 +345,7 @@ extension GitRepository {
     /// starts the walk (a `git_revwalk *`); nil when it started none. Lock held.
     func walkLocked(_ operation: String, push: (OpaquePointer) throws(GitError) -> Bool) throws(GitError) -> [ObjectID]? {
         var pointer: OpaquePointer?
-        try check(git_revwalk_new(&pointer, repo.pointer), operation)
+        try check(git_revwalk_new(&pointer, repository.repo.pointer), operation)
         let walk = RevwalkHandle(pointer!)
         try check(git_revwalk_sorting(walk.pointer, GIT_SORT_TOPOLOGICAL.rawValue | GIT_SORT_TIME.rawValue), operation)
         guard try push(walk.pointer) else { return nil }
@@ -355,15 +374,15 @@ extension GitRepository {
     private func removedLocked(from old: ObjectID, to new: ObjectID?, prefix: String = "",
                                trees: inout RecentTrees) throws(GitError) -> [(String, ObjectID)] {
         let parsedOld: ParsedTree?
-        do { parsedOld = try trees.parsed(old, in: self) } catch {
-            if !isTreeObjectLocked(old) { return [] }
+        do { parsedOld = try trees.parsed(old, in: repository) } catch {
+            if !repository.objects.isTreeObjectLocked(old) { return [] }
             throw error
         }
         guard let oldTree = parsedOld else { return try removedParsedLocked(from: old, to: new, prefix: prefix, trees: &trees) }
         var newTree = ParsedTree([])
         if let new {
-            do { newTree = try trees.parsed(new, in: self) } catch {
-                if isTreeObjectLocked(new) { throw error }
+            do { newTree = try trees.parsed(new, in: repository) } catch {
+                if repository.objects.isTreeObjectLocked(new) { throw error }
                 return try removedLocked(from: old, to: nil, prefix: prefix, trees: &trees)
             }
         }
@@ -395,8 +414,8 @@ extension GitRepository {
     /// folder to enter. Lock held.
     private func removedParsedLocked(from oldID: ObjectID, to newID: ObjectID?, prefix: String,
                                      trees: inout RecentTrees) throws(GitError) -> [(String, ObjectID)] {
-        let old = try trees.tree(oldID, in: self)
-        let new = try newID.map { (id) throws(GitError) in try trees.tree(id, in: self) }
+        let old = try trees.tree(oldID, in: repository)
+        let new = try newID.map { (id) throws(GitError) in try trees.tree(id, in: repository) }
         var removed: [(String, ObjectID)] = []
         let newCount = new.map { git_tree_entrycount($0.pointer) } ?? 0
         var j = 0
@@ -440,4 +459,95 @@ extension GitRepository {
             index += 1
         }
     }
+
+
+    /// The best common ancestor of two commits; nil when their histories are unrelated.
+    public func mergeBase(_ one: ObjectID, _ two: ObjectID) throws(GitError) -> ObjectID? {
+        try repository.locked { () throws(GitError) in
+            var out = git_oid()
+            var a = one.oid, b = two.oid
+            let rc = git_merge_base(&out, repository.repo.pointer, &a, &b)
+            if rc == GIT_ENOTFOUND.rawValue { return nil }
+            try check(rc, "find the merge base of \(one) and \(two)")
+            return ObjectID(&out)
+        }
+    }
+
+    /// How many commits `local` has that `upstream` lacks, and the reverse. A nil side counts
+    /// as an empty history. Asked at every read of a mount's status: the last answer is kept,
+    /// and a local branch that only moved forward is counted from where it was (see
+    /// `CommitCount`), so that a status read costs the commits made since, not the history.
+    public func aheadBehind(local: ObjectID?, upstream: ObjectID?) throws(GitError) -> (ahead: Int, behind: Int) {
+        try repository.locked { () throws(GitError) in
+            if let last = repository.lastCount, last.local == local, last.upstream == upstream { return (last.ahead, last.behind) }
+            let counted: (ahead: Int, behind: Int)
+            switch (local, upstream) {
+            case (nil, nil): counted = (0, 0)
+            case (let local?, nil): counted = (try countCommitsLocked(from: local, since: repository.lastCount), 0)
+            case (nil, let upstream?): counted = (0, try countReachableLocked(from: upstream, hiding: nil))
+            case (let local?, let upstream?):
+                var ahead = 0, behind = 0
+                var a = local.oid, b = upstream.oid
+                try check(git_graph_ahead_behind(&ahead, &behind, repository.repo.pointer, &a, &b), "count commits ahead/behind")
+                counted = (ahead, behind)
+            }
+            repository.lastCount = CommitCount(local: local, upstream: upstream, ahead: counted.ahead, behind: counted.behind)
+            return counted
+        }
+    }
+
+    /// The commits reachable from `tip`: those reachable from the tip counted last, plus the
+    /// new ones, when that tip is an ancestor of this one (the branch moved forward); all of
+    /// them otherwise. Lock held.
+    private func countCommitsLocked(from tip: ObjectID, since last: CommitCount?) throws(GitError) -> Int {
+        if let last, last.upstream == nil, let before = last.local {
+            var a = tip.oid, b = before.oid
+            if git_graph_descendant_of(repository.repo.pointer, &a, &b) == 1 {
+                return last.ahead + (try countReachableLocked(from: tip, hiding: before))
+            }
+        }
+        return try countReachableLocked(from: tip, hiding: nil)
+    }
+
+    /// How many commits are reachable from `tip` and not from `hidden`, walked in no order and
+    /// never read whole (libgit2 parses only their parents). Lock held.
+    private func countReachableLocked(from tip: ObjectID, hiding hidden: ObjectID?) throws(GitError) -> Int {
+        let operation = "count the commits of \(tip)"
+        var pointer: OpaquePointer?
+        try check(git_revwalk_new(&pointer, repository.repo.pointer), operation)
+        let walk = RevwalkHandle(pointer!)
+        var start = tip.oid
+        try check(git_revwalk_push(walk.pointer, &start), operation)
+        if let hidden {
+            var hide = hidden.oid
+            try check(git_revwalk_hide(walk.pointer, &hide), operation)
+        }
+        var count = 0
+        var oid = git_oid()
+        while true {
+            let rc = git_revwalk_next(&oid, walk.pointer)
+            if rc == GIT_ITEROVER.rawValue { return count }
+            try check(rc, operation)
+            count += 1
+        }
+    }
+
+    private func logLocked(from start: ObjectID?, limit: Int) throws(GitError) -> [CommitInfo] {
+        var result: [CommitInfo] = []
+        var next = start
+        while let id = next, result.count < limit {
+            let info = try GitCommits.info(of: try repository.objects.lookupCommitLocked(id), id: id)
+            result.append(info)
+            next = info.parents.first
+        }
+        return result
+    }
+}
+
+/// An answer of `GitHistory.aheadBehind`, kept for the next question.
+struct CommitCount {
+    let local: ObjectID?
+    let upstream: ObjectID?
+    let ahead: Int
+    let behind: Int
 }

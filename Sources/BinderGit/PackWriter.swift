@@ -3,7 +3,7 @@ import Glibc
 internal import CZlib
 internal import BinderCrypto
 
-/// One object for `PackWriter`: its id (`GitRepository.objectID(of:type:)`), kind and content.
+/// One object for `PackWriter`: its id (`GitObjects.objectID(of:type:)`), kind and content.
 struct PackObject {
     /// Git's pack type numbers.
     enum Kind: UInt8 {

@@ -36,7 +36,13 @@ public enum PushOutcome: Sendable, Equatable {
     case rejected(String)
 }
 
-extension GitRepository {
+/// Fetch and push over Smart HTTP. Each transfer holds the repository's lock for its whole
+/// length: a process that must keep answering meanwhile (the mount) opens a second
+/// `GitRepository` for the network. `GitRepository.remotes`.
+public struct GitRemotes: Sendable {
+    /// The repository whose handle this owner uses, under its lock.
+    let repository: GitRepository
+
     /// Whether `id` can name a repository on an mgit server: it becomes a folder name there
     /// (`<id>.git`), so 1–100 of ASCII letters, digits, `-`, `_`, `.`, not starting with a dot
     /// and not ending in `.git`. The client and `binder serve` both hold to this.
@@ -45,9 +51,6 @@ extension GitRepository {
             && id.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0)) }
     }
 
-    /// The remote-tracking ref a fetch of `branch` updates.
-    public static func trackingRef(_ branch: String = "main") -> String { "refs/remotes/origin/" + branch }
-
     /// Fetches `branch` from `endpoint` into `refs/remotes/origin/<branch>` and returns its new
     /// tip (nil when the remote has no such branch: an empty repository). Objects are written
     /// to this repository's object database; nothing else changes. Holds the lock for the
@@ -55,8 +58,8 @@ extension GitRepository {
     /// another instance on the same path are never blocked by the network.
     public func fetch(_ endpoint: RemoteEndpoint, branch: String = "main",
                       progress: (@Sendable (TransferProgress) -> Void)? = nil) throws(GitError) -> ObjectID? {
-        let tracking = Self.trackingRef(branch)
-        try locked { () throws(GitError) in
+        let tracking = GitRefs.trackingRef(branch)
+        try repository.locked { () throws(GitError) in
             let remote = try anonymousRemoteLocked(endpoint.url)
             var options = git_fetch_options()
             try check(git_fetch_options_init(&options, UInt32(GIT_FETCH_OPTIONS_VERSION)), "init fetch options")
@@ -87,14 +90,14 @@ extension GitRepository {
             }
             try check(rc, "fetch from \(endpoint.url)")
         }
-        return try reference(tracking)
+        return try repository.refs.reference(tracking)
     }
 
     /// Pushes local `branch` to the same branch of `endpoint` (never forced: the server keeps
     /// its history). On success `refs/remotes/origin/<branch>` follows.
     public func push(_ endpoint: RemoteEndpoint, branch: String = "main",
                      progress: (@Sendable (TransferProgress) -> Void)? = nil) throws(GitError) -> PushOutcome {
-        let outcome: PushOutcome = try locked { () throws(GitError) in
+        let outcome: PushOutcome = try repository.locked { () throws(GitError) in
             let remote = try anonymousRemoteLocked(endpoint.url)
             var options = git_push_options()
             try check(git_push_options_init(&options, UInt32(GIT_PUSH_OPTIONS_VERSION)), "init push options")
@@ -130,162 +133,22 @@ extension GitRepository {
             if let rejection = box.rejection.withLock({ $0 }) { return .rejected(rejection) }
             return .updated
         }
-        if outcome == .updated, let tip = try branchTip(branch) {
-            _ = try? setReference(Self.trackingRef(branch), to: tip, expected: nil, force: true,
+        if outcome == .updated, let tip = try repository.refs.branchTip(branch) {
+            _ = try? repository.refs.setReference(GitRefs.trackingRef(branch), to: tip, expected: nil, force: true,
                                   message: "push")
         }
         return outcome
-    }
-
-    // MARK: - References and history
-
-    /// The commit a full reference name (`refs/…`) points at; nil if there is no such ref.
-    public func reference(_ name: String) throws(GitError) -> ObjectID? {
-        try locked { () throws(GitError) in
-            var oid = git_oid()
-            let rc = git_reference_name_to_id(&oid, repo.pointer, name)
-            if rc == GIT_ENOTFOUND.rawValue { return nil }
-            try check(rc, "read \(name)")
-            return ObjectID(&oid)
-        }
-    }
-
-    /// Points `name` at `target`. Unless `force`, only if it still points at `expected` (nil:
-    /// only if it does not exist yet): a compare-and-swap that throws `.branchMoved` when
-    /// another writer got there first. The ref is fsynced before this returns.
-    public func setReference(_ name: String, to target: ObjectID, expected: ObjectID?, force: Bool = false,
-                             message: String) throws(GitError) {
-        try locked { () throws(GitError) in
-            var newOid = target.oid
-            var reference: OpaquePointer?
-            let rc: Int32
-            if force {
-                rc = git_reference_create(&reference, repo.pointer, name, &newOid, 1, message)
-            } else if let expected {
-                var old = expected.oid
-                rc = git_reference_create_matching(&reference, repo.pointer, name, &newOid, 1, &old, message)
-            } else {
-                rc = git_reference_create(&reference, repo.pointer, name, &newOid, 0, message)
-            }
-            if let reference { _ = ReferenceHandle(reference) }
-            if !force && (rc == GIT_EMODIFIED.rawValue || rc == GIT_EEXISTS.rawValue || rc == GIT_ENOTFOUND.rawValue) {
-                var oid = git_oid()
-                let actual = git_reference_name_to_id(&oid, repo.pointer, name) == 0 ? ObjectID(&oid) : nil
-                throw GitError.branchMoved(branch: name, expected: expected, actual: actual)
-            }
-            try check(rc, "update \(name)")
-        }
-    }
-
-    /// The best common ancestor of two commits; nil when their histories are unrelated.
-    public func mergeBase(_ one: ObjectID, _ two: ObjectID) throws(GitError) -> ObjectID? {
-        try locked { () throws(GitError) in
-            var out = git_oid()
-            var a = one.oid, b = two.oid
-            let rc = git_merge_base(&out, repo.pointer, &a, &b)
-            if rc == GIT_ENOTFOUND.rawValue { return nil }
-            try check(rc, "find the merge base of \(one) and \(two)")
-            return ObjectID(&out)
-        }
-    }
-
-    /// How many commits `local` has that `upstream` lacks, and the reverse. A nil side counts
-    /// as an empty history. Asked at every read of a mount's status: the last answer is kept,
-    /// and a local branch that only moved forward is counted from where it was (see
-    /// `CommitCount`), so that a status read costs the commits made since, not the history.
-    public func aheadBehind(local: ObjectID?, upstream: ObjectID?) throws(GitError) -> (ahead: Int, behind: Int) {
-        try locked { () throws(GitError) in
-            if let last = lastCount, last.local == local, last.upstream == upstream { return (last.ahead, last.behind) }
-            let counted: (ahead: Int, behind: Int)
-            switch (local, upstream) {
-            case (nil, nil): counted = (0, 0)
-            case (let local?, nil): counted = (try countCommitsLocked(from: local, since: lastCount), 0)
-            case (nil, let upstream?): counted = (0, try countReachableLocked(from: upstream, hiding: nil))
-            case (let local?, let upstream?):
-                var ahead = 0, behind = 0
-                var a = local.oid, b = upstream.oid
-                try check(git_graph_ahead_behind(&ahead, &behind, repo.pointer, &a, &b), "count commits ahead/behind")
-                counted = (ahead, behind)
-            }
-            lastCount = CommitCount(local: local, upstream: upstream, ahead: counted.ahead, behind: counted.behind)
-            return counted
-        }
-    }
-
-    /// The commits reachable from `tip`: those reachable from the tip counted last, plus the
-    /// new ones, when that tip is an ancestor of this one (the branch moved forward); all of
-    /// them otherwise. Lock held.
-    private func countCommitsLocked(from tip: ObjectID, since last: CommitCount?) throws(GitError) -> Int {
-        if let last, last.upstream == nil, let before = last.local {
-            var a = tip.oid, b = before.oid
-            if git_graph_descendant_of(repo.pointer, &a, &b) == 1 {
-                return last.ahead + (try countReachableLocked(from: tip, hiding: before))
-            }
-        }
-        return try countReachableLocked(from: tip, hiding: nil)
-    }
-
-    /// How many commits are reachable from `tip` and not from `hidden`, walked in no order and
-    /// never read whole (libgit2 parses only their parents). Lock held.
-    private func countReachableLocked(from tip: ObjectID, hiding hidden: ObjectID?) throws(GitError) -> Int {
-        let operation = "count the commits of \(tip)"
-        var pointer: OpaquePointer?
-        try check(git_revwalk_new(&pointer, repo.pointer), operation)
-        let walk = RevwalkHandle(pointer!)
-        var start = tip.oid
-        try check(git_revwalk_push(walk.pointer, &start), operation)
-        if let hidden {
-            var hide = hidden.oid
-            try check(git_revwalk_hide(walk.pointer, &hide), operation)
-        }
-        var count = 0
-        var oid = git_oid()
-        while true {
-            let rc = git_revwalk_next(&oid, walk.pointer)
-            if rc == GIT_ITEROVER.rawValue { return count }
-            try check(rc, operation)
-            count += 1
-        }
-    }
-
-    // MARK: - Configuration
-
-    /// A value of the repository's own config (`.git/config`); nil when unset.
-    public func configValue(_ name: String) throws(GitError) -> String? {
-        try locked { () throws(GitError) in
-            var config: OpaquePointer?
-            try check(git_repository_config(&config, repo.pointer), "open config")
-            defer { git_config_free(config) }
-            var buffer = git_buf()
-            defer { git_buf_dispose(&buffer) }
-            let rc = git_config_get_string_buf(&buffer, config, name)
-            if rc == GIT_ENOTFOUND.rawValue { return nil }
-            try check(rc, "read config \(name)")
-            return String(cString: buffer.ptr)
-        }
-    }
-
-    /// Sets a value in the repository's own config file.
-    public func setConfigValue(_ name: String, _ value: String) throws(GitError) {
-        try locked { () throws(GitError) in
-            var config: OpaquePointer?
-            try check(git_repository_config(&config, repo.pointer), "open config")
-            defer { git_config_free(config) }
-            var local: OpaquePointer?
-            try check(git_config_open_level(&local, config, GIT_CONFIG_LEVEL_LOCAL), "open local config")
-            defer { git_config_free(local) }
-            try check(git_config_set_string(local, name, value), "write config \(name)")
-        }
     }
 
     // MARK: - Lock held
 
     private func anonymousRemoteLocked(_ url: String) throws(GitError) -> RemoteHandle {
         var pointer: OpaquePointer?
-        try check(git_remote_create_anonymous(&pointer, repo.pointer, url), "set up remote \(url)")
+        try check(git_remote_create_anonymous(&pointer, repository.repo.pointer, url), "set up remote \(url)")
         return RemoteHandle(pointer!)
     }
 }
+
 
 /// Carries a progress closure, the transport carrier and a push's rejection through libgit2's
 /// `void *payload` (one fetch or push; used on its thread only, but for `rejection`).
@@ -310,12 +173,4 @@ private func withStringArray<T>(_ strings: [String], _ body: (git_strarray) -> T
     return pointers.withUnsafeMutableBufferPointer { buffer in
         body(git_strarray(strings: buffer.baseAddress, count: buffer.count))
     }
-}
-
-/// An answer of `GitRepository.aheadBehind`, kept for the next question.
-struct CommitCount {
-    let local: ObjectID?
-    let upstream: ObjectID?
-    let ahead: Int
-    let behind: Int
 }

@@ -11,7 +11,7 @@ public struct RepackResult: Sendable, Equatable {
     public var packsRemoved: Int
 }
 
-/// Packs and loose objects a fold rolls into one pack (`GitRepository.foldPlan`).
+/// Packs and loose objects a fold rolls into one pack (`GitPacks.foldPlan`).
 public struct FoldPlan: Sendable, Equatable {
     /// The packs' index files.
     public var packs: [String]
@@ -19,7 +19,12 @@ public struct FoldPlan: Sendable, Equatable {
     public var isEmpty: Bool { packs.isEmpty && loose.isEmpty }
 }
 
-extension GitRepository {
+/// The repository's packs: a full repack, geometric folds of the small packs a commit each
+/// leaves, and what both need to list, count, open and remove packs. `GitRepository.packs`.
+public struct GitPacks: Sendable {
+    /// The repository whose handle this owner uses, under its lock.
+    let repository: GitRepository
+
     /// Packs every object reachable from the references (and HEAD) into one new pack, then
     /// removes the loose objects and older packs that pack holds.
     ///
@@ -37,12 +42,12 @@ extension GitRepository {
     /// Holds this instance's lock throughout: a process that must keep saving meanwhile runs
     /// it on a second instance (`GitRepository.open`) of the same repository, as `Committer` does.
     public func repack() throws(GitError) -> RepackResult {
-        try locked { () throws(GitError) in
-            let packDirectory = gitDirectory + "/objects/pack"
+        try repository.locked { () throws(GitError) in
+            let packDirectory = repository.gitDirectory + "/objects/pack"
             let before = Self.packIndexes(in: packDirectory)
 
             var builderPointer: OpaquePointer?
-            try check(git_packbuilder_new(&builderPointer, repo.pointer), "start a pack")
+            try check(git_packbuilder_new(&builderPointer, repository.repo.pointer), "start a pack")
             let builder = PackBuilderHandle(builderPointer!)
             _ = git_packbuilder_set_threads(builder.pointer, 1)
             guard let order = try reachableInPackOrderLocked() else {
@@ -55,7 +60,7 @@ extension GitRepository {
 
             // Nothing below is needed for correctness: it only removes copies.
             let packed = try Self.onePackDatabase(newIndex)
-            let looseRemoved = Self.removeLoose(in: gitDirectory + "/objects", heldBy: packed)
+            let looseRemoved = Self.removeLoose(in: repository.gitDirectory + "/objects", heldBy: packed)
             var packsRemoved = 0
             for index in before where index != newIndex {
                 if Self.allObjects(of: index, areIn: packed) {
@@ -64,7 +69,7 @@ extension GitRepository {
                 }
             }
             // Later lookups of this instance find the moved objects in the new pack.
-            _ = git_odb_refresh(odb.pointer)
+            _ = git_odb_refresh(repository.odb.pointer)
             return RepackResult(objects: Int(objects), looseRemoved: looseRemoved, packsRemoved: packsRemoved)
         }
     }
@@ -94,13 +99,13 @@ extension GitRepository {
     /// mounts that each ended before their fold came due) are folded in steps that each end
     /// in bounded time, so that a mount that does not last long still makes progress.
     public func foldPlan(skipping claimed: Set<String> = [], maxPacks: Int = Int.max) -> FoldPlan {
-        let packDirectory = gitDirectory + "/objects/pack"
+        let packDirectory = repository.gitDirectory + "/objects/pack"
         let packs = Self.packIndexes(in: packDirectory).filter { !claimed.contains($0) }.compactMap { index -> (index: String, objects: Int)? in
             guard !FileManager.default.fileExists(atPath: String(index.dropLast(4)) + ".keep"),
                   let objects = Self.objectCount(ofIndex: index) else { return nil }
             return (index, objects)
         }.sorted { $0.objects < $1.objects }
-        let loose = Self.looseObjectIDs(in: gitDirectory + "/objects")
+        let loose = Self.looseObjectIDs(in: repository.gitDirectory + "/objects")
         let rolled = min(Self.geometricRollUp(packs.map(\.objects), extra: loose.count), max(2, maxPacks))
         guard rolled >= 2 || !loose.isEmpty else { return FoldPlan(packs: [], loose: []) }
         return FoldPlan(packs: packs.prefix(rolled).map(\.index), loose: loose)
@@ -112,10 +117,10 @@ extension GitRepository {
     /// loose objects, if any, through libgit2's pack builder into another.
     public func fold(_ plan: FoldPlan) throws(GitError) -> RepackResult {
         guard !plan.isEmpty else { return RepackResult(objects: 0, looseRemoved: 0, packsRemoved: 0) }
-        return try locked { () throws(GitError) in
-            let packDirectory = gitDirectory + "/objects/pack"
+        return try repository.locked { () throws(GitError) in
+            let packDirectory = repository.gitDirectory + "/objects/pack"
             var builderPointer: OpaquePointer?
-            try check(git_packbuilder_new(&builderPointer, repo.pointer), "start a pack")
+            try check(git_packbuilder_new(&builderPointer, repository.repo.pointer), "start a pack")
             let builder = PackBuilderHandle(builderPointer!)
             _ = git_packbuilder_set_threads(builder.pointer, 1)
             var order = PackOrder()
@@ -123,8 +128,8 @@ extension GitRepository {
             // by the other fold, or pruned) is left out.
             for id in plan.loose {
                 var oid = id.oid
-                guard git_odb_exists(odb.pointer, &oid) == 1 else { continue }
-                try addLocked(id, from: odb, to: &order)
+                guard git_odb_exists(repository.odb.pointer, &oid) == 1 else { continue }
+                try addLocked(id, from: repository.odb, to: &order)
             }
             // Newest first: a folder's newest tree is the one kept whole (`TreeBases`).
             var copy = FoldCopy()
@@ -144,7 +149,7 @@ extension GitRepository {
             // before the builder's work); in place right after the builder's, so that no other
             // fold picks one of this fold's packs in between and removes it from under it.
             let preparedCopy = copy.isEmpty ? nil : try copy.prepare(in: packDirectory) { id throws(GitError) in
-                try treeContentLocked(id)
+                try repository.objects.treeContentLocked(id)
             }
             var newIndexes: [String] = []
             do throws(GitError) {
@@ -161,32 +166,17 @@ extension GitRepository {
                 Self.removePack(index)
                 packsRemoved += 1
             }
-            let looseRemoved = plan.loose.isEmpty ? 0 : Self.removeLoose(in: gitDirectory + "/objects", heldBy: packed)
-            _ = git_odb_refresh(odb.pointer)
+            let looseRemoved = plan.loose.isEmpty ? 0 : Self.removeLoose(in: repository.gitDirectory + "/objects", heldBy: packed)
+            _ = git_odb_refresh(repository.odb.pointer)
             return RepackResult(objects: Int(built) + copy.count, looseRemoved: looseRemoved, packsRemoved: packsRemoved)
         }
-    }
-
-    /// Tree `id`'s content, read through libgit2 (zlib checks the stream; `TreeBases` then
-    /// checks each delta it makes rebuilds these bytes). Lock held.
-    func treeContentLocked(_ id: ObjectID) throws(GitError) -> [UInt8] {
-        var oid = id.oid
-        var pointer: OpaquePointer?
-        try check(git_odb_read(&pointer, odb.pointer, &oid), "read tree \(id)")
-        let object = OdbObjectHandle(pointer!)
-        guard git_odb_object_type(object.pointer) == GIT_OBJECT_TREE else {
-            throw GitError.failed(operation: "read tree", code: .other(-1), message: "\(id) is not a tree", posixErrno: EIO)
-        }
-        let size = git_odb_object_size(object.pointer)
-        guard size > 0, let data = git_odb_object_data(object.pointer) else { return [] }
-        return [UInt8](UnsafeRawBufferPointer(start: data, count: size))
     }
 
     /// Every object reachable from the references and HEAD, in pack order: the commits as a
     /// history walk meets them, then each commit's trees not seen before (folders before their
     /// contents), then the blobs. Nil when there is nothing to walk from. Lock held.
     private func reachableInPackOrderLocked() throws(GitError) -> PackOrder? {
-        let commits = try walkLocked("walk history to pack") { walk in
+        let commits = try repository.history.walkLocked("walk history to pack") { walk in
             var pushed = false
             if git_revwalk_push_glob(walk, "refs") == 0 { pushed = true }
             if git_revwalk_push_head(walk) == 0 { pushed = true }
@@ -197,7 +187,7 @@ extension GitRepository {
         var order = PackOrder()
         var roots: [ObjectID] = []
         for id in commits {
-            let commit = try lookupCommitLocked(id)
+            let commit = try repository.objects.lookupCommitLocked(id)
             order.addCommit(id, time: git_commit_time(commit.pointer))
             roots.append(ObjectID(git_commit_tree_id(commit.pointer)))
         }
@@ -209,20 +199,20 @@ extension GitRepository {
             while let (treeID, path) = pending.popLast() {
                 // Read as a listing reads it: a crafted folder (an empty name, a tree that does
                 // not parse) must not stop the repack, and what it names is packed with the rest.
-                guard let folder = try folderLocked(treeID) else { continue }
+                guard let folder = try repository.trees.folderLocked(treeID) else { continue }
                 for index in 0..<folder.count {
                     guard let (name, mode, id) = folder.entry(index) else { continue }
                     let entryPath = path + name.text
                     switch TreeEntry.Kind(mode: mode) {
                     case .tree where seen.insert(id).inserted:
-                        if isTreeObjectLocked(id) {
+                        if repository.objects.isTreeObjectLocked(id) {
                             order.addTree(id, name: entryPath)
                             pending.append((id, entryPath + "/"))
-                        } else if objectExistsLocked(id) {
+                        } else if repository.objects.objectExistsLocked(id) {
                             blobs.append((id, entryPath))  // a folder's mode on another object: kept as it is
                         }
                     case .blob where seen.insert(id).inserted, .link where seen.insert(id).inserted:
-                        if objectExistsLocked(id) { blobs.append((id, entryPath)) }
+                        if repository.objects.objectExistsLocked(id) { blobs.append((id, entryPath)) }
                     default:
                         continue  // seen already, or a submodule's commit (not in this repository)
                     }
@@ -240,10 +230,10 @@ extension GitRepository {
         var type = GIT_OBJECT_INVALID
         // A delta whose base the pack does not hold is read through the whole repository.
         if git_odb_read_header(&size, &type, database.pointer, &oid) != 0 {
-            try check(git_odb_read_header(&size, &type, odb.pointer, &oid), "read \(id)")
+            try check(git_odb_read_header(&size, &type, repository.odb.pointer, &oid), "read \(id)")
         }
         switch type {
-        case GIT_OBJECT_COMMIT: order.addCommit(id, time: git_commit_time(try lookupCommitLocked(id).pointer))
+        case GIT_OBJECT_COMMIT: order.addCommit(id, time: git_commit_time(try repository.objects.lookupCommitLocked(id).pointer))
         case GIT_OBJECT_TREE: order.addTree(id)
         default: order.addOther(id)
         }
@@ -339,7 +329,7 @@ extension GitRepository {
 
     /// How many packs the repository has (for deciding when to repack, and for tests).
     public func packCount() -> Int {
-        Self.packIndexes(in: gitDirectory + "/objects/pack").count
+        Self.packIndexes(in: repository.gitDirectory + "/objects/pack").count
     }
 
     /// The `pack-*.idx` files in `directory`, as paths.
@@ -409,6 +399,6 @@ extension GitRepository {
         let stem = String(index.dropLast(4))
         for suffix in [".idx", ".rev", ".bitmap", ".pack"] { unlink(stem + suffix) }
         // Every instance in this process drops the pack before its next use.
-        packRemovals.add(1, ordering: .releasing)
+        GitRepository.packRemovals.add(1, ordering: .releasing)
     }
 }

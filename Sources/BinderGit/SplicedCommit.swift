@@ -25,7 +25,7 @@ import Foundation
 /// Anything else (new folders, a deletion that empties its folder, a file replacing a folder,
 /// names git might refuse, the first commit) returns nil and takes the general path
 /// (`inOnePackLocked`).
-extension GitRepository {
+extension GitCommits {
     /// A file written (`blob`) or deleted (nil) by a save: its folder (git path, "" for the
     /// top) and name.
     private typealias SplicedWrite = (folder: String, name: String, blob: ObjectID?)
@@ -40,15 +40,15 @@ extension GitRepository {
     /// for this path (nothing was written then). Lock held.
     func splicedCommitLocked(onto parent: ObjectID, mergedParents: [ObjectID] = [], changes: [TreeChange], message: String,
                              author: Signature, blobs: [[UInt8]]) throws(GitError) -> ObjectID? {
-        guard splicedCommitsEnabled, let (writes, folders) = try Self.splicedWrites(changes),
+        guard repository.splicedCommitsEnabled, let (writes, folders) = try Self.splicedWrites(changes),
               let stored = try storedBlobs(blobs, for: writes),
               var original = try parentTreesLocked(parent, folders: folders),
               let written = try Self.splicedTrees(&original, writes: writes, folders: folders),
               let root = written[""] else { return nil }
         let commitBytes = try commitObject(tree: root.id, parents: [parent] + mergedParents, message: message, author: author)
-        let commitID = try Self.objectID(of: commitBytes, type: GIT_OBJECT_COMMIT, "hash commit")
+        let commitID = try GitObjects.objectID(of: commitBytes, type: GIT_OBJECT_COMMIT, "hash commit")
         try writeSplicedPackLocked(blobs: stored, trees: written, commit: (commitID, commitBytes))
-        splicedCommitCount += 1
+        repository.splicedCommitCount += 1
         return commitID
     }
 
@@ -59,12 +59,12 @@ extension GitRepository {
         var paths = Set<String>()
         for change in changes {
             guard paths.insert(change.path).inserted else { return nil }
-            let components = try components(of: change.path)
+            let components = try GitTrees.components(of: change.path)
             guard components.allSatisfy(isPlainName), let name = components.last else { return nil }
             let blob: ObjectID? = if case .write(_, let blob) = change { blob } else { nil }
             writes.append((components.dropLast().joined(separator: "/"), String(name), blob))
         }
-        let folders = Set([""] + writes.flatMap { ancestors(of: $0.folder.isEmpty ? "" : $0.folder + "/x") })
+        let folders = Set([""] + writes.flatMap { GitTrees.ancestors(of: $0.folder.isEmpty ? "" : $0.folder + "/x") })
         guard paths.isDisjoint(with: folders) else { return nil }
         return (writes, folders)
     }
@@ -73,18 +73,18 @@ extension GitRepository {
     /// nor in the repository (the general path reports it).
     private func storedBlobs(_ blobs: [[UInt8]], for writes: [SplicedWrite]) throws(GitError) -> [ObjectID: [UInt8]]? {
         var stored: [ObjectID: [UInt8]] = [:]
-        for bytes in blobs { stored[try Self.blobID(of: bytes)] = bytes }
+        for bytes in blobs { stored[try GitObjects.blobID(of: bytes)] = bytes }
         for write in writes {
             guard let blob = write.blob, stored[blob] == nil else { continue }
             var oid = blob.oid
-            guard git_odb_exists(odb.pointer, &oid) == 1 else { return nil }
+            guard git_odb_exists(repository.odb.pointer, &oid) == 1 else { return nil }
         }
         return stored
     }
 
     /// The parent's trees of `folders`, read top down; nil when one does not exist as a folder.
     private func parentTreesLocked(_ parent: ObjectID, folders: Set<String>) throws(GitError) -> [String: FolderBytes]? {
-        let parentCommit = try lookupCommitLocked(parent)
+        let parentCommit = try repository.objects.lookupCommitLocked(parent)
         let rootID = ObjectID(git_commit_tree_id(parentCommit.pointer))
         guard let root = try treeBytesLocked(rootID) else { return nil }
         var original: [String: FolderBytes] = ["": (rootID, root.bytes, root.isRegular)]
@@ -128,7 +128,7 @@ extension GitRepository {
                                      sorted: sorted) else { return nil }
             }
             if bytes.isEmpty { return nil }
-            written[folder] = (try objectID(of: bytes, type: GIT_OBJECT_TREE, "hash tree"), bytes, sorted)
+            written[folder] = (try GitObjects.objectID(of: bytes, type: GIT_OBJECT_TREE, "hash tree"), bytes, sorted)
         }
         return written
     }
@@ -140,20 +140,20 @@ extension GitRepository {
         var objects: [PackObject] = []
         func add(_ id: ObjectID, _ kind: PackObject.Kind, _ content: [UInt8]) {
             var oid = id.oid
-            if git_odb_exists_ext(odb.pointer, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1 { return }
+            if git_odb_exists_ext(repository.odb.pointer, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1 { return }
             objects.append(PackObject(id: id, kind: kind, content: content))
         }
         for (id, bytes) in blobs { add(id, .blob, bytes) }
         for (_, tree) in trees { add(tree.id, .tree, tree.bytes) }
         GitError.clearLast()
         objects.append(PackObject(id: commit.id, kind: .commit, content: commit.bytes))
-        _ = try PackWriter.write(objects, into: gitDirectory + "/objects/pack")
+        _ = try PackWriter.write(objects, into: repository.gitDirectory + "/objects/pack")
         // Both databases find the new pack without waiting for a lookup to miss.
-        _ = git_odb_refresh(odb.pointer)
-        if let commitStaging { _ = git_odb_refresh(commitStaging.odb.pointer) }
+        _ = git_odb_refresh(repository.odb.pointer)
+        if let staging = repository.commitStaging { _ = git_odb_refresh(staging.odb.pointer) }
         // The next save starts from these trees: kept, so that it need not read them back
         // (regular ones: a crafted one is looked at again).
-        recentTrees = Dictionary(trees.values.filter(\.isRegular).map { ($0.id, $0.bytes) }, uniquingKeysWith: { a, _ in a })
+        repository.recentTrees = Dictionary(trees.values.filter(\.isRegular).map { ($0.id, $0.bytes) }, uniquingKeysWith: { a, _ in a })
     }
 
     /// A commit object's bytes as libgit2's `git_commit_create` writes them (the signature
@@ -182,10 +182,10 @@ extension GitRepository {
     /// libgit2 would write them back byte for byte (`RawTree.isRegular`; the trees kept are).
     /// nil when the object is not a tree, or its bytes are not a list of entries.
     private func treeBytesLocked(_ id: ObjectID) throws(GitError) -> (bytes: [UInt8], isRegular: Bool)? {
-        if let bytes = recentTrees.removeValue(forKey: id) { return (bytes, true) }
+        if let bytes = repository.recentTrees.removeValue(forKey: id) { return (bytes, true) }
         var oid = id.oid
         var pointer: OpaquePointer?
-        try check(git_odb_read(&pointer, odb.pointer, &oid), "read tree \(id)")
+        try check(git_odb_read(&pointer, repository.odb.pointer, &oid), "read tree \(id)")
         let object = OdbObjectHandle(pointer!)
         guard git_odb_object_type(object.pointer) == GIT_OBJECT_TREE else { return nil }
         let size = git_odb_object_size(object.pointer)

@@ -92,7 +92,7 @@ public struct TreeEntry: Sendable, Hashable {
     }
 }
 
-/// One change applied by `GitRepository.commitChanges`.
+/// One change applied by `GitCommits.commitChanges`.
 public enum TreeChange: Sendable, Hashable {
     /// Adds or replaces the file at `path` (mode 100644) with `blob`, creating
     /// intermediate folders. Replacing a folder with a file, or writing below a
@@ -108,13 +108,18 @@ public enum TreeChange: Sendable, Hashable {
         }
     }
 }
+/// Trees read as listings read them: whole trees, one folder, the entry at a path, each
+/// folder read leniently (a crafted entry must not hide a folder's records).
+/// `GitRepository.trees`.
+public struct GitTrees: Sendable {
+    /// The repository whose handle this owner uses, under its lock.
+    let repository: GitRepository
 
-extension GitRepository {
     /// Every entry reachable from the root tree of `commit`, folders included,
     /// in git's order (pre-order: a folder comes right before its contents),
     /// like `git ls-tree -r -t`.
     public func listTree(commit: ObjectID) throws(GitError) -> [TreeEntry] {
-        try locked { () throws(GitError) in
+        try repository.locked { () throws(GitError) in
             try listLocked(try rootFolderLocked(commit))
         }
     }
@@ -125,7 +130,7 @@ extension GitRepository {
     /// folder). Folders whose paths are equal as strings (a crafted tree's twins) share one
     /// key, their entries one after the other.
     public func listFolders(commit: ObjectID) throws(GitError) -> [String: [TreeEntry]] {
-        try locked { () throws(GitError) in
+        try repository.locked { () throws(GitError) in
             var paths = [""], entries: [[TreeEntry]] = [[]]
             try walkLocked(try rootFolderLocked(commit)) { entry, folder in
                 entries[folder].append(entry)
@@ -144,7 +149,7 @@ extension GitRepository {
 
     /// Every entry reachable from tree `tree` (see `listTree(commit:)`).
     public func listTree(tree: ObjectID) throws(GitError) -> [TreeEntry] {
-        try locked { () throws(GitError) in
+        try repository.locked { () throws(GitError) in
             guard let folder = try folderLocked(tree) else {
                 throw GitError.failed(operation: "read tree \(tree)", code: .invalid, message: "not a readable tree", posixErrno: EIO)
             }
@@ -155,7 +160,7 @@ extension GitRepository {
     /// The entry at `path` in `commit`'s tree; nil when there is none.
     public func entry(at path: String, commit: ObjectID) throws(GitError) -> TreeEntry? {
         let components = try Self.components(of: path)
-        return try locked { () throws(GitError) -> TreeEntry? in
+        return try repository.locked { () throws(GitError) -> TreeEntry? in
             let root = try rootFolderLocked(commit)
             if case .parsed(let tree) = root {
                 var pointer: OpaquePointer?
@@ -181,7 +186,7 @@ extension GitRepository {
     /// `recursive: false` gives the folder's own entries only.
     public func listFolder(commit: ObjectID, path: String, recursive: Bool) throws(GitError) -> [TreeEntry]? {
         let components = path.isEmpty ? [] : try Self.components(of: path)
-        return try locked { () throws(GitError) -> [TreeEntry]? in
+        return try repository.locked { () throws(GitError) -> [TreeEntry]? in
             var folder = try rootFolderLocked(commit)
             if !path.isEmpty {
                 guard let found = try lenientEntryLocked(components, in: folder), TreeEntry.Kind(mode: found.mode) == .tree,
@@ -230,30 +235,16 @@ extension GitRepository {
 
     // MARK: - Lock held
 
-    func lookupTreeLocked(_ id: ObjectID) throws(GitError) -> TreeHandle {
-        var oid = id.oid
-        var pointer: OpaquePointer?
-        try check(git_tree_lookup(&pointer, repo.pointer, &oid), "read tree \(id)")
-        return TreeHandle(pointer!)
-    }
-
-    func commitTreeLocked(_ commit: ObjectID) throws(GitError) -> TreeHandle {
-        let handle = try lookupCommitLocked(commit)
-        var pointer: OpaquePointer?
-        try check(git_commit_tree(&pointer, handle.pointer), "read tree of commit \(commit)")
-        return TreeHandle(pointer!)
-    }
-
     /// The folder `id` as a listing reads it; nil when it cannot be read (see `FolderEntries`).
     /// A tree libgit2 refuses (the object is missing or not a tree, or its bytes do not parse)
     /// is read from its bytes, leniently: a crafted entry must not hide the folder's records.
     func folderLocked(_ id: ObjectID) throws(GitError) -> FolderEntries? {
         var oid = id.oid
         var pointer: OpaquePointer?
-        if git_tree_lookup(&pointer, repo.pointer, &oid) == 0 { return .parsed(TreeHandle(pointer!)) }
+        if git_tree_lookup(&pointer, repository.repo.pointer, &oid) == 0 { return .parsed(TreeHandle(pointer!)) }
         GitError.clearLast()
         var object: OpaquePointer?
-        guard git_odb_read(&object, odb.pointer, &oid) == 0 else {
+        guard git_odb_read(&object, repository.odb.pointer, &oid) == 0 else {
             GitError.clearLast()
             return nil
         }
@@ -266,27 +257,12 @@ extension GitRepository {
 
     /// `commit`'s root folder; throws when it cannot be read at all.
     func rootFolderLocked(_ commit: ObjectID) throws(GitError) -> FolderEntries {
-        let handle = try lookupCommitLocked(commit)
+        let handle = try repository.objects.lookupCommitLocked(commit)
         var pointer: OpaquePointer?
         if git_commit_tree(&pointer, handle.pointer) == 0 { return .parsed(TreeHandle(pointer!)) }
         let id = ObjectID(git_commit_tree_id(handle.pointer))
-        guard let root = try folderLocked(id) else { return .parsed(try lookupTreeLocked(id)) }  // throws libgit2's error
+        guard let root = try folderLocked(id) else { return .parsed(try repository.objects.lookupTreeLocked(id)) }  // throws libgit2's error
         return root
-    }
-
-    /// Whether `id` names an object in the object database.
-    func objectExistsLocked(_ id: ObjectID) -> Bool {
-        var oid = id.oid
-        return git_odb_exists(odb.pointer, &oid) != 0
-    }
-
-    /// Whether `id` names a tree in the object database (false: missing, or another type).
-    func isTreeObjectLocked(_ id: ObjectID) -> Bool {
-        var oid = id.oid
-        var size = 0
-        var type = GIT_OBJECT_INVALID
-        defer { GitError.clearLast() }
-        return git_odb_read_header(&size, &type, odb.pointer, &oid) == 0 && type == GIT_OBJECT_TREE
     }
 
     /// The entry at `components` below tree `id` (see `lenientEntryLocked`); nil when there is
@@ -367,101 +343,6 @@ extension GitRepository {
         }
     }
 
-    /// Applies `changes` in order to `base` (nil: the empty tree), writes the
-    /// new trees and returns the new root tree's id.
-    ///
-    /// `git_tree_create_updated` sorts its updates and reads folders from the
-    /// baseline, so one call cannot express "delete `a`, then write `a/b`" or
-    /// two changes of one path. The changes are therefore split into batches
-    /// in which no path equals or contains another; batches are applied one
-    /// after the other (usually there is exactly one).
-    func applyChangesLocked(_ changes: [TreeChange], to base: TreeHandle?) throws(GitError) -> ObjectID {
-        for change in changes { _ = try Self.components(of: change.path) }
-        var tree = base
-        var treeID: ObjectID? = nil
-        for batch in Self.batches(changes) {
-            // Deleting what is not there is a no-op (libgit2 would fail).
-            let effective = batch.filter { change in
-                guard case .delete(let path) = change else { return true }
-                guard let tree else { return false }
-                var pointer: OpaquePointer?
-                guard git_tree_entry_bypath(&pointer, tree.pointer, path) == 0 else { return false }
-                _ = TreeEntryHandle(pointer!)
-                return true
-            }
-            if effective.isEmpty { continue }
-            let id = try createUpdatedLocked(base: tree, effective)
-            tree = try lookupTreeLocked(id)
-            treeID = id
-        }
-        if let treeID { return treeID }
-        if let base { return ObjectID(git_tree_id(base.pointer)) }
-        return try createUpdatedLocked(base: nil, [])  // the empty tree
-    }
-
-    private func createUpdatedLocked(base: TreeHandle?, _ changes: [TreeChange]) throws(GitError) -> ObjectID {
-        // C copies of the paths, alive until the call returns.
-        var paths: [UnsafeMutablePointer<CChar>] = []
-        paths.reserveCapacity(changes.count)
-        defer { for path in paths { free(path) } }
-        var updates: [git_tree_update] = []
-        updates.reserveCapacity(changes.count)
-        for change in changes {
-            guard let path = strdup(change.path) else { preconditionFailure("out of memory") }
-            paths.append(path)
-            var update = git_tree_update()
-            update.path = UnsafePointer(path)
-            switch change {
-            case .write(_, let blob):
-                update.action = GIT_TREE_UPDATE_UPSERT
-                update.id = blob.oid
-                update.filemode = GIT_FILEMODE_BLOB
-            case .delete:
-                update.action = GIT_TREE_UPDATE_REMOVE
-            }
-            updates.append(update)
-        }
-        var oid = git_oid()
-        let rc = updates.withUnsafeBufferPointer { buffer in
-            git_tree_create_updated(&oid, repo.pointer, base?.pointer, buffer.count, buffer.baseAddress)
-        }
-        try check(rc, "update tree")
-        return ObjectID(&oid)
-    }
-
-    /// Splits `changes` into batches where no path equals or is an ancestor
-    /// of another. A repeated write of one path, or a delete after a write of
-    /// the same path, replaces the earlier change in place (same result).
-    static func batches(_ changes: [TreeChange]) -> [[TreeChange]] {
-        var batches: [[TreeChange]] = []
-        var current: [TreeChange] = []
-        var indexOfPath: [String: Int] = [:]
-        var ancestors: Set<String> = []  // proper ancestors of paths in `current`
-        for change in changes {
-            let path = change.path
-            if let index = indexOfPath[path] {
-                if case .write = current[index] {
-                    current[index] = change
-                    continue
-                }
-            }
-            let own = Self.ancestors(of: path)
-            let conflict = indexOfPath[path] != nil || ancestors.contains(path)
-                || own.contains { indexOfPath[$0] != nil }
-            if conflict {
-                batches.append(current)
-                current = []
-                indexOfPath = [:]
-                ancestors = []
-            }
-            indexOfPath[path] = current.count
-            current.append(change)
-            ancestors.formUnion(own)
-        }
-        if !current.isEmpty { batches.append(current) }
-        return batches
-    }
-
     /// "a/b/c" -> ["a", "a/b"].
     public static func ancestors(of path: String) -> [String] {
         Array(PathBytes.ancestors(of: path).dropLast().reversed())
@@ -481,6 +362,7 @@ extension GitRepository {
     }
 }
 
+
 /// A folder's entries as a listing reads them: libgit2's parsed tree, or, for a tree libgit2
 /// refuses to parse (an entry with an empty name, which git never writes), the entries read
 /// from its bytes by `lenient`.
@@ -495,14 +377,14 @@ enum FolderEntries {
         }
     }
 
-    /// Entry `index`: its name as text (see `GitRepository.entryName`), its raw mode and its
+    /// Entry `index`: its name as text (see `GitTrees.entryName`), its raw mode and its
     /// id; nil past `count`.
     func entry(_ index: Int) -> (name: (text: String, isExact: Bool), mode: UInt32, id: ObjectID)? {
         switch self {
         case .parsed(let tree):
             // Borrowed from `tree`, which `self` keeps alive.
             guard let entry = git_tree_entry_byindex(tree.pointer, index) else { return nil }
-            return (GitRepository.entryName(entry), git_tree_entry_filemode_raw(entry).rawValue, ObjectID(git_tree_entry_id(entry)))
+            return (GitTrees.entryName(entry), git_tree_entry_filemode_raw(entry).rawValue, ObjectID(git_tree_entry_id(entry)))
         case .raw(let entries):
             return entries.indices.contains(index) ? entries[index] : nil
         }
@@ -524,7 +406,7 @@ enum FolderEntries {
                 guard (UInt8(ascii: "0")...UInt8(ascii: "7")).contains(digit) else { return nil }
                 mode = mode << 3 | UInt32(digit - UInt8(ascii: "0"))
             }
-            entries.append((GitRepository.entryName(RawTree.name(of: entry, in: bytes)), mode, id))
+            entries.append((GitTrees.entryName(RawTree.name(of: entry, in: bytes)), mode, id))
             position = entry.end
         }
         return entries

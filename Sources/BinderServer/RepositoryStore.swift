@@ -60,9 +60,9 @@ struct RepositoryStore: Sendable {
     func stage(_ id: String, owner: String) throws -> String {
         let staging = stagingFolder + "/\(id)-\(UUID().uuidString).git"
         let repository = try GitRepository.create(path: staging, bare: true)
-        try repository.setConfigValue("receive.denyNonFastForwards", "true")
-        try repository.setConfigValue("receive.denyDeletes", "true")
-        try repository.setConfigValue("receive.fsckObjects", "true")
+        try repository.config.setValue("receive.denyNonFastForwards", "true")
+        try repository.config.setValue("receive.denyDeletes", "true")
+        try repository.config.setValue("receive.fsckObjects", "true")
         try Data((owner + "\n").utf8).write(to: URL(fileURLWithPath: staging + "/binder-owner"))
         return staging
     }
@@ -151,8 +151,8 @@ struct RepositoryStore: Sendable {
         index.repositories(of: owner).compactMap { id -> RepositorySummary? in
             guard exists(id), self.owner(id) == owner else { return nil }
             var last: String? = nil
-            if let repository = try? GitRepository.open(path: path(id)), let tip = try? repository.branchTip(),
-               let info = try? repository.commit(tip) {
+            if let repository = try? GitRepository.open(path: path(id)), let tip = try? repository.refs.branchTip(),
+               let info = try? repository.commits.commit(tip) {
                 last = ISO8601DateFormatter().string(from: info.committer.time)
             }
             return RepositorySummary(repoId: id, name: id, owner: owner, role: "owner", lastCommit: last)

@@ -32,7 +32,7 @@ public struct ScanAccess: Sendable {
     /// its tip (nil: the patient's push has not landed, the repository is empty).
     public func clone(into repository: GitRepository) throws(SyncError) -> ObjectID? {
         guard let tip = try fetch(repository) else { return nil }
-        do { try repository.setReference("refs/heads/main", to: tip, expected: nil, force: true, message: "open-share") } catch {
+        do { try repository.refs.setReference("refs/heads/main", to: tip, expected: nil, force: true, message: "open-share") } catch {
             throw .configuration("\(error)")
         }
         return tip
@@ -42,7 +42,7 @@ public struct ScanAccess: Sendable {
     /// empty). The local `main` does not move.
     public func fetch(_ repository: GitRepository) throws(SyncError) -> ObjectID? {
         let (remote, carrier) = endpoint(repository)
-        do { return try repository.fetch(remote) } catch {
+        do { return try repository.remotes.fetch(remote) } catch {
             throw Self.explained(carrier.failure ?? SyncEngine.classify(error, lastAnswer: carrier.lastAnswer))
         }
     }
@@ -51,7 +51,7 @@ public struct ScanAccess: Sendable {
     public func push(_ repository: GitRepository) throws(SyncError) {
         let (remote, carrier) = endpoint(repository)
         let outcome: PushOutcome
-        do { outcome = try repository.push(remote) } catch {
+        do { outcome = try repository.remotes.push(remote) } catch {
             throw Self.explained(carrier.failure ?? SyncEngine.classify(error, lastAnswer: carrier.lastAnswer))
         }
         if case .rejected(let why) = outcome {

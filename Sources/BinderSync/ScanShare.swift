@@ -65,7 +65,7 @@ public enum StagingPush {
         let outcome = try session.authorized { (token: String) throws(SyncError) -> PushOutcome in
             let carrier = GitCarrier(repositoryURL: url, token: token, retry: session.client.retry, logger: logger)
             do throws(GitError) {
-                return try repository.push(RemoteEndpoint(url: url, carrier: carrier), progress: progress)
+                return try repository.remotes.push(RemoteEndpoint(url: url, carrier: carrier), progress: progress)
             } catch {
                 throw carrier.failure ?? SyncEngine.classify(error, lastAnswer: carrier.lastAnswer)
             }
@@ -84,7 +84,7 @@ public enum StagingPush {
             let carrier = GitCarrier(repositoryURL: url, token: token, retry: session.client.retry, logger: logger,
                                      spoolDirectory: repository.gitDirectory)
             do throws(GitError) {
-                return try repository.fetch(RemoteEndpoint(url: url, carrier: carrier))
+                return try repository.remotes.fetch(RemoteEndpoint(url: url, carrier: carrier))
             } catch {
                 throw carrier.failure ?? SyncEngine.classify(error, lastAnswer: carrier.lastAnswer)
             }

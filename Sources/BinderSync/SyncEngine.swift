@@ -85,10 +85,10 @@ public final class SyncEngine: Sendable {
         // does not exist yet; a push refused as not a fast-forward means another device made it
         // first (fetch and merge below).
         // A binder moving to another server counts as never synced there.
-        let tracking = try git { () throws(GitError) in try repository.reference(GitRepository.trackingRef()) }
+        let tracking = try git { () throws(GitError) in try repository.refs.reference(GitRefs.trackingRef()) }
         let neverSynced = SyncTarget.read(repository) != target || tracking == nil
-        if neverSynced, let local = try git({ () throws(GitError) in try repository.branchTip() }) {
-            let commits = try git { () throws(GitError) in try repository.aheadBehind(local: local, upstream: nil).ahead }
+        if neverSynced, let local = try git({ () throws(GitError) in try repository.refs.branchTip() }) {
+            let commits = try git { () throws(GitError) in try repository.history.aheadBehind(local: local, upstream: nil).ahead }
             switch try push(neverSynced: true) {
             case .updated:
                 report.pushedCommits = commits
@@ -109,9 +109,9 @@ public final class SyncEngine: Sendable {
             let outcome = try mergeRetrying(remote: remoteTip)
             changed += outcome.changedPaths
             if case .upToDate = outcome {} else { report.outcome = Self.combine(report.outcome, outcome) }
-            let local = try git { () throws(GitError) in try repository.branchTip() }
+            let local = try git { () throws(GitError) in try repository.refs.branchTip() }
             report.tip = local
-            let ahead = try git { () throws(GitError) in try repository.aheadBehind(local: local, upstream: remoteTip).ahead }
+            let ahead = try git { () throws(GitError) in try repository.history.aheadBehind(local: local, upstream: remoteTip).ahead }
             if ahead == 0 { break }
             switch try push(neverSynced: false) {
             case .updated:
@@ -134,7 +134,7 @@ public final class SyncEngine: Sendable {
         if !repository.isBare && !changed.isEmpty {
             // Pathspecs are matched one by one: past a few hundred, a full checkout is cheaper.
             let paths = Set(changed)
-            do { try repository.syncWorkTreeToHead(paths: paths.count > 256 ? nil : Array(paths)) } catch {
+            do { try repository.checkout.syncWorkTreeToHead(paths: paths.count > 256 ? nil : Array(paths)) } catch {
                 logger.warning("work tree not updated: \(error)")
             }
         }
@@ -165,7 +165,7 @@ public final class SyncEngine: Sendable {
                               author: Signature) throws(SyncError) -> MergeOutcome {
         try RetryPolicy(base: 0, maximum: 0, attempts: 5).run { () throws(SyncError) -> MergeOutcome in
             let local: ObjectID?
-            do { local = try repository.branchTip() } catch { throw .configuration("\(error)") }
+            do { local = try repository.refs.branchTip() } catch { throw .configuration("\(error)") }
             do {
                 return try BinderMerger.merge(repository: repository, key: key, local: local, remote: remote, author: author,
                                               now: Int64(Date().timeIntervalSince1970))
@@ -186,7 +186,7 @@ public final class SyncEngine: Sendable {
     /// of an id nobody created); once synced, they are errors.
     private func fetch(neverSynced: Bool) throws(SyncError) -> ObjectID? {
         do {
-            return try transfer { (repository, endpoint) throws(GitError) in try repository.fetch(endpoint, progress: progress) }
+            return try transfer { (repository, endpoint) throws(GitError) in try repository.remotes.fetch(endpoint, progress: progress) }
         } catch .forbidden(let why) where neverSynced {
             logger.info("nothing to fetch yet", metadata: ["answer": "403 \(why)"])
             return nil
@@ -201,7 +201,7 @@ public final class SyncEngine: Sendable {
 
     private func push(neverSynced: Bool) throws(SyncError) -> PushOutcome {
         do {
-            return try transfer { (repository, endpoint) throws(GitError) in try repository.push(endpoint, progress: progress) }
+            return try transfer { (repository, endpoint) throws(GitError) in try repository.remotes.push(endpoint, progress: progress) }
         } catch .forbidden(let why) {
             throw .forbidden("this repository id belongs to someone else on the server (\(why))"
                              + (neverSynced ? "; choose another with --repo-id" : ""))

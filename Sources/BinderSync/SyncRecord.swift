@@ -14,16 +14,16 @@ public struct SyncTarget: Sendable, Equatable {
     }
 
     public static func read(_ repository: GitRepository) -> SyncTarget? {
-        guard let server = try? repository.configValue("binder.server"),
-              let id = try? repository.configValue("binder.repoid") else { return nil }
+        guard let server = try? repository.config.value("binder.server"),
+              let id = try? repository.config.value("binder.repoid") else { return nil }
         return SyncTarget(server: server, repoId: id)
     }
 
     public func write(_ repository: GitRepository) throws {
-        try repository.setConfigValue("binder.server", server)
-        try repository.setConfigValue("binder.repoid", repoId)
-        try repository.setConfigValue("remote.origin.url", server + "/api/mgit/repos/" + repoId)
-        try repository.setConfigValue("remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*")
+        try repository.config.setValue("binder.server", server)
+        try repository.config.setValue("binder.repoid", repoId)
+        try repository.config.setValue("remote.origin.url", server + "/api/mgit/repos/" + repoId)
+        try repository.config.setValue("remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*")
     }
 
     /// A new repository id for a binder's first push: `binder-<milliseconds since 1970>` as the
@@ -37,7 +37,7 @@ public struct SyncTarget: Sendable, Equatable {
     }
 
     /// Repository ids the server accepts (they become folder names there).
-    public static func isValidRepoID(_ id: String) -> Bool { GitRepository.isValidRepositoryID(id) }
+    public static func isValidRepoID(_ id: String) -> Bool { GitRemotes.isValidRepositoryID(id) }
 }
 
 /// What the last syncs did, kept beside git's own files (`<git dir>/binder-sync.json`) for
@@ -76,8 +76,8 @@ public struct SyncRecord: Codable, Sendable, Equatable {
 
     /// Commits on the local branch the server does not have yet.
     public static func pendingCommits(_ repository: GitRepository) -> Int {
-        let local = try? repository.branchTip()
-        let remote = try? repository.reference(GitRepository.trackingRef())
-        return (try? repository.aheadBehind(local: local ?? nil, upstream: remote ?? nil).ahead) ?? 0
+        let local = try? repository.refs.branchTip()
+        let remote = try? repository.refs.reference(GitRefs.trackingRef())
+        return (try? repository.history.aheadBehind(local: local ?? nil, upstream: remote ?? nil).ahead) ?? 0
     }
 }

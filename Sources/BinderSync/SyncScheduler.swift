@@ -320,7 +320,7 @@ public actor SyncScheduler {
     /// Shows the branch's tip if it moved from elsewhere (a merge, a pull, `binder sync`). The
     /// cheap check runs first; the view re-reads the tip under its write lock.
     private func showLocalTip() {
-        guard let tip = try? repository.branchTip(), tip != view.commit else { return }
+        guard let tip = try? repository.refs.branchTip(), tip != view.commit else { return }
         do { _ = try view.adoptBranchTip() } catch {
             logger.error("cannot show the synced commit: \(error)")
         }

@@ -37,7 +37,7 @@ extension BinderMergerTests {
     /// A commit on `parent` whose `visits` tree has the bad entries after its own.
     private func crafted(on parent: ObjectID) throws -> ObjectID {
         let visits = text(try gitOutput(["rev-parse", parent.hex + ":visits"]))
-        let blob = try XCTUnwrap(try repository.entry(at: "visits/a.json", commit: parent)).id
+        let blob = try XCTUnwrap(try repository.trees.entry(at: "visits/a.json", commit: parent)).id
         let bytes = try gitOutput(["cat-file", "tree", visits]) + Data(badEntries(blob))
         let tree = text(try gitOutput(["hash-object", "-t", "tree", "--literally", "-w", "--stdin"], input: bytes))
         let listing = text(try gitOutput(["ls-tree", parent.hex])).replacingOccurrences(of: visits, with: tree)
@@ -51,14 +51,14 @@ extension BinderMergerTests {
     }
 
     func testAMergeKeepsBadEntriesBesideIt() throws {
-        let blob = try XCTUnwrap(try repository.entry(at: "visits/a.json", commit: base)).id
+        let blob = try XCTUnwrap(try repository.trees.entry(at: "visits/a.json", commit: base)).id
         // Here: the bad entries; there: an edit and a deletion beside them.
         let local = try crafted(on: base)
         let remote = try branch(from: base, ["visits/b.json": ("B remote", "2026-02-02T00:00:00.000Z")], delete: ["visits/c.json"])
         guard case .merged(let commit, _, let conflicts) = try merge(local: local, remote: remote) else { return XCTFail("not merged") }
         XCTAssertEqual(conflicts, [])
         XCTAssertEqual(try value("visits/b.json", at: commit), "B remote")
-        XCTAssertNil(try repository.entry(at: "visits/c.json", commit: commit))
+        XCTAssertNil(try repository.trees.entry(at: "visits/c.json", commit: commit))
         let merged = try visitsBytes(commit)
         XCTAssertEqual(Array(merged.suffix(badEntries(blob).count)), badEntries(blob))
 
@@ -70,7 +70,7 @@ extension BinderMergerTests {
         XCTAssertEqual(try value("visits/b.json", at: other), "B")
         // What cannot be read is not merged in as something else: a folder stays a folder (or
         // stays in the other side's commit, a parent of the merge).
-        if let bad = try repository.entry(at: "visits/bad", commit: other) { XCTAssertEqual(bad.mode, 0o040000) }
-        XCTAssertEqual(try repository.commit(other).parents, [edited, arriving])
+        if let bad = try repository.trees.entry(at: "visits/bad", commit: other) { XCTAssertEqual(bad.mode, 0o040000) }
+        XCTAssertEqual(try repository.commits.commit(other).parents, [edited, arriving])
     }
 }

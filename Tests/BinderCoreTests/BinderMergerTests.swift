@@ -21,7 +21,7 @@ final class BinderMergerTests: XCTestCase {
         repository = try GitRepository.open(path: directory.path)
         try write(["visits/a.json": ("A", "2026-01-01T00:00:00.000Z"), "visits/b.json": ("B", "2026-01-01T00:00:00.000Z"),
                    "visits/c.json": ("C", "2026-01-01T00:00:00.000Z")])
-        base = try repository.branchTip()
+        base = try repository.refs.branchTip()
     }
 
     override func tearDown() { try? FileManager.default.removeItem(at: directory) }
@@ -36,27 +36,27 @@ final class BinderMergerTests: XCTestCase {
         }
         var id = try writer.commit(message: "Update entry")
         if !delete.isEmpty {
-            id = try repository.commitChanges(onto: id, changes: delete.map { .delete(path: $0) }, message: "Delete entry", author: author)
+            id = try repository.commits.commitChanges(onto: id, changes: delete.map { .delete(path: $0) }, message: "Delete entry", author: author)
         }
         return id
     }
 
     /// Makes a commit on top of `from` without leaving `main` there.
     func branch(from: ObjectID, _ documents: [String: (String, String)], delete: [String] = []) throws -> ObjectID {
-        let saved = try repository.branchTip()
-        try repository.setReference("refs/heads/main", to: from, expected: nil, force: true, message: "test")
+        let saved = try repository.refs.branchTip()
+        try repository.refs.setReference("refs/heads/main", to: from, expected: nil, force: true, message: "test")
         let id = try write(documents, delete: delete)
-        if let saved { try repository.setReference("refs/heads/main", to: saved, expected: nil, force: true, message: "test") }
+        if let saved { try repository.refs.setReference("refs/heads/main", to: saved, expected: nil, force: true, message: "test") }
         return id
     }
 
     func value(_ path: String, at commit: ObjectID) throws -> String? {
-        guard let entry = try repository.entry(at: path, commit: commit) else { return nil }
-        return try BinderReader.readDocument(try repository.readBlob(entry.id), key: key, gitPath: path).value
+        guard let entry = try repository.trees.entry(at: path, commit: commit) else { return nil }
+        return try BinderReader.readDocument(try repository.objects.readBlob(entry.id), key: key, gitPath: path).value
     }
 
     func merge(local: ObjectID, remote: ObjectID) throws -> MergeOutcome {
-        try repository.setReference("refs/heads/main", to: local, expected: nil, force: true, message: "test")
+        try repository.refs.setReference("refs/heads/main", to: local, expected: nil, force: true, message: "test")
         return try BinderMerger.merge(repository: repository, key: key, local: local, remote: remote, author: author, now: 1)
     }
 
@@ -64,9 +64,9 @@ final class BinderMergerTests: XCTestCase {
         let remote = try branch(from: base, ["visits/a.json": ("A2", "2026-02-01T00:00:00.000Z")])
         let outcome = try merge(local: base, remote: remote)
         XCTAssertEqual(outcome, .fastForward(to: remote, changedPaths: ["visits/a.json"]))
-        XCTAssertEqual(try repository.branchTip(), remote)
+        XCTAssertEqual(try repository.refs.branchTip(), remote)
         XCTAssertEqual(try merge(local: remote, remote: base), .upToDate)
-        XCTAssertEqual(try repository.branchTip(), remote)
+        XCTAssertEqual(try repository.refs.branchTip(), remote)
     }
 
     func testNonOverlappingChangesMergeWithBothParents() throws {
@@ -77,13 +77,13 @@ final class BinderMergerTests: XCTestCase {
         guard case .merged(let commit, let changed, let conflicts) = outcome else { return XCTFail("\(outcome)") }
         XCTAssertEqual(conflicts, [])
         XCTAssertEqual(Set(changed), ["visits/b.json", "labs/new.json", "visits/c.json"])
-        XCTAssertEqual(try repository.commit(commit).parents, [local, remote])
-        XCTAssertEqual(try repository.commit(commit).message, BinderMerger.message + "\n")
+        XCTAssertEqual(try repository.commits.commit(commit).parents, [local, remote])
+        XCTAssertEqual(try repository.commits.commit(commit).message, BinderMerger.message + "\n")
         XCTAssertEqual(try value("visits/a.json", at: commit), "A local")
         XCTAssertEqual(try value("visits/b.json", at: commit), "B remote")
         XCTAssertEqual(try value("labs/new.json", at: commit), "new")
         XCTAssertNil(try value("visits/c.json", at: commit))
-        XCTAssertEqual(try repository.branchTip(), commit)
+        XCTAssertEqual(try repository.refs.branchTip(), commit)
     }
 
     func testBothEditedTheLaterUpdatedWinsWhicheverSideItIsOn() throws {
@@ -116,12 +116,12 @@ final class BinderMergerTests: XCTestCase {
         let local = try branch(from: base, ["visits/a.json": ("local", "2026-02-01T00:00:00.000Z")])
         sleep(1)  // commit times have one-second resolution
         // The remote stores bytes no key reads (an attachment-like blob): the later commit wins.
-        try repository.setReference("refs/heads/main", to: base, expected: nil, force: true, message: "test")
-        let blob = try repository.writeBlob(Array("not a payload".utf8))
-        let remote = try repository.commitChanges(onto: base, changes: [.write(path: "visits/a.json", blob: blob)],
+        try repository.refs.setReference("refs/heads/main", to: base, expected: nil, force: true, message: "test")
+        let blob = try repository.objects.writeBlob(Array("not a payload".utf8))
+        let remote = try repository.commits.commitChanges(onto: base, changes: [.write(path: "visits/a.json", blob: blob)],
                                                   message: "Update entry", author: Signature(name: "t", email: "t@t"))
         guard case .merged(let commit, _, let conflicts) = try merge(local: local, remote: remote) else { return XCTFail() }
-        XCTAssertEqual(try repository.entry(at: "visits/a.json", commit: commit)?.id, blob)
+        XCTAssertEqual(try repository.trees.entry(at: "visits/a.json", commit: commit)?.id, blob)
         XCTAssertEqual(conflicts.first?.winner, .remote)
         XCTAssertTrue(conflicts.first?.reason.contains("later commit") == true)
     }
@@ -131,12 +131,12 @@ final class BinderMergerTests: XCTestCase {
         let foreign = try BinderCreator.create(at: otherDirectory, key: key, patientName: "Other", dateOfBirth: nil, author: author)
         let other = try GitRepository.open(path: otherDirectory)
         // Bring the foreign commit's objects in, as a fetch would.
-        for entry in try other.listTree(commit: foreign) where entry.kind == .blob {
-            _ = try repository.writeBlob(try other.readBlob(entry.id))
+        for entry in try other.trees.listTree(commit: foreign) where entry.kind == .blob {
+            _ = try repository.objects.writeBlob(try other.objects.readBlob(entry.id))
         }
-        let copied = try repository.commitChanges(onto: nil, changes: try other.listTree(commit: foreign).filter { $0.kind == .blob }
+        let copied = try repository.commits.commitChanges(onto: nil, changes: try other.trees.listTree(commit: foreign).filter { $0.kind == .blob }
             .map { .write(path: $0.path, blob: $0.id) }, message: "Initialize binder", author: author, branch: "foreign")
-        XCTAssertThrowsError(try merge(local: try XCTUnwrap(try repository.branchTip()), remote: copied)) { error in
+        XCTAssertThrowsError(try merge(local: try XCTUnwrap(try repository.refs.branchTip()), remote: copied)) { error in
             XCTAssertTrue("\(error)".contains("unrelated histories"), "\(error)")
         }
     }
@@ -279,10 +279,10 @@ final class BinderMergerTests: XCTestCase {
                 XCTAssertEqual(copy.metadata["conflict_of"]?.stringValue, path, row.rule)
                 XCTAssertEqual(try bytes("visits/r.pdf.enc", at: commit), keptBytes, row.rule)
                 XCTAssertEqual(try bytes("visits/r (conflict 1970-01-01 0000).pdf.enc", at: commit), copyBytes, row.rule)
-                let files = try repository.listTree(commit: commit).map(\.path).filter { $0.hasPrefix("visits/r") }
+                let files = try repository.trees.listTree(commit: commit).map(\.path).filter { $0.hasPrefix("visits/r") }
                 XCTAssertEqual(files.sorted(), ["visits/r (conflict 1970-01-01 0000).json", "visits/r (conflict 1970-01-01 0000).pdf.enc",
                                                 "visits/r.json", "visits/r.pdf.enc"], row.rule)
-                XCTAssertEqual(ConflictNames.openConflicts(try repository.listTree(commit: commit).map(\.path)),
+                XCTAssertEqual(ConflictNames.openConflicts(try repository.trees.listTree(commit: commit).map(\.path)),
                                ["visits/r (conflict 1970-01-01 0000).pdf"], row.rule)
             }
         }
@@ -295,7 +295,7 @@ final class BinderMergerTests: XCTestCase {
             (document.type == "attachment_ref" ? [document.value] : []) + document.children.flatMap(sidecars)
         }
         XCTAssertTrue(Set(sidecars(original)).isDisjoint(with: sidecars(copy)), "\(rule): \(sidecars(original)) \(sidecars(copy))")
-        for name in sidecars(copy) { XCTAssertNotNil(try repository.entry(at: "visits/" + name, commit: commit), "\(rule): \(name)") }
+        for name in sidecars(copy) { XCTAssertNotNil(try repository.trees.entry(at: "visits/" + name, commit: commit), "\(rule): \(name)") }
         if let child = copy.children.first {
             XCTAssertEqual(child.value, "r (conflict 1970-01-01 0000)-lab.pdf.enc", rule)
             XCTAssertEqual(try bytes("visits/" + child.value, at: commit), "lab", "the copy's side's child bytes: \(rule)")
@@ -305,36 +305,36 @@ final class BinderMergerTests: XCTestCase {
     }
 
     private func bytes(_ path: String, at commit: ObjectID) throws -> String? {
-        guard let entry = try repository.entry(at: path, commit: commit) else { return nil }
-        return String(decoding: try Sidecar.decrypt(try repository.readBlob(entry.id), key: key).copyBytes(), as: UTF8.self)
+        guard let entry = try repository.trees.entry(at: path, commit: commit) else { return nil }
+        return String(decoding: try Sidecar.decrypt(try repository.objects.readBlob(entry.id), key: key).copyBytes(), as: UTF8.self)
     }
 
     func testASidecarBothChangedKeepsTheLaterCommitsAndTheOtherAsACopy() throws {
         func sidecar(_ text: String, onto parent: ObjectID, at seconds: Int64 = 1_000) throws -> (ObjectID, ObjectID) {
-            try repository.setReference("refs/heads/main", to: parent, expected: nil, force: true, message: "test")
+            try repository.refs.setReference("refs/heads/main", to: parent, expected: nil, force: true, message: "test")
             let writer = BinderWriter(repository: repository, key: key, author: Signature(name: "t", email: "t@t", seconds: seconds))
             try writer.putSidecar(Array(text.utf8), at: "visits/scan.pdf.enc")
             let commit = try writer.commit(message: "Update entry")
-            return (commit, try XCTUnwrap(try repository.entry(at: "visits/scan.pdf.enc", commit: commit)).id)
+            return (commit, try XCTUnwrap(try repository.trees.entry(at: "visits/scan.pdf.enc", commit: commit)).id)
         }
         let (start, _) = try sidecar("base", onto: base)
         let (local, localBlob) = try sidecar("local", onto: start, at: 2_000)
         let (remote, remoteBlob) = try sidecar("remote", onto: start, at: 3_000)  // the later commit
         guard case .merged(let commit, _, let conflicts) = try merge(local: local, remote: remote) else { return XCTFail() }
-        XCTAssertEqual(try repository.entry(at: "visits/scan.pdf.enc", commit: commit)?.id, remoteBlob)
+        XCTAssertEqual(try repository.trees.entry(at: "visits/scan.pdf.enc", commit: commit)?.id, remoteBlob)
         XCTAssertEqual(conflicts.first?.copy, "visits/scan (conflict 1970-01-01 0000).pdf.enc")
-        XCTAssertEqual(try repository.entry(at: "visits/scan (conflict 1970-01-01 0000).pdf.enc", commit: commit)?.id, localBlob)
-        XCTAssertEqual(ConflictNames.openConflicts(try repository.listTree(commit: commit).map(\.path)),
+        XCTAssertEqual(try repository.trees.entry(at: "visits/scan (conflict 1970-01-01 0000).pdf.enc", commit: commit)?.id, localBlob)
+        XCTAssertEqual(ConflictNames.openConflicts(try repository.trees.listTree(commit: commit).map(\.path)),
                        ["visits/scan (conflict 1970-01-01 0000).pdf"])
     }
 
     /// A fresh start for each row: `main` back at the base commit.
     private func resetMain() throws {
-        try repository.setReference("refs/heads/main", to: base, expected: nil, force: true, message: "test")
+        try repository.refs.setReference("refs/heads/main", to: base, expected: nil, force: true, message: "test")
     }
 
     private func put(_ documents: [String: MedicalDocument], sidecars: [String: String] = [:], onto parent: ObjectID) throws -> ObjectID {
-        try repository.setReference("refs/heads/main", to: parent, expected: nil, force: true, message: "test")
+        try repository.refs.setReference("refs/heads/main", to: parent, expected: nil, force: true, message: "test")
         let writer = BinderWriter(repository: repository, key: key, author: author)
         for (path, document) in documents { try writer.putDocument(document, at: path) }
         for (path, text) in sidecars { try writer.putSidecar(Array(text.utf8), at: path) }
@@ -342,7 +342,7 @@ final class BinderMergerTests: XCTestCase {
     }
 
     private func stored(_ path: String, at commit: ObjectID) throws -> MedicalDocument? {
-        guard let entry = try repository.entry(at: path, commit: commit) else { return nil }
-        return try BinderReader.readDocument(try repository.readBlob(entry.id), key: key, gitPath: path)
+        guard let entry = try repository.trees.entry(at: path, commit: commit) else { return nil }
+        return try BinderReader.readDocument(try repository.objects.readBlob(entry.id), key: key, gitPath: path)
     }
 }

@@ -325,8 +325,8 @@ final class CorePartsTests: XCTestCase {
         try writer.putDocument(visit, at: "visits/w.json")  // a second record whose name is free
         try writer.putAttachment([1, 2, 3, 4, 5], fileName: "scan.pdf", folder: "visits")
         try writer.commit(message: "Add")
-        _ = try binder.repository.commitChanges(onto: try binder.repository.branchTip(),
-                                                changes: [.write(path: "visits/notes.txt", blob: try binder.repository.writeBlob(Array("plain".utf8)))],
+        _ = try binder.repository.commits.commitChanges(onto: try binder.repository.refs.branchTip(),
+                                                changes: [.write(path: "visits/notes.txt", blob: try binder.repository.objects.writeBlob(Array("plain".utf8)))],
                                                 message: "Add raw", author: Signature(name: "t", email: "t@t"))
         let view = try BinderView(repository: binder.repository, key: binder.key, logger: binder.logger)
         let entries = try view.list("visits")
@@ -348,7 +348,7 @@ final class CorePartsTests: XCTestCase {
         defer { binder.remove() }
         let view = binder.view
         try view.makeDirectory("labs")
-        let before = try binder.repository.branchTip()
+        let before = try binder.repository.refs.branchTip()
         // A record: EFBIG at the write that crosses 65,535 bytes, whatever the offset.
         let record = try view.create("labs/big.md")
         let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 40_000)
@@ -367,7 +367,7 @@ final class CorePartsTests: XCTestCase {
         }
         XCTAssertThrowsError(try view.truncate(handle: attachment, size: 1 << 30)) { XCTAssertEqual(($0 as? WriteError)?.errno, .fileTooLarge) }
         view.release(handle: attachment)
-        XCTAssertEqual(try binder.repository.branchTip(), before, "a refused save stores nothing")
+        XCTAssertEqual(try binder.repository.refs.branchTip(), before, "a refused save stores nothing")
         XCTAssertEqual(try TestBinder.files(view), [], "and nothing is listed")
         XCTAssertTrue(view.statusText().contains("last_refused_save:"), view.statusText())
         XCTAssertTrue(view.statusText().contains("the limit is 1,048,576"), view.statusText())
@@ -383,7 +383,7 @@ final class CorePartsTests: XCTestCase {
         try binder.view.makeDirectory("visits")
         Thread.sleep(forTimeInterval: 1.1)
         try binder.write("visits/a.md", Array("# A\n".utf8))
-        let log = try binder.repository.log(limit: 2)
+        let log = try binder.repository.history.log(limit: 2)
         XCTAssertEqual(log.count, 2)
         XCTAssertGreaterThan(log[0].author.seconds, log[1].author.seconds, "a view's commits are not all stamped with one time")
     }

@@ -44,26 +44,26 @@ final class DoctorNotesTests: XCTestCase {
                 raw: [String: [UInt8]] = [:], delete: [String] = [], by who: Signature? = nil) throws -> ObjectID {
         var changes: [TreeChange] = delete.map { .delete(path: $0) }
         for (path, document) in documents {
-            changes.append(.write(path: path, blob: try repository.writeBlob(Array(try NIP44.encrypt(document.serializedBytes(), key: key).utf8))))
+            changes.append(.write(path: path, blob: try repository.objects.writeBlob(Array(try NIP44.encrypt(document.serializedBytes(), key: key).utf8))))
         }
-        for (path, bytes) in raw { changes.append(.write(path: path, blob: try repository.writeBlob(bytes))) }
-        return try repository.commitChanges(onto: try repository.branchTip(), changes: changes, message: "x", author: who ?? author)
+        for (path, bytes) in raw { changes.append(.write(path: path, blob: try repository.objects.writeBlob(bytes))) }
+        return try repository.commits.commitChanges(onto: try repository.refs.branchTip(), changes: changes, message: "x", author: who ?? author)
     }
 
     func stored(_ path: String, in repository: GitRepository? = nil, key: NIP44.ConversationKey? = nil) throws -> MedicalDocument? {
         let repository = repository ?? binder!
-        guard let tip = try repository.branchTip(),
-              let entry = try repository.listTree(commit: tip).first(where: { $0.path == path }) else { return nil }
-        let plaintext = try NIP44.decrypt(payload: try repository.readBlob(entry.id), key: key ?? mine)
+        guard let tip = try repository.refs.branchTip(),
+              let entry = try repository.trees.listTree(commit: tip).first(where: { $0.path == path }) else { return nil }
+        let plaintext = try NIP44.decrypt(payload: try repository.objects.readBlob(entry.id), key: key ?? mine)
         return try MedicalDocument(plaintext: plaintext.copyBytes())
     }
 
     func files() throws -> Set<String> {
-        Set(try binder.listTree(commit: try XCTUnwrap(try binder.branchTip())).filter { $0.kind == .blob }.map(\.path))
+        Set(try binder.trees.listTree(commit: try XCTUnwrap(try binder.refs.branchTip())).filter { $0.kind == .blob }.map(\.path))
     }
 
     func collect(since: ObjectID? = nil) throws -> [String] {
-        try DoctorNotes.collect(from: staging, since: try XCTUnwrap(since ?? snapshot), tip: try XCTUnwrap(try staging.branchTip()),
+        try DoctorNotes.collect(from: staging, since: try XCTUnwrap(since ?? snapshot), tip: try XCTUnwrap(try staging.refs.branchTip()),
                                 throwaway: theirs, into: binder, key: mine, author: author, now: Date(timeIntervalSince1970: 1_790_000_000))
     }
 
@@ -75,7 +75,7 @@ final class DoctorNotesTests: XCTestCase {
         try commit(staging, theirs, ["visits/2026-11-20-doctor-note.json": note("Free note")], by: doctor)
         XCTAssertEqual(try collect(), ["visits/2026-11-20-doctor-note.json"])
         XCTAssertEqual(try stored("visits/2026-11-20-doctor-note.json")?.value, "Free note")
-        XCTAssertEqual(try binder.commit(try XCTUnwrap(try binder.branchTip())).message, DoctorNotes.message + "\n")
+        XCTAssertEqual(try binder.commits.commit(try XCTUnwrap(try binder.refs.branchTip())).message, DoctorNotes.message + "\n")
     }
 
     func testANoteOnARecordBecomesItsChildKeepingWhatThePatientChangedSince() throws {
@@ -96,9 +96,9 @@ final class DoctorNotesTests: XCTestCase {
         XCTAssertEqual(record.value, "Inhaler, edited by the patient")
         XCTAssertEqual(record.metadata["tags"], .array([.string("mine")]))
         XCTAssertEqual(record.children.map(\.value), ["Patient's own addendum", "Use twice a day", "2026-04-01-inhaler.png.enc"])
-        let tip = try XCTUnwrap(try binder.branchTip())
-        let sidecar = try XCTUnwrap(try binder.listTree(commit: tip).first { $0.path == "conditions/asthma/2026-04-01-inhaler.png.enc" })
-        XCTAssertEqual(try Sidecar.decrypt(try binder.readBlob(sidecar.id), key: mine).copyBytes(), photo, "re-wrapped to the patient's key")
+        let tip = try XCTUnwrap(try binder.refs.branchTip())
+        let sidecar = try XCTUnwrap(try binder.trees.listTree(commit: tip).first { $0.path == "conditions/asthma/2026-04-01-inhaler.png.enc" })
+        XCTAssertEqual(try Sidecar.decrypt(try binder.objects.readBlob(sidecar.id), key: mine).copyBytes(), photo, "re-wrapped to the patient's key")
     }
 
     func testANoteOnARecordThePatientDeletedLandsInVisits() throws {
@@ -114,13 +114,13 @@ final class DoctorNotesTests: XCTestCase {
     func testTwoNotesTheSameDayBothStay() throws {
         try commit(staging, theirs, ["visits/2026-11-20-doctor-note.json": note("First")], by: doctor)
         XCTAssertEqual(try collect(), ["visits/2026-11-20-doctor-note.json"])
-        let first = try XCTUnwrap(try staging.branchTip())
+        let first = try XCTUnwrap(try staging.refs.branchTip())
         // The scan page writes the second note over the first, at the same path.
         try commit(staging, theirs, ["visits/2026-11-20-doctor-note.json": note("Second")], by: doctor)
         XCTAssertEqual(try collect(since: first), ["visits/2026-11-20-doctor-note-2.json"])
         XCTAssertEqual(try stored("visits/2026-11-20-doctor-note.json")?.value, "First")
         XCTAssertEqual(try stored("visits/2026-11-20-doctor-note-2.json")?.value, "Second")
-        XCTAssertEqual(try collect(since: try XCTUnwrap(try staging.branchTip())), [], "nothing collected twice")
+        XCTAssertEqual(try collect(since: try XCTUnwrap(try staging.refs.branchTip())), [], "nothing collected twice")
     }
 
     func testTwoNotesTheSameDayBothStayEvenUncollectedInBetween() throws {
@@ -154,7 +154,7 @@ final class DoctorNotesTests: XCTestCase {
         try commit(binder, mine, [:], delete: ["visits/2026-05-01-knee.json"])
         var knee = try XCTUnwrap(try stored("visits/2026-05-01-knee.json", in: staging, key: theirs))
         knee.value = "Knee (rewritten)"
-        let before = try XCTUnwrap(try staging.branchTip())
+        let before = try XCTUnwrap(try staging.refs.branchTip())
         try commit(staging, theirs, ["visits/2026-05-01-knee.json": knee], by: doctor)
         XCTAssertEqual(try collect(since: before), ["visits/2026-05-01-knee-2.json"])
         XCTAssertNil(try stored("visits/2026-05-01-knee.json"))
@@ -162,7 +162,7 @@ final class DoctorNotesTests: XCTestCase {
 
     func testHostilePathsAndFilesChangeNothing() throws {
         let before = try files()
-        let tip = try binder.branchTip()
+        let tip = try binder.refs.branchTip()
         // Hidden names (the mount's .binder, git's .git, dot-files) are never written.
         var sneaky = note("Sneaky")
         sneaky.children = [MedicalDocument(type: "attachment_ref", value: "../2026-04-01-inhaler.png.enc", now: "2026-11-20T10:00:00.000Z")]
@@ -170,20 +170,20 @@ final class DoctorNotesTests: XCTestCase {
                                      "visits/.meta.json": note("x")], by: doctor)
         XCTAssertEqual(try collect(), [])
         XCTAssertEqual(try files(), before)
-        XCTAssertEqual(try binder.branchTip(), tip)
+        XCTAssertEqual(try binder.refs.branchTip(), tip)
         // A reference that climbs out of its folder is kept as text; no file is written for it.
-        let quiet = try XCTUnwrap(try staging.branchTip())
+        let quiet = try XCTUnwrap(try staging.refs.branchTip())
         try commit(staging, theirs, ["visits/2026-11-20-doctor-note.json": sneaky], by: doctor)
         XCTAssertEqual(try collect(since: quiet), ["visits/2026-11-20-doctor-note.json"])
         XCTAssertEqual(try files(), before.union(["visits/2026-11-20-doctor-note.json"]))
         // A file not under the share's key is refused by name, and nothing is committed.
-        let landed = try binder.branchTip()
-        let second = try XCTUnwrap(try staging.branchTip())
+        let landed = try binder.refs.branchTip()
+        let second = try XCTUnwrap(try staging.refs.branchTip())
         try commit(staging, mine, ["visits/2026-11-21-doctor-note.json": note("Not theirs")], by: doctor)
         XCTAssertThrowsError(try collect(since: second)) { error in
             guard case StagingCopy.Failure.unreadable(let path, _) = error else { return XCTFail("\(error)") }
             XCTAssertEqual(path, "visits/2026-11-21-doctor-note.json")
         }
-        XCTAssertEqual(try binder.branchTip(), landed)
+        XCTAssertEqual(try binder.refs.branchTip(), landed)
     }
 }

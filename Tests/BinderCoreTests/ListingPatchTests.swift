@@ -34,10 +34,10 @@ final class ListingPatchTests: XCTestCase {
     /// Commits `files` (git path → bytes, stored as given) straight into the repository, as
     /// another writer would: for states the view itself never writes.
     func commitRaw(_ files: [String: [UInt8]]) throws {
-        let parent = try repository.branchTip()
+        let parent = try repository.refs.branchTip()
         var changes: [TreeChange] = []
-        for (path, bytes) in files { changes.append(.write(path: path, blob: try repository.writeBlob(bytes))) }
-        _ = try repository.commitChanges(onto: parent, changes: changes, message: "raw", author: author)
+        for (path, bytes) in files { changes.append(.write(path: path, blob: try repository.objects.writeBlob(bytes))) }
+        _ = try repository.commits.commitChanges(onto: parent, changes: changes, message: "raw", author: author)
     }
 
     func encrypted(_ json: String) throws -> [UInt8] {
@@ -243,7 +243,7 @@ final class ListingPatchTests: XCTestCase {
 
     /// The snapshot patched in place after a commit equals a full read, in git's order.
     func testSnapshotAdvancedEqualsAFullRead() throws {
-        let blob = { (text: String) throws -> ObjectID in try self.repository.writeBlob(Array(text.utf8)) }
+        let blob = { (text: String) throws -> ObjectID in try self.repository.objects.writeBlob(Array(text.utf8)) }
         let steps: [[TreeChange]] = [
             [.write(path: "v/m.json", blob: try blob("1")), .write(path: "v/a.json", blob: try blob("2"))],
             [.write(path: "v/b.json", blob: try blob("3"))],                       // between two
@@ -256,9 +256,9 @@ final class ListingPatchTests: XCTestCase {
             [.delete(path: "v/w")],
             [.write(path: "top.json", blob: try blob("10"))],
         ]
-        var snapshot = try Snapshot.load(repository, commit: try repository.branchTip())
+        var snapshot = try Snapshot.load(repository, commit: try repository.refs.branchTip())
         for changes in steps {
-            let commit = try repository.commitChanges(onto: snapshot.commit, changes: changes, message: "step", author: author)
+            let commit = try repository.commits.commitChanges(onto: snapshot.commit, changes: changes, message: "step", author: author)
             snapshot = try snapshot.advanced(to: commit, changes: changes, repository: repository)
             let full = try Snapshot.load(repository, commit: commit)
             XCTAssertEqual(snapshot.gitFolders, full.gitFolders, "\(changes)")

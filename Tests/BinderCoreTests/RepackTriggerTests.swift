@@ -42,7 +42,7 @@ final class RepackTriggerTests: XCTestCase {
         for i in 0..<3_000 {
             let body = "# Record \(i)\n\n" + String(repeating: "Line \(i) of a record.\n", count: 20)
             try view.store("folder\(i % 10)/record-\(i).md", content: Array(body.utf8))
-            if i % 50 == 0 { most = max(most, repository.packCount()) }
+            if i % 50 == 0 { most = max(most, repository.packs.packCount()) }
         }
         // The last folds may still run; they end on their own, and git reads the packs after.
         var waited = 0
@@ -50,10 +50,10 @@ final class RepackTriggerTests: XCTestCase {
             Thread.sleep(forTimeInterval: 0.1)
             waited += 1
         }
-        most = max(most, repository.packCount())
+        most = max(most, repository.packs.packCount())
         XCTAssertLessThan(most, 100, "packs piled up during the saves")
         // Geometric folds leave about log2(objects) packs, plus the saves since the last fold.
-        XCTAssertLessThanOrEqual(repository.packCount(), 45)
+        XCTAssertLessThanOrEqual(repository.packs.packCount(), 45)
         XCTAssertEqual(try view.list("folder3").filter { $0.name.hasSuffix(".md") }.count, 300)
         // Each pack folded away was let go: the view's instance keeps none open or mapped
         // (libgit2 alone kept all of them, and searched them on every save), once the databases
@@ -77,32 +77,32 @@ final class RepackTriggerTests: XCTestCase {
         try BinderView(repository: repository, key: key, logger: Logger(label: "test")).makeDirectory("visits")
         // 180 saves, each its own pack, none folded: what mounts that each ended before their
         // fold came due left (saves written as the committer writes them).
-        var tip = try XCTUnwrap(try repository.branchTip())
+        var tip = try XCTUnwrap(try repository.refs.branchTip())
         for save in 0..<180 {
             let document = MedicalDocument(type: "visit", value: "# Record \(save % 20)\n\nSave \(save).\n")
             let blob = Array(try NIP44.encrypt(document.serializedBytes(), key: key).utf8)
-            tip = try repository.commitChanges(onto: tip, changes: [.write(path: "visits/record-\(save % 20).json",
-                                                                          blob: try GitRepository.blobID(of: blob))],
+            tip = try repository.commits.commitChanges(onto: tip, changes: [.write(path: "visits/record-\(save % 20).json",
+                                                                          blob: try GitObjects.blobID(of: blob))],
                                                message: "Update entry", author: Signature(name: "t", email: "t@t"), blobs: [blob])
         }
-        let piledUp = repository.packCount()
+        let piledUp = repository.packs.packCount()
         XCTAssertGreaterThan(piledUp, Committer.packsPerFold * 2)
 
         let view = try BinderView(repository: try GitRepository.open(path: directory.path), key: key, logger: Logger(label: "test"))
         view.packIfDue()
         var waited = 0
-        while (!view.committer.isPackingIdle || repository.packCount() >= Committer.foldEvery) && waited < 1_200 {
+        while (!view.committer.isPackingIdle || repository.packs.packCount() >= Committer.foldEvery) && waited < 1_200 {
             Thread.sleep(forTimeInterval: 0.1)
             waited += 1
         }
-        XCTAssertLessThan(repository.packCount(), Committer.foldEvery, "the piled-up packs stayed (\(piledUp) before)")
+        XCTAssertLessThan(repository.packs.packCount(), Committer.foldEvery, "the piled-up packs stayed (\(piledUp) before)")
         let handle = try view.open("visits/record-19.md")
         defer { view.release(handle: handle) }
         var out = [UInt8](repeating: 0, count: try view.attributes("visits/record-19.md").size)
         _ = try out.withUnsafeMutableBytes { try view.read(handle: handle, offset: 0, into: $0) }
         XCTAssertTrue(String(decoding: out, as: UTF8.self).hasSuffix("Save 179.\n"))
         try assertGitFsckClean(repository.gitDirectory)
-        XCTAssertEqual(try repository.versions(of: "visits/record-19.json", from: tip).count, 9)
+        XCTAssertEqual(try repository.history.versions(of: "visits/record-19.json", from: tip).count, 9)
 
         // A binder whose packs are few starts no fold at mount.
         let calm = try BinderView(repository: try GitRepository.open(path: directory.path), key: key, logger: Logger(label: "test"))
@@ -134,18 +134,18 @@ final class RepackTriggerTests: XCTestCase {
         try python.run()
         python.waitUntilExit()
         XCTAssertEqual(python.terminationStatus, 0)
-        XCTAssertEqual(repository.packCount(), 1, "the creation's commit is one pack")
+        XCTAssertEqual(repository.packs.packCount(), 1, "the creation's commit is one pack")
 
         let view = try BinderView(repository: repository, key: key, logger: Logger(label: "test"))
         try view.makeDirectory("visits")
         // The repack runs on its own thread; saves do not wait for it. The save wrote a second
         // pack; the repack leaves one.
         var waited = 0
-        while repository.packCount() != 1 && waited < 600 {
+        while repository.packs.packCount() != 1 && waited < 600 {
             Thread.sleep(forTimeInterval: 0.1)
             waited += 1
         }
-        XCTAssertEqual(repository.packCount(), 1, "no repack after the save")
+        XCTAssertEqual(repository.packs.packCount(), 1, "no repack after the save")
         try view.store("visits/2026-02-09.md", content: Array("# Visit\n\nAfter the repack.\n".utf8))
 
         let fresh = try BinderView(repository: try GitRepository.open(path: directory.path), key: key, logger: Logger(label: "test"))

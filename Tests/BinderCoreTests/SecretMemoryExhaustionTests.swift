@@ -58,7 +58,7 @@ final class SecretMemoryExhaustionTests: XCTestCase {
         let writer = try view()
         try writer.makeDirectory("visits")
         try writer.store(record, content: content)
-        let tip = try GitRepository.open(path: directory.path).branchTip()
+        let tip = try GitRepository.open(path: directory.path).refs.branchTip()
         let shown = try read(writer, record)  // as rendered, with the metadata the save added
         let editing = try writer.openForWriting(record, truncate: false)
         let reader = try view()  // nothing cached: reading the record needs secret memory
@@ -75,7 +75,7 @@ final class SecretMemoryExhaustionTests: XCTestCase {
         // (A file another handle holds open shares that handle's bytes: O_TRUNC of it needs none.)
         assertNoMemory(try writer.openForWriting("patient-info.md", truncate: true), "opening with O_TRUNC")
         XCTAssertFalse(try writer.flush(handle: editing, closing: true), "the refused write left nothing to store")
-        XCTAssertEqual(try GitRepository.open(path: directory.path).branchTip(), tip, "nothing was committed")
+        XCTAssertEqual(try GitRepository.open(path: directory.path).refs.branchTip(), tip, "nothing was committed")
 
         // Memory back: the same operations work, and what is stored is what was saved.
         SecureBytes.limitForTesting(nil)

@@ -39,9 +39,9 @@ final class WriteEngineTests: XCTestCase {
     }
 
     func stored(_ gitPath: String) throws -> MedicalDocument {
-        let tip = try XCTUnwrap(try repository.branchTip())
-        let entry = try XCTUnwrap(try repository.entry(at: gitPath, commit: tip), gitPath)
-        let plaintext = try NIP44.decrypt(payload: try repository.readBlob(entry.id), key: key)
+        let tip = try XCTUnwrap(try repository.refs.branchTip())
+        let entry = try XCTUnwrap(try repository.trees.entry(at: gitPath, commit: tip), gitPath)
+        let plaintext = try NIP44.decrypt(payload: try repository.objects.readBlob(entry.id), key: key)
         return try MedicalDocument(plaintext: plaintext.copyBytes())
     }
 
@@ -63,7 +63,7 @@ final class WriteEngineTests: XCTestCase {
         XCTAssertNotNil(document.created)
         XCTAssertEqual(document.validate(), [])
         XCTAssertEqual(try git("log --format=%s main"), "Add visits entry\nAdd folder\nInitialize binder\n")
-        XCTAssertNotNil(try repository.entry(at: "visits/.meta.json", commit: try XCTUnwrap(try repository.branchTip())))
+        XCTAssertNotNil(try repository.trees.entry(at: "visits/.meta.json", commit: try XCTUnwrap(try repository.refs.branchTip())))
 
         // Saved without front matter: metadata kept, `updated` moves, value replaced.
         Thread.sleep(forTimeInterval: 0.01)
@@ -147,8 +147,8 @@ final class WriteEngineTests: XCTestCase {
         XCTAssertEqual(try stored("archive/\u{301}old/result.json").value, "# Result\n\nkept\n")
         XCTAssertEqual(try stored("archive/top.json").value, "# Top\n")
         XCTAssertEqual(String(decoding: try read("archive/\u{301}old/result.md"), as: UTF8.self).hasSuffix("# Result\n\nkept\n"), true)
-        let tip = try XCTUnwrap(try repository.branchTip())
-        XCTAssertNil(try repository.entry(at: "labs", commit: tip))
+        let tip = try XCTUnwrap(try repository.refs.branchTip())
+        XCTAssertNil(try repository.trees.entry(at: "labs", commit: tip))
         XCTAssertThrowsError(try view.rename("archive", to: "archive/\u{301}old/inside"))
     }
 

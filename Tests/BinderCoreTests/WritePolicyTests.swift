@@ -109,16 +109,16 @@ final class WritePolicyTests: XCTestCase {
         var options = BinderView.Options()
         options.mode = .onlyNewRecords(commitMessage: { Self.message })
         let doctor = try BinderView(repository: binder.repository, key: binder.key, logger: binder.logger, options: options)
-        let shared = try binder.repository.branchTip()
+        let shared = try binder.repository.refs.branchTip()
         for step in row.doctor {
             do { try Self.apply(step, on: doctor) } catch { return XCTFail("\(row.rule): doctor's \(step) failed: \(error)") }
         }
-        let before = try binder.repository.branchTip()
+        let before = try binder.repository.refs.branchTip()
         let outcome = Result { try Self.apply(row.when, on: doctor) }
         switch (row.then, outcome) {
         case (.refused(let errno), .failure(let error)):
             XCTAssertEqual((error as? WriteError)?.errno, errno, "\(row.rule): \(error)")
-            XCTAssertEqual(try binder.repository.branchTip(), before, "\(row.rule): a refusal changed main")
+            XCTAssertEqual(try binder.repository.refs.branchTip(), before, "\(row.rule): a refusal changed main")
         case (.refused(let errno), .success):
             XCTFail("\(row.rule): \(row.when) succeeded; expected \(errno)")
         case (_, .failure(let error)):
@@ -132,9 +132,9 @@ final class WritePolicyTests: XCTestCase {
             }
             if let children { XCTAssertEqual(try binder.documentCounts().children, children, "\(row.rule): children") }
             // Every commit the doctor made carries the mode's message, and nothing else.
-            var commit = try XCTUnwrap(try binder.repository.branchTip())
+            var commit = try XCTUnwrap(try binder.repository.refs.branchTip())
             while commit != shared {
-                let info = try binder.repository.commit(commit)
+                let info = try binder.repository.commits.commit(commit)
                 XCTAssertEqual(info.summary, Self.message, row.rule)
                 commit = try XCTUnwrap(info.parents.first)
             }

@@ -243,18 +243,18 @@ final class WriteRuleTests: XCTestCase {
         for step in row.given {
             do { try binder.apply(step) } catch { return XCTFail("\(row.rule): given \(step) failed: \(error)") }
         }
-        let before = try binder.repository.branchTip()
+        let before = try binder.repository.refs.branchTip()
         let outcome: Result<Void, Error> = Result { try binder.apply(row.when) }
         switch (row.then, outcome) {
         case (.refused(let errno), .failure(let error)):
             XCTAssertEqual((error as? WriteError)?.errno, errno, "\(row.rule): \(error)")
-            XCTAssertEqual(try binder.repository.branchTip(), before, "\(row.rule): a refusal changed main")
+            XCTAssertEqual(try binder.repository.refs.branchTip(), before, "\(row.rule): a refusal changed main")
         case (.refused(let errno), .success):
             XCTFail("\(row.rule): \(row.when) succeeded; expected \(errno)")
         case (_, .failure(let error)):
             XCTFail("\(row.rule): \(row.when) failed: \(error)")
         case (.unchanged, .success):
-            XCTAssertEqual(try binder.repository.branchTip(), before, "\(row.rule): a commit was made")
+            XCTAssertEqual(try binder.repository.refs.branchTip(), before, "\(row.rule): a commit was made")
         case (.shows(let files, let contains, let lacks, let documents, let children), .success):
             let view = try BinderView(repository: binder.repository, key: binder.key, logger: binder.logger)  // as a fresh mount sees it
             XCTAssertEqual(try TestBinder.files(view), files, row.rule)
@@ -332,12 +332,12 @@ final class TestBinder {
 
     /// Documents (`.json` but `.meta.json`) at `main`, and their children at any depth.
     func documentCounts() throws -> (documents: Int, children: Int) {
-        guard let tip = try repository.branchTip() else { return (0, 0) }
+        guard let tip = try repository.refs.branchTip() else { return (0, 0) }
         var documents = 0, children = 0
         func count(_ document: MedicalDocument) { for child in document.children { children += 1; count(child) } }
-        for entry in try repository.listTree(commit: tip) where entry.kind == .blob && entry.path.hasSuffix(".json") && !entry.path.hasSuffix(".meta.json") {
+        for entry in try repository.trees.listTree(commit: tip) where entry.kind == .blob && entry.path.hasSuffix(".json") && !entry.path.hasSuffix(".meta.json") {
             documents += 1
-            count(try BinderReader.readDocument(try repository.readBlob(entry.id), key: key, gitPath: entry.path))
+            count(try BinderReader.readDocument(try repository.objects.readBlob(entry.id), key: key, gitPath: entry.path))
         }
         return (documents, children)
     }

@@ -13,7 +13,7 @@ final class CommitCountTests: XCTestCase {
         var step = 0
         func commit(onto parent: ObjectID?, branch: String = "main", merging other: ObjectID? = nil) throws -> ObjectID {
             step += 1
-            return try repo.commitChanges(onto: parent, changes: [.write(path: "f\(step % 7).json", blob: try repo.writeBlob(Array("\(step)".utf8)))],
+            return try repo.commits.commitChanges(onto: parent, changes: [.write(path: "f\(step % 7).json", blob: try repo.objects.writeBlob(Array("\(step)".utf8)))],
                                           message: "Edit", author: testAuthor, branch: branch, mergedParents: other.map { [$0] } ?? [])
         }
         // A main line of 20 commits; a side line of 7 from its 5th; their merge; 3 more.
@@ -49,7 +49,7 @@ final class CommitCountTests: XCTestCase {
                 let output = try gitData(["rev-list", "--count", from.hex] + (hiding.map { ["^" + $0.hex] } ?? []), in: path)
                 return Int(String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))!
             }
-            let counted = try repo.aheadBehind(local: local, upstream: upstream)
+            let counted = try repo.history.aheadBehind(local: local, upstream: upstream)
             XCTAssertEqual(counted.ahead, try revListCount(local, upstream), name)
             XCTAssertEqual(counted.behind, try revListCount(upstream, local), name)
         }

@@ -11,9 +11,9 @@ final class CommitPackTests: XCTestCase {
     private func save(_ repo: GitRepository, _ i: Int, onto parent: ObjectID?) throws -> ObjectID {
         let record = Array("{\"content\":\"record \(i) \(String(repeating: "x", count: i % 97))\"}\n".utf8)
         let index = Array("entries \(i)\n".utf8)
-        return try repo.commitChanges(onto: parent,
-                                      changes: [.write(path: "visits/\(i % 40)/r\(i).json", blob: try GitRepository.blobID(of: record)),
-                                                .write(path: "index.json", blob: try GitRepository.blobID(of: index))],
+        return try repo.commits.commitChanges(onto: parent,
+                                      changes: [.write(path: "visits/\(i % 40)/r\(i).json", blob: try GitObjects.blobID(of: record)),
+                                                .write(path: "index.json", blob: try GitObjects.blobID(of: index))],
                                       message: "Save \(i)", author: testAuthor, blobs: [record, index])
     }
 
@@ -24,7 +24,7 @@ final class CommitPackTests: XCTestCase {
     }
 
     private func packIndexes(_ path: String) -> Set<String> {
-        Set(GitRepository.packIndexes(in: path + "/objects/pack"))
+        Set(GitPacks.packIndexes(in: path + "/objects/pack"))
     }
 
     func testACommitWritesOnePackOfItsNewObjectsAndNoLooseOnes() throws {
@@ -49,15 +49,15 @@ final class CommitPackTests: XCTestCase {
         XCTAssertEqual(try git("cat-file", "-p", "main:index.json", in: path), "entries 4")
         XCTAssertEqual(try git("cat-file", "-t", "main", in: path), "commit")
         // binder reads them, through this instance and a new one, and commits on top.
-        XCTAssertEqual(try repo.readBlob(try XCTUnwrap(try repo.entry(at: "visits/3/r3.json", commit: tip!)).id),
+        XCTAssertEqual(try repo.objects.readBlob(try XCTUnwrap(try repo.trees.entry(at: "visits/3/r3.json", commit: tip!)).id),
                        Array("{\"content\":\"record 3 xxx\"}\n".utf8))
         let other = try GitRepository.open(path: path)
         tip = try save(other, 5, onto: tip)
-        XCTAssertEqual(try repo.readBlob(try XCTUnwrap(try repo.entry(at: "index.json", commit: tip!)).id), Array("entries 5\n".utf8))
+        XCTAssertEqual(try repo.objects.readBlob(try XCTUnwrap(try repo.trees.entry(at: "index.json", commit: tip!)).id), Array("entries 5\n".utf8))
         // A blob named but not stored is refused (strict object creation), and nothing moves.
-        XCTAssertThrowsError(try repo.commitChanges(onto: tip, changes: [.write(path: "a.json", blob: try GitRepository.blobID(of: [1]))],
+        XCTAssertThrowsError(try repo.commits.commitChanges(onto: tip, changes: [.write(path: "a.json", blob: try GitObjects.blobID(of: [1]))],
                                                     message: "Broken", author: testAuthor))
-        XCTAssertEqual(try repo.branchTip(), tip)
+        XCTAssertEqual(try repo.refs.branchTip(), tip)
         // Git's own gc agrees.
         try git("gc", "--quiet", in: path)
         try assertRepositoryComplete(path, tip: tip!, commits: 6)
@@ -72,10 +72,10 @@ final class CommitPackTests: XCTestCase {
         var tip: ObjectID?
         for i in 0..<40 { tip = try save(repo, i, onto: tip) }
         XCTAssertEqual(try counts(path).packs, 40)
-        let result = try GitRepository.open(path: path).foldPacks()
+        let result = try GitRepository.open(path: path).packs.foldPacks()
         XCTAssertEqual(result.packsRemoved, 40)
         XCTAssertEqual(try counts(path).packs, 1)
-        let types = try GitRepository.packIndexes(in: path + "/objects/pack").map { index in
+        let types = try GitPacks.packIndexes(in: path + "/objects/pack").map { index in
             Set(lines(try git("verify-pack", "-v", index, in: path)).compactMap { line -> String? in
                 let fields = line.split(separator: " ", omittingEmptySubsequences: true)
                 return fields.count >= 5 && fields[0].count == 40 ? String(fields[1]) : nil
@@ -86,7 +86,7 @@ final class CommitPackTests: XCTestCase {
         // The instance that committed still reads everything and commits on top; a full
         // repack then folds the rest.
         for i in 40..<45 { tip = try save(repo, i, onto: tip) }
-        XCTAssertEqual(try repo.repack().packsRemoved, 6)
+        XCTAssertEqual(try repo.packs.repack().packsRemoved, 6)
         XCTAssertEqual(try counts(path).packs, 1)
         try assertRepositoryComplete(path, tip: tip!, commits: 45)
     }
@@ -110,7 +110,7 @@ final class CommitPackTests: XCTestCase {
             ([50, 1_000], 400, 1, #line),             // 450 loose and small: 1,000 >= 900 stays
         ]
         for row in rows {
-            XCTAssertEqual(GitRepository.geometricRollUp(row.counts, extra: row.loose), row.rolled, "\(row.counts) + \(row.loose)", line: row.line)
+            XCTAssertEqual(GitPacks.geometricRollUp(row.counts, extra: row.loose), row.rolled, "\(row.counts) + \(row.loose)", line: row.line)
         }
     }
 
@@ -125,14 +125,14 @@ final class CommitPackTests: XCTestCase {
             tip = try save(repo, i, onto: tip)
             guard i % 32 == 31 else { continue }
             let before = packIndexes(path)
-            rewritten += try GitRepository.open(path: path).foldPacks().objects
+            rewritten += try GitRepository.open(path: path).packs.foldPacks().objects
             // One pack a fold, after which the packs are a geometric progression again: the
             // next fold rolls up only what saves add. (A fold that wrote two packs of about as
             // many objects each had the next one roll both again, and every fold rewrote every
             // object saved so far.)
             XCTAssertEqual(packIndexes(path).subtracting(before).count, 1, "fold after save \(i)")
-            let sizes = GitRepository.packIndexes(in: path + "/objects/pack").compactMap(GitRepository.objectCount(ofIndex:)).sorted()
-            XCTAssertEqual(GitRepository.geometricRollUp(sizes), 0, "packs after the fold after save \(i): \(sizes)")
+            let sizes = GitPacks.packIndexes(in: path + "/objects/pack").compactMap(GitPacks.objectCount(ofIndex:)).sorted()
+            XCTAssertEqual(GitPacks.geometricRollUp(sizes), 0, "packs after the fold after save \(i): \(sizes)")
         }
         // Each of the 3,840 objects (a save writes six: two blobs, three trees, a commit)
         // rewritten a few times (10,752 in all when this was written), not once per fold:
@@ -144,10 +144,10 @@ final class CommitPackTests: XCTestCase {
         let loose = try XCTUnwrap(ObjectID(hex: String(decoding: try gitData(["hash-object", "-w", "--stdin"], in: path, input: Data("loose\n".utf8)),
                                                       as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)))
         XCTAssertEqual(try counts(path).loose, 1)
-        let result = try GitRepository.open(path: path).foldPacks()
+        let result = try GitRepository.open(path: path).packs.foldPacks()
         XCTAssertEqual(result.looseRemoved, 1)
         XCTAssertEqual(try counts(path).loose, 0)
-        XCTAssertEqual(try repo.readBlob(loose), Array("loose\n".utf8))
+        XCTAssertEqual(try repo.objects.readBlob(loose), Array("loose\n".utf8))
         try assertRepositoryComplete(path, tip: tip!, commits: 640)
     }
 
@@ -163,8 +163,8 @@ final class CommitPackTests: XCTestCase {
         var tip: ObjectID?
         for i in 0..<96 {
             tip = try save(repo, i, onto: tip)
-            XCTAssertEqual(try reader.readBlob(try GitRepository.blobID(of: Array("entries \(i)\n".utf8))), Array("entries \(i)\n".utf8))
-            if i % 32 == 31 { XCTAssertGreaterThan(try GitRepository.open(path: path).foldPacks().packsRemoved, 0) }
+            XCTAssertEqual(try reader.objects.readBlob(try GitObjects.blobID(of: Array("entries \(i)\n".utf8))), Array("entries \(i)\n".utf8))
+            if i % 32 == 31 { XCTAssertGreaterThan(try GitRepository.open(path: path).packs.foldPacks().packsRemoved, 0) }
         }
         func removedPacksHeld() throws -> Int {
             try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").filter { fd in
@@ -176,7 +176,7 @@ final class CommitPackTests: XCTestCase {
         // Both instances read and write on after the folds, and hold no removed pack once the
         // databases they replaced are freed (on a queue of their own).
         tip = try save(repo, 96, onto: tip)
-        XCTAssertEqual(try reader.readBlob(try GitRepository.blobID(of: Array("entries 96\n".utf8))), Array("entries 96\n".utf8))
+        XCTAssertEqual(try reader.objects.readBlob(try GitObjects.blobID(of: Array("entries 96\n".utf8))), Array("entries 96\n".utf8))
         GitRepository.waitForReplacedDatabases()
         XCTAssertEqual(try removedPacksHeld(), 0)
         try assertRepositoryComplete(path, tip: tip!, commits: 97)
@@ -193,12 +193,12 @@ final class CommitPackTests: XCTestCase {
         var tip: ObjectID?
         for i in 0..<32 { tip = try save(repo, i, onto: tip) }
         let contents = (0..<32).map { Array("entries \($0)\n".utf8) }
-        let held = try contents.map { try reader.blob(try GitRepository.blobID(of: $0)) }
+        let held = try contents.map { try reader.objects.blob(try GitObjects.blobID(of: $0)) }
         let packsBefore = packIndexes(path)
-        XCTAssertGreaterThan(try GitRepository.open(path: path).foldPacks().packsRemoved, 0)
+        XCTAssertGreaterThan(try GitRepository.open(path: path).packs.foldPacks().packsRemoved, 0)
         XCTAssertTrue(packsBefore.isDisjoint(with: packIndexes(path)), "the fold left none of the packs the blobs came from")
         // The reader's next use replaces its database; the old one is freed on its queue.
-        XCTAssertEqual(try reader.readBlob(try GitRepository.blobID(of: contents[0])), contents[0])
+        XCTAssertEqual(try reader.objects.readBlob(try GitObjects.blobID(of: contents[0])), contents[0])
         GitRepository.waitForReplacedDatabases()
         // Memory freed with the database is used again before the blobs are read.
         let churn = (0..<2_000).map { [UInt8](repeating: UInt8($0 % 251), count: 64 + $0 % 700) }
@@ -222,7 +222,7 @@ final class CommitPackTests: XCTestCase {
                                                acknowledgements: { 3 + $0 }, delay: { UInt32(1_000 * ($0 * 3 % 11)) }) { child, round, i, parent in
             // Fold now and then, so that some kills land in a fold.
             let id = try self.save(child, 1_000 * (round + 1) + i, onto: parent)
-            if i % 7 == 6 { _ = try? child.foldPacks() }
+            if i % 7 == 6 { _ = try? child.packs.foldPacks() }
             return id
         }
         XCTAssertGreaterThan(total, 8)

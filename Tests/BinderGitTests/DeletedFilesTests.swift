@@ -10,9 +10,9 @@ final class DeletedFilesTests: XCTestCase {
         let tmp = try TemporaryDirectory()
         let path = tmp.sub("r.git")
         let repo = try GitRepository.create(path: path, bare: true)
-        func blob(_ text: String) throws -> ObjectID { try repo.writeBlob(Array(text.utf8)) }
+        func blob(_ text: String) throws -> ObjectID { try repo.objects.writeBlob(Array(text.utf8)) }
         let paths = ["a.json", "a/x.json", "a-b.json", "ab/y.json", "a0.json", "b/c/d.json", "b.json", "z.json"]
-        var tip = try repo.commitChanges(onto: nil, changes: try paths.map { .write(path: $0, blob: try blob($0)) },
+        var tip = try repo.commits.commitChanges(onto: nil, changes: try paths.map { .write(path: $0, blob: try blob($0)) },
                                          message: "Add", author: testAuthor)
         // libgit2 wrote the root in git's order: each entry comes before the next.
         let rootEntries = try lines(git("ls-tree", tip.hex, in: path)).map { line -> (String, Bool) in
@@ -20,23 +20,23 @@ final class DeletedFilesTests: XCTestCase {
             return (String(parts[1]), parts[0].contains(" tree "))
         }
         for (a, b) in zip(rootEntries, rootEntries.dropFirst()) {
-            XCTAssertLessThan(GitRepository.gitOrder(a.0, a.1, b.0, b.1), 0, "\(a.0) before \(b.0)")
-            XCTAssertGreaterThan(GitRepository.gitOrder(b.0, b.1, a.0, a.1), 0)
+            XCTAssertLessThan(GitHistory.gitOrder(a.0, a.1, b.0, b.1), 0, "\(a.0) before \(b.0)")
+            XCTAssertGreaterThan(GitHistory.gitOrder(b.0, b.1, a.0, a.1), 0)
         }
-        XCTAssertEqual(GitRepository.gitOrder("a", true, "a", true), 0)
-        XCTAssertNotEqual(GitRepository.gitOrder("a", true, "a", false), 0, "a file and a folder of one name differ")
+        XCTAssertEqual(GitHistory.gitOrder("a", true, "a", true), 0)
+        XCTAssertNotEqual(GitHistory.gitOrder("a", true, "a", false), 0, "a file and a folder of one name differ")
 
         // Changes in several folders, one deletion each, and a file made a folder.
-        tip = try repo.commitChanges(onto: tip, changes: [.delete(path: "a-b.json"), .write(path: "a/x.json", blob: try blob("x2")),
+        tip = try repo.commits.commitChanges(onto: tip, changes: [.delete(path: "a-b.json"), .write(path: "a/x.json", blob: try blob("x2")),
                                                           .delete(path: "b/c/d.json"), .write(path: "ab/y.json", blob: try blob("y2"))],
                                      message: "Edit", author: testAuthor)
-        tip = try repo.commitChanges(onto: tip, changes: [.delete(path: "z.json"), .write(path: "z.json/inner.json", blob: try blob("i")),
+        tip = try repo.commits.commitChanges(onto: tip, changes: [.delete(path: "z.json"), .write(path: "z.json/inner.json", blob: try blob("i")),
                                                           .delete(path: "a0.json")],
                                      message: "Move", author: testAuthor)
-        let deleted = try repo.removals(from: tip).deleted
+        let deleted = try repo.history.removals(from: tip).deleted
         // z.json is a folder at the tip now: not a deleted file.
         XCTAssertEqual(Set(deleted.map(\.path)), ["a-b.json", "b/c/d.json", "a0.json"])
-        XCTAssertEqual(try repo.readBlob(try XCTUnwrap(deleted.first { $0.path == "b/c/d.json" }).lastBlob), Array("b/c/d.json".utf8))
+        XCTAssertEqual(try repo.objects.readBlob(try XCTUnwrap(deleted.first { $0.path == "b/c/d.json" }).lastBlob), Array("b/c/d.json".utf8))
     }
 
     /// After each commit, the answer extended from the previous tip's (the commits since
@@ -50,10 +50,10 @@ final class DeletedFilesTests: XCTestCase {
         var mostDeleted = 0
         _ = try randomHistory(in: repo, paths: ["a.json", "b.json", "v/c.json", "v/d.json", "v/w/e.json", "x.json", "x.json/inner.json", "y/f.json"],
                               steps: 200, changesAtMost: 3, removeOneIn: 2, contents: 1_000, mergeEvery: 20) { tip, step in
-            let whole = try repo.removals(from: tip).deleted
-            let extended = try repo.removals(from: tip, extending: earlier)
+            let whole = try repo.history.removals(from: tip).deleted
+            let extended = try repo.history.removals(from: tip, extending: earlier)
             XCTAssertEqual(extended.deleted, whole, "step \(step)")
-            XCTAssertEqual(try repo.removals(from: tip, extending: extended).deleted, whole, "step \(step), same tip")
+            XCTAssertEqual(try repo.history.removals(from: tip, extending: extended).deleted, whole, "step \(step), same tip")
             earlier = extended
             mostDeleted = max(mostDeleted, whole.count)
         }

@@ -37,10 +37,10 @@ final class FixtureReadTests: XCTestCase {
 
     func testListTreeMatchesLsTree() throws {
         let repo = try GitRepository.open(path: path)
-        let tip = try XCTUnwrap(try repo.branchTip())
+        let tip = try XCTUnwrap(try repo.refs.branchTip())
         XCTAssertEqual(tip.hex, try git("rev-parse", "main", in: path))
 
-        let entries = try repo.listTree(commit: tip)
+        let entries = try repo.trees.listTree(commit: tip)
         XCTAssertEqual(entries.map(\.path), lines(try git("ls-tree", "-r", "-t", "--name-only", "main", in: path)))
 
         // Same modes, types and ids as `git ls-tree -r -t` ("<mode> <type> <id>\t<path>").
@@ -61,7 +61,7 @@ final class FixtureReadTests: XCTestCase {
         XCTAssertEqual(entries.first { $0.path == "conditions/back-acne/.meta.json" }?.name, ".meta.json")
 
         // listTree(tree:) agrees.
-        XCTAssertEqual(try repo.listTree(tree: try repo.commit(tip).tree), entries)
+        XCTAssertEqual(try repo.trees.listTree(tree: try repo.commits.commit(tip).tree), entries)
 
         // listFolders: the same entries grouped by folder, in the same order, every folder a key.
         var grouped: [String: [TreeEntry]] = ["": []]
@@ -69,14 +69,14 @@ final class FixtureReadTests: XCTestCase {
             grouped[String(entry.folder), default: []].append(entry)
             if entry.kind == .tree, grouped[entry.path] == nil { grouped[entry.path] = [] }
         }
-        XCTAssertEqual(try repo.listFolders(commit: tip), grouped)
+        XCTAssertEqual(try repo.trees.listFolders(commit: tip), grouped)
         XCTAssertGreaterThan(grouped.count, 3)
     }
 
     func testBlobsMatchCatFile() throws {
         let repo = try GitRepository.open(path: path)
-        let tip = try XCTUnwrap(try repo.branchTip())
-        let blobs = try repo.listTree(commit: tip).filter { $0.kind == .blob }
+        let tip = try XCTUnwrap(try repo.refs.branchTip())
+        let blobs = try repo.trees.listTree(commit: tip).filter { $0.kind == .blob }
         XCTAssertGreaterThan(blobs.count, 50)
 
         // One `git cat-file --batch` for all blobs: "<id> blob <size>\n<bytes>\n" each.
@@ -93,9 +93,9 @@ final class FixtureReadTests: XCTestCase {
             let content = Array(output[(newline + 1)..<(newline + 1 + size)])
             offset = newline + 1 + size + 1
 
-            XCTAssertEqual(try repo.blobSize(blob.id), size, blob.path)
-            XCTAssertEqual(try repo.readBlob(blob.id), content, blob.path)
-            XCTAssertTrue(repo.objectExists(blob.id))
+            XCTAssertEqual(try repo.objects.blobSize(blob.id), size, blob.path)
+            XCTAssertEqual(try repo.objects.readBlob(blob.id), content, blob.path)
+            XCTAssertTrue(repo.objects.objectExists(blob.id))
         }
         XCTAssertEqual(offset, output.count)
     }
@@ -115,14 +115,14 @@ final class FixtureReadTests: XCTestCase {
         for line in checks {
             let parts = line.split(separator: " ")
             let id = try oid(String(parts[0]))
-            XCTAssertTrue(repo.objectExists(id))
+            XCTAssertTrue(repo.objects.objectExists(id))
             guard parts[1] == "blob" else {
-                XCTAssertThrowsError(try repo.blobSize(id)) { XCTAssertTrue(($0 as? GitError)?.isNotFound == true) }
+                XCTAssertThrowsError(try repo.objects.blobSize(id)) { XCTAssertTrue(($0 as? GitError)?.isNotFound == true) }
                 continue
             }
             blobCount += 1
-            XCTAssertEqual(try repo.blobSize(id), Int(parts[2]), line)
-            XCTAssertEqual(try repo.readBlob(id).count, Int(parts[2]), line)
+            XCTAssertEqual(try repo.objects.blobSize(id), Int(parts[2]), line)
+            XCTAssertEqual(try repo.objects.readBlob(id).count, Int(parts[2]), line)
         }
         XCTAssertGreaterThan(blobCount, 50)
     }
@@ -130,29 +130,29 @@ final class FixtureReadTests: XCTestCase {
     func testMissingObjects() throws {
         let repo = try GitRepository.open(path: path)
         let missing = try oid("0123456789abcdef0123456789abcdef01234567")
-        XCTAssertFalse(repo.objectExists(missing))
-        for attempt in [{ _ = try repo.readBlob(missing) }, { _ = try repo.blobSize(missing) },
-                        { _ = try repo.commit(missing) }, { _ = try repo.listTree(commit: missing) }] {
+        XCTAssertFalse(repo.objects.objectExists(missing))
+        for attempt in [{ _ = try repo.objects.readBlob(missing) }, { _ = try repo.objects.blobSize(missing) },
+                        { _ = try repo.commits.commit(missing) }, { _ = try repo.trees.listTree(commit: missing) }] {
             XCTAssertThrowsError(try attempt()) { error in
                 XCTAssertTrue((error as? GitError)?.isNotFound == true, "\(error)")
             }
         }
         // A tree id is not a commit.
-        let tip = try XCTUnwrap(try repo.branchTip())
-        let tree = try repo.commit(tip).tree
-        XCTAssertThrowsError(try repo.commit(tree))
-        XCTAssertThrowsError(try repo.readBlob(tree))
+        let tip = try XCTUnwrap(try repo.refs.branchTip())
+        let tree = try repo.commits.commit(tip).tree
+        XCTAssertThrowsError(try repo.commits.commit(tree))
+        XCTAssertThrowsError(try repo.objects.readBlob(tree))
     }
 
     func testEntryAtPath() throws {
         let repo = try GitRepository.open(path: path)
-        let tip = try XCTUnwrap(try repo.branchTip())
-        let entry = try XCTUnwrap(try repo.entry(at: "conditions/back-acne/.meta.json", commit: tip))
+        let tip = try XCTUnwrap(try repo.refs.branchTip())
+        let entry = try XCTUnwrap(try repo.trees.entry(at: "conditions/back-acne/.meta.json", commit: tip))
         XCTAssertEqual(entry.kind, .blob)
         XCTAssertEqual(entry.id.hex, try git("rev-parse", "main:conditions/back-acne/.meta.json", in: path))
-        XCTAssertEqual(try repo.entry(at: "conditions", commit: tip)?.kind, .tree)
-        XCTAssertNil(try repo.entry(at: "conditions/nope.json", commit: tip))
-        XCTAssertThrowsError(try repo.entry(at: "/conditions", commit: tip)) { error in
+        XCTAssertEqual(try repo.trees.entry(at: "conditions", commit: tip)?.kind, .tree)
+        XCTAssertNil(try repo.trees.entry(at: "conditions/nope.json", commit: tip))
+        XCTAssertThrowsError(try repo.trees.entry(at: "/conditions", commit: tip)) { error in
             guard case .invalidPath = error as? GitError else { return XCTFail("\(error)") }
         }
     }
@@ -162,7 +162,7 @@ final class FixtureReadTests: XCTestCase {
         let format = "%H%x00%T%x00%P%x00%an%x00%ae%x00%at%x00%B%x01"
         let text = try git("log", "--first-parent", "--format=\(format)", "main", in: path)
         let records = text.split(separator: "\u{01}").map { $0.trimmingPrefix("\n") }.filter { !$0.isEmpty }
-        let history = try repo.log(branch: "main", limit: 1000)
+        let history = try repo.history.log(branch: "main", limit: 1000)
         XCTAssertEqual(history.count, records.count)
         XCTAssertEqual(history.count, 58)
         for (info, record) in zip(history, records) {
@@ -175,8 +175,8 @@ final class FixtureReadTests: XCTestCase {
             XCTAssertEqual(String(info.author.seconds), fields[5])
             XCTAssertEqual(info.message, fields[6])
         }
-        XCTAssertEqual(try repo.log(limit: 3).map(\.id), Array(history.prefix(3)).map(\.id))
-        XCTAssertEqual(try repo.log(from: history[5].id, limit: 2).map(\.id), [history[5].id, history[6].id])
+        XCTAssertEqual(try repo.history.log(limit: 3).map(\.id), Array(history.prefix(3)).map(\.id))
+        XCTAssertEqual(try repo.history.log(from: history[5].id, limit: 2).map(\.id), [history[5].id, history[6].id])
         XCTAssertEqual(history.last?.parents, [])
     }
 }

@@ -9,7 +9,7 @@ import XCTest
 final class FoldCopyTests: XCTestCase {
     private func save(_ repo: GitRepository, _ i: Int, _ content: String, onto parent: ObjectID?) throws -> ObjectID {
         let bytes = Array(content.utf8)
-        return try repo.commitChanges(onto: parent, changes: [.write(path: "visits/r\(i).json", blob: try GitRepository.blobID(of: bytes))],
+        return try repo.commits.commitChanges(onto: parent, changes: [.write(path: "visits/r\(i).json", blob: try GitObjects.blobID(of: bytes))],
                                       message: "Save \(i)", author: testAuthor, blobs: [bytes])
     }
 
@@ -30,7 +30,7 @@ final class FoldCopyTests: XCTestCase {
         /// Each blob's id and the CRC-32 of its entry, over the packs there are.
         func blobEntries() throws -> [String: UInt32] {
             var found: [String: UInt32] = [:]
-            for index in GitRepository.packIndexes(in: path + "/objects/pack") {
+            for index in GitPacks.packIndexes(in: path + "/objects/pack") {
                 let crcs = Dictionary(uniqueKeysWithValues: try XCTUnwrap(PackOrder.entriesInPackOrder(ofIndex: index)).map { ($0.id.hex, $0.crc) })
                 for line in lines(try git("verify-pack", "-v", index, in: path)) {
                     let fields = line.split(separator: " ", omittingEmptySubsequences: true)
@@ -41,8 +41,8 @@ final class FoldCopyTests: XCTestCase {
         }
         let before = try blobEntries()
         XCTAssertEqual(before.count, 12)
-        XCTAssertEqual(try GitRepository.open(path: path).foldPacks().packsRemoved, 12)
-        let packs = GitRepository.packIndexes(in: path + "/objects/pack")
+        XCTAssertEqual(try GitRepository.open(path: path).packs.foldPacks().packsRemoved, 12)
+        let packs = GitPacks.packIndexes(in: path + "/objects/pack")
         XCTAssertEqual(packs.count, 1)
         for index in packs { XCTAssertNoThrow(try git("verify-pack", index, in: path)) }
         // The blobs' entries are the very bytes the commit packs held (the same CRC-32s).
@@ -75,7 +75,7 @@ final class FoldCopyTests: XCTestCase {
         let repo = try GitRepository.create(path: path, bare: true)
         var tip: ObjectID?
         for i in 0..<4 { tip = try save(repo, i, "{\"v\":\"" + String(repeating: "record \(i) ", count: 50) + "\"}", onto: tip) }
-        let packs = GitRepository.packIndexes(in: path + "/objects/pack")
+        let packs = GitPacks.packIndexes(in: path + "/objects/pack")
         // The last byte of the first commit's blob entry (the commit pack writes blobs first).
         let index = try XCTUnwrap(packs.first)
         let entries = try XCTUnwrap(PackOrder.entriesInPackOrder(ofIndex: index))
@@ -85,10 +85,10 @@ final class FoldCopyTests: XCTestCase {
         var bytes = try Data(contentsOf: URL(fileURLWithPath: pack))
         bytes[at] ^= 0xFF
         try bytes.write(to: URL(fileURLWithPath: pack))
-        XCTAssertThrowsError(try GitRepository.open(path: path).foldPacks())
-        XCTAssertTrue(Set(GitRepository.packIndexes(in: path + "/objects/pack")).isSuperset(of: packs), "a pack was removed")
+        XCTAssertThrowsError(try GitRepository.open(path: path).packs.foldPacks())
+        XCTAssertTrue(Set(GitPacks.packIndexes(in: path + "/objects/pack")).isSuperset(of: packs), "a pack was removed")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: path + "/objects/pack").filter { $0.hasPrefix("tmp_") }, [])
-        XCTAssertEqual(try repo.branchTip(), tip)
+        XCTAssertEqual(try repo.refs.branchTip(), tip)
     }
 
     /// A pack stock git wrote with blob deltas (similar records; git writes OFS_DELTA entries):
@@ -101,15 +101,15 @@ final class FoldCopyTests: XCTestCase {
         let base = (0..<300).map { "line \($0) of a long record that repeats\n" }.joined()
         for i in 0..<10 { tip = try save(repo, i, base + "edit \(i)\n", onto: tip) }
         try git("repack", "-a", "-d", "-f", "-q", "--window=10", in: path)
-        let listing: [String] = try GitRepository.packIndexes(in: path + "/objects/pack").flatMap { lines(try git("verify-pack", "-v", $0, in: path)) }
+        let listing: [String] = try GitPacks.packIndexes(in: path + "/objects/pack").flatMap { lines(try git("verify-pack", "-v", $0, in: path)) }
         // verify-pack -v: "<id> <type> <size> <size in pack> <offset>", then "<depth> <base>" for a delta.
         let deltas = listing.filter { $0.contains(" blob ") && $0.split(separator: " ", omittingEmptySubsequences: true).count >= 7 }
         XCTAssertGreaterThan(deltas.count, 0, "git stored some blobs as deltas")
         for i in 10..<14 { tip = try save(repo, i, base + "edit \(i)\n", onto: tip) }
-        let packs = GitRepository.packIndexes(in: path + "/objects/pack")
-        XCTAssertEqual(try GitRepository.open(path: path).fold(FoldPlan(packs: packs, loose: [])).packsRemoved, packs.count)
+        let packs = GitPacks.packIndexes(in: path + "/objects/pack")
+        XCTAssertEqual(try GitRepository.open(path: path).packs.fold(FoldPlan(packs: packs, loose: [])).packsRemoved, packs.count)
         // The deltas git found are still there, each naming its base by id now.
-        let folded: [String] = try GitRepository.packIndexes(in: path + "/objects/pack").flatMap { lines(try git("verify-pack", "-v", $0, in: path)) }
+        let folded: [String] = try GitPacks.packIndexes(in: path + "/objects/pack").flatMap { lines(try git("verify-pack", "-v", $0, in: path)) }
         XCTAssertEqual(folded.filter { $0.contains(" blob ") && $0.split(separator: " ", omittingEmptySubsequences: true).count >= 7 }.count,
                        deltas.count)
         // (`git` drops the final line break of what it prints.)

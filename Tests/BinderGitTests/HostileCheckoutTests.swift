@@ -59,11 +59,11 @@ final class HostileCheckoutTests: XCTestCase {
         try "untouched".write(toFile: outside + "/victim.txt", atomically: true, encoding: .utf8)
         let path = tmp.sub("binder")
         let repo = try GitRepository.create(path: path, bare: false)
-        _ = try repo.commitChanges(onto: nil, changes: [
-            .write(path: "patient-info.json", blob: try repo.writeBlob(Array("p".utf8))),
-            .write(path: "visits/a.json", blob: try repo.writeBlob(Array("a".utf8))),
+        _ = try repo.commits.commitChanges(onto: nil, changes: [
+            .write(path: "patient-info.json", blob: try repo.objects.writeBlob(Array("p".utf8))),
+            .write(path: "visits/a.json", blob: try repo.objects.writeBlob(Array("a".utf8))),
         ], message: "Add entries", author: testAuthor)
-        try repo.syncWorkTreeToHead()
+        try repo.checkout.syncWorkTreeToHead()
         let gitConfig = contents(path + "/.git/config")
         let before = try snapshot(tmp.path)
 
@@ -82,8 +82,8 @@ final class HostileCheckoutTests: XCTestCase {
              "oid": String(repeating: "1", count: 40)],
         ])
         // A refused checkout is fine (the mount logs it); writing outside is not.
-        do { try repo.syncWorkTreeToHead() } catch {}
-        do { try repo.syncWorkTreeToHead(paths: ["..", "../outside/victim.txt", ".git/config", "evil", "up"]) } catch {}
+        do { try repo.checkout.syncWorkTreeToHead() } catch {}
+        do { try repo.checkout.syncWorkTreeToHead(paths: ["..", "../outside/victim.txt", ".git/config", "evil", "up"]) } catch {}
         XCTAssertEqual(contents(outside + "/victim.txt"), "untouched")
         XCTAssertEqual(contents(tmp.path + "/victim.txt"), nil)
         XCTAssertEqual(contents(path + "/.git/config"), gitConfig)
@@ -108,9 +108,9 @@ final class HostileCheckoutTests: XCTestCase {
                 Self.add("", "victim-link", blob: "pwned"),
             ])
             if limited {
-                try repo.syncWorkTreeToHead(paths: ["evil/victim.txt", "evil/new.json", "up/outside/victim.txt", "victim-link"])
+                try repo.checkout.syncWorkTreeToHead(paths: ["evil/victim.txt", "evil/new.json", "up/outside/victim.txt", "victim-link"])
             } else {
-                try repo.syncWorkTreeToHead()
+                try repo.checkout.syncWorkTreeToHead()
             }
             XCTAssertEqual(contents(outside + "/victim.txt"), "untouched")
             XCTAssertFalse(FileManager.default.fileExists(atPath: outside + "/new.json"))

@@ -10,9 +10,9 @@ final class PackOrderTests: XCTestCase {
     @discardableResult
     private func save(_ repo: GitRepository, _ i: Int, onto parent: ObjectID?) throws -> ObjectID {
         let record = Array("{\"content\":\"record \(i) \(String(repeating: "y", count: i % 89))\"}\n".utf8)
-        return try repo.commitChanges(onto: parent,
+        return try repo.commits.commitChanges(onto: parent,
                                       changes: [.write(path: "\(["visits", "labs", "conditions"][i % 3])/r\(i).json",
-                                                       blob: try GitRepository.blobID(of: record))],
+                                                       blob: try GitObjects.blobID(of: record))],
                                       message: "Save \(i)", author: testAuthor, blobs: [record])
     }
 
@@ -54,8 +54,8 @@ final class PackOrderTests: XCTestCase {
         defer { withExtendedLifetime(tmp) {} }  // the folder lives as long as the test
         var made: [ObjectID] = []
         try save(repo, 0..<30, after: &made)
-        let result = try repo.repack()
-        let packs = GitRepository.packIndexes(in: path + "/objects/pack")
+        let result = try repo.packs.repack()
+        let packs = GitPacks.packIndexes(in: path + "/objects/pack")
         XCTAssertEqual(packs.count, 1)
         // 30 commits, 30 root trees, 30 changed folder trees, 30 records.
         XCTAssertEqual(result.objects, 120)
@@ -70,17 +70,17 @@ final class PackOrderTests: XCTestCase {
         defer { withExtendedLifetime(tmp) {} }  // the folder lives as long as the test
         var made: [ObjectID] = []
         try save(repo, 0..<20, after: &made)
-        XCTAssertEqual(try GitRepository.open(path: path).foldPacks().packsRemoved, 20)
+        XCTAssertEqual(try GitRepository.open(path: path).packs.foldPacks().packsRemoved, 20)
         // One pack (`FoldCopy`): the commits newest first, the trees, then the blobs.
         func laidOutPacks(_ saves: Int) throws {
-            let packs = GitRepository.packIndexes(in: path + "/objects/pack")
+            let packs = GitPacks.packIndexes(in: path + "/objects/pack")
             XCTAssertEqual(packs.count, 1)
             try assertLaidOut(try XCTUnwrap(packs.first), commits: made.reversed(), objects: 4 * saves)
         }
         try laidOutPacks(20)
         // Newer small packs folded with the first fold's packs: still one order over all.
         try save(repo, 20..<45, after: &made)
-        XCTAssertEqual(try GitRepository.open(path: path).foldPacks().packsRemoved, 26)
+        XCTAssertEqual(try GitRepository.open(path: path).packs.foldPacks().packsRemoved, 26)
         try laidOutPacks(45)
         try assertRepositoryComplete(path, tip: made.last!, commits: 45)
     }
@@ -97,12 +97,12 @@ final class PackOrderTests: XCTestCase {
         let body = String(repeating: "a message long enough that a delta is worth it. ", count: 12)
         for i in 0..<30 {
             let record = Array("{\"content\":\"record \(i)\"}\n".utf8)
-            made.append(try repo.commitChanges(onto: made.last,
-                                               changes: [.write(path: "visits/r\(i).json", blob: try GitRepository.blobID(of: record))],
+            made.append(try repo.commits.commitChanges(onto: made.last,
+                                               changes: [.write(path: "visits/r\(i).json", blob: try GitObjects.blobID(of: record))],
                                                message: "Save \(i)\n\n\(body)", author: testAuthor, blobs: [record]))
         }
-        _ = try repo.repack()
-        let repacked = try XCTUnwrap(GitRepository.packIndexes(in: path + "/objects/pack").first)
+        _ = try repo.packs.repack()
+        let repacked = try XCTUnwrap(GitPacks.packIndexes(in: path + "/objects/pack").first)
         // verify-pack gives a delta's depth and base after its offset.
         let commitDeltas = lines(try git("verify-pack", "-v", repacked)).filter { line in
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
@@ -110,8 +110,8 @@ final class PackOrderTests: XCTestCase {
         }
         XCTAssertFalse(commitDeltas.isEmpty, "the builder deltified no commit: the case this test is for is missing")
         try save(repo, 30..<60, after: &made)
-        XCTAssertEqual(try GitRepository.open(path: path).foldPacks().packsRemoved, 31)
-        let packs = GitRepository.packIndexes(in: path + "/objects/pack")
+        XCTAssertEqual(try GitRepository.open(path: path).packs.foldPacks().packsRemoved, 31)
+        let packs = GitPacks.packIndexes(in: path + "/objects/pack")
         XCTAssertEqual(packs.count, 1)
         try assertLaidOut(try XCTUnwrap(packs.first), commits: made.reversed(), objects: 240)
         try assertRepositoryComplete(path, tip: made.last!, commits: 60)
@@ -128,21 +128,21 @@ final class PackOrderTests: XCTestCase {
         // Packed by stock git: libgit2's builder, given the same objects, would write the same
         // bytes under the same name, and the fold would keep that pack rather than roll it.
         try git("-c", "repack.writeBitmaps=false", "-c", "pack.writeReverseIndex=false", "repack", "-a", "-d", "-q", in: path)
-        let index = try XCTUnwrap(GitRepository.packIndexes(in: path + "/objects/pack").first)
+        let index = try XCTUnwrap(GitPacks.packIndexes(in: path + "/objects/pack").first)
         let pack = String(index.dropLast(4)) + ".pack"
         try FileManager.default.removeItem(atPath: index)
         try git("-c", "pack.writeReverseIndex=false", "index-pack", "--index-version=1", "-o", index, pack, in: path)
-        XCTAssertEqual(GitRepository.objectCount(ofIndex: index), 12, "the fold plan counts a version-1 index's objects")
+        XCTAssertEqual(GitPacks.objectCount(ofIndex: index), 12, "the fold plan counts a version-1 index's objects")
         let cut = tmp.sub("cut.idx")
         try Data(try XCTUnwrap(FileManager.default.contents(atPath: index)).dropLast(1)).write(to: URL(fileURLWithPath: cut))
-        XCTAssertNil(GitRepository.objectCount(ofIndex: cut), "a version-1 index one byte short")
+        XCTAssertNil(GitPacks.objectCount(ofIndex: cut), "a version-1 index one byte short")
         var copy = FoldCopy()
         XCTAssertFalse(FoldCopy.take(index: index, into: &copy), "FoldCopy read a version-1 index: the case this test is for is missing")
         XCTAssertTrue(copy.isEmpty)
         try save(repo, 3..<23, after: &made)
-        XCTAssertEqual(try GitRepository.open(path: path).foldPacks().packsRemoved, 21)
+        XCTAssertEqual(try GitRepository.open(path: path).packs.foldPacks().packsRemoved, 21)
         XCTAssertFalse(FileManager.default.fileExists(atPath: pack))
-        let packs = GitRepository.packIndexes(in: path + "/objects/pack")
+        let packs = GitPacks.packIndexes(in: path + "/objects/pack")
         XCTAssertFalse(packs.isEmpty)
         for index in packs {
             var next = FoldCopy()
@@ -158,8 +158,8 @@ final class PackOrderTests: XCTestCase {
         let (tmp, path, repo) = try newRepository()
         var made: [ObjectID] = []
         try save(repo, 0..<3, after: &made)
-        _ = try repo.repack()
-        let index = try XCTUnwrap(GitRepository.packIndexes(in: path + "/objects/pack").first)
+        _ = try repo.packs.repack()
+        let index = try XCTUnwrap(GitPacks.packIndexes(in: path + "/objects/pack").first)
         let bytes = try XCTUnwrap(FileManager.default.contents(atPath: index))
         XCTAssertEqual(PackOrder.idsInPackOrder(ofIndex: index)?.count, 12)
         let broken = tmp.sub("broken.idx")

@@ -32,9 +32,9 @@ final class PackWindowTests: XCTestCase {
         let random = try XCTUnwrap(FileHandle(forReadingAtPath: "/dev/urandom"))
         var blobs: [ObjectID] = []
         for _ in 0..<96 {
-            blobs.append(try repo.writeBlob(Array(try XCTUnwrap(random.read(upToCount: 512 << 10)))))
+            blobs.append(try repo.objects.writeBlob(Array(try XCTUnwrap(random.read(upToCount: 512 << 10)))))
         }
-        _ = try repo.commitChanges(onto: nil, changes: blobs.enumerated().map { .write(path: "b\($0.offset)", blob: $0.element) },
+        _ = try repo.commits.commitChanges(onto: nil, changes: blobs.enumerated().map { .write(path: "b\($0.offset)", blob: $0.element) },
                                    message: "Blobs", author: Signature(name: "T", email: "t@example.com"))
         _ = try git("repack", "-a", "-d", "-q", in: path)
         let packs = try FileManager.default.contentsOfDirectory(atPath: path + "/objects/pack").filter { $0.hasSuffix(".pack") }
@@ -46,7 +46,7 @@ final class PackWindowTests: XCTestCase {
         let reader = try GitRepository.open(path: path)
         var largest = 0
         for id in blobs {
-            XCTAssertEqual(try reader.readBlob(id).count, 512 << 10)
+            XCTAssertEqual(try reader.objects.readBlob(id).count, 512 << 10)
             largest = max(largest, try residentKiB(ofMappingsOf: packs[0]))
         }
         // libgit2 may exceed the limit by the window it is mapping when it evicts.

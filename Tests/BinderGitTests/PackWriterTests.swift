@@ -45,8 +45,8 @@ final class PackWriterTests: XCTestCase {
         var generator = SystemRandomNumberGenerator()
         let big = (0..<150_000).map { _ in UInt8.random(in: 0...255, using: &generator) }
         let small = Array("hello\n".utf8)
-        let bigID = try GitRepository.blobID(of: big), smallID = try GitRepository.blobID(of: small)
-        let emptyID = try GitRepository.blobID(of: [])
+        let bigID = try GitObjects.blobID(of: big), smallID = try GitObjects.blobID(of: small)
+        let emptyID = try GitObjects.blobID(of: [])
         var tree: [UInt8] = []
         for (name, id) in [("a.bin", bigID), ("b.txt", smallID), ("c", emptyID)].sorted(by: { $0.0 < $1.0 }) {
             tree += Array("100644 \(name)".utf8) + [0] + id.bytes
@@ -98,7 +98,7 @@ final class PackWriterTests: XCTestCase {
         }
         var indexes: [String] = []
         for half in [rows[..<6], rows[6...]] {
-            let objects = try half.map { PackObject(id: try GitRepository.blobID(of: $0.content), kind: .blob, content: $0.content) }
+            let objects = try half.map { PackObject(id: try GitObjects.blobID(of: $0.content), kind: .blob, content: $0.content) }
             indexes.append(try PackWriter.write(objects, into: path + "/objects/pack"))
         }
         var sizeInPack: [String: (size: Int, stored: Int)] = [:]
@@ -110,7 +110,7 @@ final class PackWriterTests: XCTestCase {
             }
         }
         for (i, row) in rows.enumerated() {
-            let id = try GitRepository.blobID(of: row.content)
+            let id = try GitObjects.blobID(of: row.content)
             XCTAssertEqual(try gitData(["cat-file", "blob", id.hex], in: path), Data(row.content), "row \(i)")
             let entry = try XCTUnwrap(sizeInPack[id.hex], "row \(i) in a pack")
             if row.deflated {
@@ -133,22 +133,22 @@ final class PackWriterTests: XCTestCase {
         var tips: [ObjectID?] = [nil, nil]
         func commit(_ changes: [(String, String)], message: String = "Save") throws {
             let blobs = changes.map { Array($0.1.utf8) }
-            let tree = try changes.map { change throws -> TreeChange in .write(path: change.0, blob: try GitRepository.blobID(of: Array(change.1.utf8))) }
+            let tree = try changes.map { change throws -> TreeChange in .write(path: change.0, blob: try GitObjects.blobID(of: Array(change.1.utf8))) }
             for (index, repo) in [spliced, general].enumerated() {
-                tips[index] = try repo.commitChanges(onto: tips[index], changes: tree, message: message, author: time, blobs: blobs)
+                tips[index] = try repo.commits.commitChanges(onto: tips[index], changes: tree, message: message, author: time, blobs: blobs)
             }
             XCTAssertEqual(tips[0], tips[1], "after \(changes.map(\.0))")
         }
         // Folders made by the general path (both), then saves into them.
         try commit([("a/x.json", "1"), ("a0", "f"), ("a-b", "f"), ("z/deep/er/r.json", "d"), ("m.json", "m")], message: "Start")
-        let packsBefore = spliced.packCount()
+        let packsBefore = spliced.packs.packCount()
         try commit([("a/x.json", "2")])
         try commit([("a/y.json", "3"), ("a/0.json", "0"), ("a/~.json", "tilde: general path")])
         try commit([("m.json", "m2"), ("n.json", "root")])
         try commit([("z/deep/er/r.json", "d2"), ("z/deep/s.json", "s"), ("a/x.json", "2")])
         try commit([("a/x.json", "2")], message: "Same content, new commit")
         try commit([(String(repeating: "é", count: 40) + ".json", "unicode"), ("a/b c.json", "space")])
-        XCTAssertEqual(spliced.packCount(), packsBefore + 6, "one pack a commit")
+        XCTAssertEqual(spliced.packs.packCount(), packsBefore + 6, "one pack a commit")
         // All but the one with "~" (not a plain name) were spliced; the general path was used where turned off.
         XCTAssertEqual(spliced.splicedCommitCount, 5)
         XCTAssertEqual(general.splicedCommitCount, 0)
@@ -161,9 +161,9 @@ final class PackWriterTests: XCTestCase {
         }
         XCTAssertEqual(try git("cat-file", "-p", "main:a/y.json", in: spliced.gitDirectory), "3")
         // Deflated in the save's pack (a blob folds copy as it is), and still so after a fold.
-        let bigID = try XCTUnwrap(try spliced.entry(at: "a/big.bin", commit: tips[0]!)).id
+        let bigID = try XCTUnwrap(try spliced.trees.entry(at: "a/big.bin", commit: tips[0]!)).id
         func sizeInPack() throws -> Int {
-            for index in GitRepository.packIndexes(in: spliced.gitDirectory + "/objects/pack") {
+            for index in GitPacks.packIndexes(in: spliced.gitDirectory + "/objects/pack") {
                 // verify-pack -v: "<id> <type> <size> <size-in-pack> <offset>"
                 if let line = lines(try git("verify-pack", "-v", index, in: spliced.gitDirectory)).first(where: { $0.hasPrefix(bigID.hex) }) {
                     return Int(line.split(separator: " ", omittingEmptySubsequences: true)[3])!
@@ -174,18 +174,18 @@ final class PackWriterTests: XCTestCase {
         let deflatedSize = try sizeInPack()
         XCTAssertGreaterThan(deflatedSize, 0)
         XCTAssertLessThan(deflatedSize, big.utf8.count * 9 / 10)
-        XCTAssertGreaterThan(try GitRepository.open(path: spliced.gitDirectory).foldPacks().packsRemoved, 1)
+        XCTAssertGreaterThan(try GitRepository.open(path: spliced.gitDirectory).packs.foldPacks().packsRemoved, 1)
         XCTAssertEqual(try sizeInPack(), deflatedSize, "a fold copies the deflated blob as it is")
         // A file where a folder is, and a blob the repository lacks, are refused as before.
-        let blob = try GitRepository.blobID(of: Array("x".utf8))
-        XCTAssertThrowsError(try spliced.commitChanges(onto: tips[0], changes: [.write(path: "z/deep", blob: blob)], message: "m",
+        let blob = try GitObjects.blobID(of: Array("x".utf8))
+        XCTAssertThrowsError(try spliced.commits.commitChanges(onto: tips[0], changes: [.write(path: "z/deep", blob: blob)], message: "m",
                                                        author: time, blobs: [Array("x".utf8)]))
-        XCTAssertThrowsError(try spliced.commitChanges(onto: tips[0], changes: [.write(path: "a/q.json", blob: blob)], message: "m",
+        XCTAssertThrowsError(try spliced.commits.commitChanges(onto: tips[0], changes: [.write(path: "a/q.json", blob: blob)], message: "m",
                                                        author: time))
-        XCTAssertEqual(try spliced.branchTip(), tips[0])
+        XCTAssertEqual(try spliced.refs.branchTip(), tips[0])
         // A new instance, and git, commit on top of the spliced commits.
         let other = try GitRepository.open(path: spliced.gitDirectory)
-        let next = try other.commitChanges(onto: tips[0], changes: [.write(path: "a/x.json", blob: blob)], message: "m",
+        let next = try other.commits.commitChanges(onto: tips[0], changes: [.write(path: "a/x.json", blob: blob)], message: "m",
                                            author: time, blobs: [Array("x".utf8)])
         try git("gc", "--quiet", in: spliced.gitDirectory)
         try assertRepositoryComplete(spliced.gitDirectory, tip: next, commits: 9)
@@ -201,21 +201,21 @@ final class PackWriterTests: XCTestCase {
         let repo = try GitRepository.create(path: path, bare: true)
         // Forty folders of records, made by the general path; saves into them are spliced.
         let start = (0..<40).map { folder in ("visits/\(folder)/first.json", Array("first \(folder)".utf8)) }
-        let startChanges = try start.map { entry throws -> TreeChange in .write(path: entry.0, blob: try GitRepository.blobID(of: entry.1)) }
-        var tip: ObjectID? = try repo.commitChanges(onto: nil, changes: startChanges, message: "Start", author: testAuthor,
+        let startChanges = try start.map { entry throws -> TreeChange in .write(path: entry.0, blob: try GitObjects.blobID(of: entry.1)) }
+        var tip: ObjectID? = try repo.commits.commitChanges(onto: nil, changes: startChanges, message: "Start", author: testAuthor,
                                                     blobs: start.map(\.1))
         let (end, total) = try killDuringCommits(path: path, from: tip!, rounds: 10, in: tmp,
                                                  acknowledgements: { 2 + $0 }, delay: { UInt32(397 * ($0 * 7 % 13)) }) { child, round, i, parent in
             let record = Array("record \(round) \(i) \(String(repeating: "y", count: i % 300))".utf8)
-            return try child.commitChanges(onto: parent, changes: [.write(path: "visits/\(i % 40)/r\(round)-\(i).json",
-                                                                          blob: try GitRepository.blobID(of: record))],
+            return try child.commits.commitChanges(onto: parent, changes: [.write(path: "visits/\(i % 40)/r\(round)-\(i).json",
+                                                                          blob: try GitObjects.blobID(of: record))],
                                            message: "Save", author: testAuthor, blobs: [record])
         }
         tip = end
         // The saves were spliced, and the next one is too, beside whatever the kills left.
         let last = try GitRepository.open(path: path)
         let record = Array("after".utf8)
-        tip = try last.commitChanges(onto: tip, changes: [.write(path: "visits/3/after.json", blob: try GitRepository.blobID(of: record))],
+        tip = try last.commits.commitChanges(onto: tip, changes: [.write(path: "visits/3/after.json", blob: try GitObjects.blobID(of: record))],
                                      message: "Save", author: testAuthor, blobs: [record])
         XCTAssertEqual(last.splicedCommitCount, 1)
         try assertRepositoryComplete(path, tip: tip!, commits: total + 1)
@@ -236,7 +236,7 @@ final class PackWriterTests: XCTestCase {
             try oid(String(decoding: try gitData(["hash-object", "-t", type, "--literally", "-w", "--stdin"], in: path, input: Data(bytes)),
                            as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
         }
-        let blob = try repo.writeBlob(Array("x".utf8)), other = try repo.writeBlob(Array("y".utf8))
+        let blob = try repo.objects.writeBlob(Array("x".utf8)), other = try repo.objects.writeBlob(Array("y".utf8))
         let crafted = Array("100644 b".utf8) + [0] + blob.bytes + Array("100644 a".utf8) + [0] + blob.bytes
             + Array("100644 a".utf8) + [0] + other.bytes
         let folder = try hashObject("tree", crafted)
@@ -244,40 +244,40 @@ final class PackWriterTests: XCTestCase {
         let commit = try oid(try git("commit-tree", root.hex, "-m", "crafted", in: path))
         try git("update-ref", "refs/heads/main", commit.hex, in: path)
         func folderBytes(_ tip: ObjectID) throws -> [UInt8] { [UInt8](try gitData(["cat-file", "tree", tip.hex + ":f"], in: path, input: Data())) }
-        let record = Array("c".utf8), recordID = try GitRepository.blobID(of: record)
-        let tip = try repo.commitChanges(onto: commit, changes: [.write(path: "f/c.json", blob: recordID)],
+        let record = Array("c".utf8), recordID = try GitObjects.blobID(of: record)
+        let tip = try repo.commits.commitChanges(onto: commit, changes: [.write(path: "f/c.json", blob: recordID)],
                                          message: "Save", author: testAuthor, blobs: [record])
         XCTAssertEqual(repo.splicedCommitCount, 1)
         XCTAssertEqual(try folderBytes(tip), crafted + Array("100644 c.json".utf8) + [0] + recordID.bytes)
-        let deleted = try repo.commitChanges(onto: tip, changes: [.delete(path: "f/c.json"), .delete(path: "f/missing.json")],
+        let deleted = try repo.commits.commitChanges(onto: tip, changes: [.delete(path: "f/c.json"), .delete(path: "f/missing.json")],
                                              message: "Delete", author: testAuthor)
         XCTAssertEqual(repo.splicedCommitCount, 2)
         XCTAssertEqual(try folderBytes(deleted), crafted)
-        let replaced = try repo.commitChanges(onto: deleted, changes: [.write(path: "f/a", blob: recordID)], message: "Save",
+        let replaced = try repo.commits.commitChanges(onto: deleted, changes: [.write(path: "f/a", blob: recordID)], message: "Save",
                                               author: testAuthor, blobs: [record])
         XCTAssertEqual(try folderBytes(replaced), Array("100644 b".utf8) + [0] + blob.bytes + Array("100644 a".utf8) + [0] + recordID.bytes
                        + Array("100644 a".utf8) + [0] + other.bytes)
-        let merge = try repo.commitChanges(onto: replaced, changes: [.write(path: "f/m.json", blob: recordID)], message: "Merge",
+        let merge = try repo.commits.commitChanges(onto: replaced, changes: [.write(path: "f/m.json", blob: recordID)], message: "Merge",
                                            author: testAuthor, mergedParents: [tip])
         XCTAssertEqual(repo.splicedCommitCount, 4)
         XCTAssertEqual(lines(try git("rev-list", "--parents", "-n", "1", merge.hex, in: path)), ["\(merge.hex) \(replaced.hex) \(tip.hex)"])
         XCTAssertEqual(try git("cat-file", "-p", merge.hex + ":f/m.json", in: path), "c")
         // A fold of those packs keeps the crafted folder's bytes.
-        XCTAssertGreaterThan(try GitRepository.open(path: path).foldPacks().packsRemoved, 1)
+        XCTAssertGreaterThan(try GitRepository.open(path: path).packs.foldPacks().packsRemoved, 1)
         XCTAssertEqual(try folderBytes(deleted), crafted)
         // A new folder, and a deletion that empties its folder, take the general path (which
         // makes and removes the folder).
-        let added = try repo.commitChanges(onto: merge, changes: [.write(path: "g/only.json", blob: recordID)], message: "New folder",
+        let added = try repo.commits.commitChanges(onto: merge, changes: [.write(path: "g/only.json", blob: recordID)], message: "New folder",
                                            author: testAuthor, blobs: [record])
-        let emptied = try repo.commitChanges(onto: added, changes: [.delete(path: "g/only.json")], message: "Empty", author: testAuthor)
+        let emptied = try repo.commits.commitChanges(onto: added, changes: [.delete(path: "g/only.json")], message: "Empty", author: testAuthor)
         XCTAssertEqual(repo.splicedCommitCount, 4)
         XCTAssertEqual(lines(try git("ls-tree", "--name-only", emptied.hex, in: path)), ["f"])
     }
 
     func testPlainNames() {
-        for name in ["r1.json", "2024-01-01 visit.json", "é", "a-b"] { XCTAssertTrue(GitRepository.isPlainName(name[...]), name) }
+        for name in ["r1.json", "2024-01-01 visit.json", "é", "a-b"] { XCTAssertTrue(GitCommits.isPlainName(name[...]), name) }
         for name in [".git", ".binder", "GIT~1", "a:b", "a\\b", "dot.", "space ", "tab\t"] {
-            XCTAssertFalse(GitRepository.isPlainName(name[...]), name)
+            XCTAssertFalse(GitCommits.isPlainName(name[...]), name)
         }
     }
 }

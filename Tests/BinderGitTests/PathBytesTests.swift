@@ -30,7 +30,7 @@ final class PathBytesTests: XCTestCase {
         XCTAssertTrue(same(PathBytes.first("\u{301}x").name, "\u{301}x") && PathBytes.first("\u{301}x").isLast)
         XCTAssertEqual(PathBytes.ancestors(of: "a/\u{301}b/c").map { Array($0.utf8) },
                        [Array("a/\u{301}b".utf8), Array("a".utf8), []])
-        XCTAssertEqual(GitRepository.ancestors(of: "a/\u{301}b/c").map { Array($0.utf8) }, [Array("a".utf8), Array("a/\u{301}b".utf8)])
+        XCTAssertEqual(GitTrees.ancestors(of: "a/\u{301}b/c").map { Array($0.utf8) }, [Array("a".utf8), Array("a/\u{301}b".utf8)])
     }
 
     func testInsideAndBelow() {

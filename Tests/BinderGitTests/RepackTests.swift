@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 @testable import BinderGit
 
-/// `GitRepository.repack()`: loose objects and packs folded into one pack that stock git
+/// `GitPacks.repack()`: loose objects and packs folded into one pack that stock git
 /// reads, with nothing lost when the process is killed at any point of it.
 final class RepackTests: XCTestCase {
     /// `count` commits on `main`, each writing one record and rewriting an index file. The
@@ -10,12 +10,12 @@ final class RepackTests: XCTestCase {
     /// leaves two loose objects and a pack of its trees and commit.
     @discardableResult
     private func makeHistory(_ repo: GitRepository, commits count: Int, from start: Int = 0) throws -> [ObjectID] {
-        var parent = try repo.branchTip()
+        var parent = try repo.refs.branchTip()
         var made: [ObjectID] = []
         for i in start..<(start + count) {
-            let record = try repo.writeBlob(Array("{\"content\":\"record \(i) \(String(repeating: "x", count: i % 97))\"}\n".utf8))
-            let index = try repo.writeBlob(Array("entries \(i)\n".utf8))
-            let commit = try repo.commitChanges(onto: parent, changes: [.write(path: "visits/\(i % 40)/r\(i).json", blob: record),
+            let record = try repo.objects.writeBlob(Array("{\"content\":\"record \(i) \(String(repeating: "x", count: i % 97))\"}\n".utf8))
+            let index = try repo.objects.writeBlob(Array("entries \(i)\n".utf8))
+            let commit = try repo.commits.commitChanges(onto: parent, changes: [.write(path: "visits/\(i % 40)/r\(i).json", blob: record),
                                                                         .write(path: "index.json", blob: index)],
                                                 message: "Save \(i)", author: Signature(name: "T", email: "t@example.com"))
             made.append(commit)
@@ -50,20 +50,20 @@ final class RepackTests: XCTestCase {
         XCTAssertEqual(try packCount(path), 60)
         let diskBefore = try directorySize(path + "/objects")
 
-        let result = try repo.repack()
+        let result = try repo.packs.repack()
         XCTAssertEqual(result.looseRemoved, loose)
         XCTAssertEqual(try looseCount(path), 0)
         XCTAssertEqual(try packCount(path), 1)
-        XCTAssertEqual(repo.packCount(), 1)
+        XCTAssertEqual(repo.packs.packCount(), 1)
         try assertComplete(path, commits: commits)
         XCTAssertLessThan(try directorySize(path + "/objects"), diskBefore / 2, "a pack should be far smaller than loose objects")
 
         // The instance that repacked reads the moved objects and commits on top.
-        XCTAssertEqual(try repo.readBlob(try repo.listTree(commit: commits[10]).first { $0.path == "visits/10/r10.json" }!.id),
+        XCTAssertEqual(try repo.objects.readBlob(try repo.trees.listTree(commit: commits[10]).first { $0.path == "visits/10/r10.json" }!.id),
                        Array("{\"content\":\"record 10 \(String(repeating: "x", count: 10))\"}\n".utf8))
         commits += try makeHistory(repo, commits: 20, from: 60)
         // A second repack folds the first pack, the commits' packs and the new loose objects into one.
-        let second = try repo.repack()
+        let second = try repo.packs.repack()
         XCTAssertEqual(second.packsRemoved, 21)
         XCTAssertEqual(try looseCount(path), 0)
         XCTAssertEqual(try packCount(path), 1)
@@ -81,8 +81,8 @@ final class RepackTests: XCTestCase {
         let path = tmp.sub("r.git")
         let repo = try GitRepository.create(path: path, bare: true)
         let commits = try makeHistory(repo, commits: 3)
-        let hidden = try repo.writeBlob(Array("behind a folder's mode\n".utf8))
-        let record = try repo.writeBlob(Array("{\"content\":\"kept\"}\n".utf8))
+        let hidden = try repo.objects.writeBlob(Array("behind a folder's mode\n".utf8))
+        let record = try repo.objects.writeBlob(Array("{\"content\":\"kept\"}\n".utf8))
         func entry(_ mode: String, _ name: String, _ id: ObjectID) -> [UInt8] { Array("\(mode) \(name)".utf8) + [0] + id.bytes }
         let crafted = entry("100644", "", record) + entry("100644", "a.json", record) + entry("40000", "odd", hidden)
         let craftedID = try gitData(["hash-object", "-t", "tree", "-w", "--literally", "--stdin"], in: path, input: Data(crafted))
@@ -94,7 +94,7 @@ final class RepackTests: XCTestCase {
         _ = try git("update-ref", "refs/heads/main", commit, in: path)
         let before = try gitData(["cat-file", "tree", craftedHex], in: path)
 
-        XCTAssertNoThrow(try repo.repack())
+        XCTAssertNoThrow(try repo.packs.repack())
         XCTAssertEqual(try looseCount(path), 0)
         XCTAssertEqual(try gitData(["cat-file", "tree", craftedHex], in: path), before, "the crafted tree, byte for byte")
         XCTAssertEqual(try git("cat-file", "-p", hidden.hex, in: path), "behind a folder's mode")
@@ -111,13 +111,13 @@ final class RepackTests: XCTestCase {
         let other = try GitRepository.open(path: path)
         let done = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
-            _ = try? other.repack()
+            _ = try? other.packs.repack()
             done.signal()
         }
         commits += try makeHistory(repo, commits: 30, from: 80)
         done.wait()
         try assertComplete(path, commits: commits)
-        XCTAssertEqual(try repo.readBlob(try repo.listTree(commit: commits.last!).first { $0.path == "index.json" }!.id),
+        XCTAssertEqual(try repo.objects.readBlob(try repo.trees.listTree(commit: commits.last!).first { $0.path == "index.json" }!.id),
                        Array("entries 109\n".utf8))
     }
 
@@ -133,7 +133,7 @@ final class RepackTests: XCTestCase {
         // How long one repack takes here (a copy, so the real one starts loose).
         try FileManager.default.copyItem(atPath: path, toPath: tmp.sub("probe.git"))
         let started = Date()
-        _ = try GitRepository.open(path: tmp.sub("probe.git")).repack()
+        _ = try GitRepository.open(path: tmp.sub("probe.git")).packs.repack()
         let length = max(Date().timeIntervalSince(started), 0.005)
 
         var killedMidway = 0
@@ -142,16 +142,16 @@ final class RepackTests: XCTestCase {
             let delay = length * Double(step % 6) / 5 * 1.2
             // The child: a fresh instance, repack, and leave without running anything else.
             if killChild(after: delay, running: {
-                if let child = try? GitRepository.open(path: path) { _ = try? child.repack() }
+                if let child = try? GitRepository.open(path: path) { _ = try? child.packs.repack() }
             }) { killedMidway += 1 }
             try assertComplete(path, commits: commits)
             let reader = try GitRepository.open(path: path)
             for commit in commits.suffix(5) {
-                for entry in try reader.listTree(commit: commit) where entry.kind == .blob { _ = try reader.readBlob(entry.id) }
+                for entry in try reader.trees.listTree(commit: commit) where entry.kind == .blob { _ = try reader.objects.readBlob(entry.id) }
             }
         }
         XCTAssertGreaterThan(killedMidway, 0, "no repack was killed before it finished")
-        _ = try repo.repack()
+        _ = try repo.packs.repack()
         XCTAssertEqual(try packCount(path), 1)
         XCTAssertEqual(try looseCount(path), 0)
         try assertComplete(path, commits: commits)

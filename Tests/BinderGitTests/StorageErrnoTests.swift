@@ -40,23 +40,23 @@ final class StorageErrnoTests: XCTestCase {
         guard sh("mount -t tmpfs -o size=1m tmpfs '\(small)'") == 0 else { throw XCTSkip("cannot mount a tmpfs here") }
         defer { sh("umount -l '\(small)'") }
         let repo = try GitRepository.create(path: small + "/r.git", bare: true)
-        let before = try repo.writeBlob(Array("stored before the disk filled".utf8))
+        let before = try repo.objects.writeBlob(Array("stored before the disk filled".utf8))
 
         // Fill the disk (dd stops at ENOSPC); a new blob (incompressible) cannot be written.
         sh("dd if=/dev/zero of='\(small)/filler' bs=64k")
         var random = [UInt8](repeating: 0, count: 300_000)
         for i in random.indices { random[i] = UInt8.random(in: 0...255) }
-        let full = storageFailure { _ = try repo.writeBlob(random) }
+        let full = storageFailure { _ = try repo.objects.writeBlob(random) }
         XCTAssertEqual(full?.posixErrno, ENOSPC, "\(String(describing: full))")
-        XCTAssertEqual(try repo.readBlob(before), Array("stored before the disk filled".utf8))
+        XCTAssertEqual(try repo.objects.readBlob(before), Array("stored before the disk filled".utf8))
 
         // A read-only file system: EROFS.
         XCTAssertEqual(sh("rm '\(small)/filler' && mount -o remount,ro '\(small)'"), 0)
-        let readOnly = storageFailure { _ = try repo.writeBlob(Array("after remount".utf8)) }
+        let readOnly = storageFailure { _ = try repo.objects.writeBlob(Array("after remount".utf8)) }
         XCTAssertEqual(readOnly?.posixErrno, EROFS, "\(String(describing: readOnly))")
 
         // Git-level failures carry none.
-        let missing = storageFailure { _ = try repo.readBlob(ObjectID(hex: String(repeating: "ab", count: 20))!) }
+        let missing = storageFailure { _ = try repo.objects.readBlob(ObjectID(hex: String(repeating: "ab", count: 20))!) }
         XCTAssertNil(missing?.posixErrno)
         XCTAssertEqual(missing?.code, .notFound)
     }

@@ -178,7 +178,7 @@ func killDuringCommits(path: String, from start: ObjectID, rounds: Int, in tmp: 
         for id in acknowledged {
             XCTAssertTrue(onMain.contains(id), "round \(round): acknowledged commit \(id) lost", file: file, line: line)
         }
-        tip = try XCTUnwrap(try GitRepository.open(path: path).branchTip(), file: file, line: line)
+        tip = try XCTUnwrap(try GitRepository.open(path: path).refs.branchTip(), file: file, line: line)
         total = onMain.count
         try assertRepositoryComplete(path, tip: tip, commits: total, file: file, line: line)
     }
@@ -194,7 +194,7 @@ func randomHistory(in repo: GitRepository, paths: [String], steps: Int, changesA
                    contents: Int, mergeEvery: Int, afterEach: (ObjectID, Int) throws -> Void) throws -> ObjectID {
     var random = SystemRandomNumberGenerator()
     var present = Set<String>()
-    var tip = try repo.commitChanges(onto: nil, changes: [.write(path: "root.json", blob: try repo.writeBlob([0]))],
+    var tip = try repo.commits.commitChanges(onto: nil, changes: [.write(path: "root.json", blob: try repo.objects.writeBlob([0]))],
                                      message: "Add", author: testAuthor)
     try afterEach(tip, -1)
     var side: ObjectID? = nil
@@ -211,7 +211,7 @@ func randomHistory(in repo: GitRepository, paths: [String], steps: Int, changesA
             } else {
                 if let twin, present.contains(twin) { changes.append(.delete(path: twin)); present.remove(twin) }
                 let content = Int.random(in: 0..<contents, using: &random)
-                changes.append(.write(path: chosen, blob: try repo.writeBlob(Array("\(chosen) \(content)".utf8))))
+                changes.append(.write(path: chosen, blob: try repo.objects.writeBlob(Array("\(chosen) \(content)".utf8))))
                 present.insert(chosen)
             }
         }
@@ -219,9 +219,9 @@ func randomHistory(in repo: GitRepository, paths: [String], steps: Int, changesA
         if step % mergeEvery == mergeEvery / 4 { side = tip }
         if step % mergeEvery == mergeEvery * 3 / 4, let other = side {
             // Its tree: this commit's changes on the tip (the other line's are left out).
-            tip = try repo.commitChanges(onto: tip, changes: changes, message: "Merge", author: testAuthor, mergedParents: [other])
+            tip = try repo.commits.commitChanges(onto: tip, changes: changes, message: "Merge", author: testAuthor, mergedParents: [other])
         } else {
-            tip = try repo.commitChanges(onto: tip, changes: changes, message: "Edit", author: testAuthor)
+            tip = try repo.commits.commitChanges(onto: tip, changes: changes, message: "Edit", author: testAuthor)
         }
         try afterEach(tip, step)
     }

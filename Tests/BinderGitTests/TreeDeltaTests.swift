@@ -9,7 +9,7 @@ final class TreeDeltaTests: XCTestCase {
     /// A tree's bytes from (mode, name, content the id is made of) rows, in the order given.
     private func tree(_ entries: [(String, String, String)]) -> [UInt8] {
         entries.flatMap { mode, name, content in
-            Array("\(mode) \(name)".utf8) + [0] + (try! GitRepository.blobID(of: Array(content.utf8))).bytes
+            Array("\(mode) \(name)".utf8) + [0] + (try! GitObjects.blobID(of: Array(content.utf8))).bytes
         }
     }
 
@@ -103,9 +103,9 @@ final class TreeDeltaTests: XCTestCase {
             repo = try GitRepository.create(path: path, bare: true)
             self.records = records
             let blobs = (0..<records).map { Array("{\"v\":\"record \($0)\"}".utf8) }
-            tip = try repo.commitChanges(onto: nil, changes: try blobs.enumerated().map { i, bytes in
-                .write(path: "visits/r\(1000 + i).json", blob: try GitRepository.blobID(of: bytes))
-            } + others.map { .write(path: $0, blob: try GitRepository.blobID(of: blobs[0])) }, message: "Import", author: testAuthor, blobs: blobs)
+            tip = try repo.commits.commitChanges(onto: nil, changes: try blobs.enumerated().map { i, bytes in
+                .write(path: "visits/r\(1000 + i).json", blob: try GitObjects.blobID(of: bytes))
+            } + others.map { .write(path: $0, blob: try GitObjects.blobID(of: blobs[0])) }, message: "Import", author: testAuthor, blobs: blobs)
         }
 
         /// The record save `i` writes.
@@ -113,20 +113,20 @@ final class TreeDeltaTests: XCTestCase {
 
         func save(_ i: Int) throws {
             let bytes = Array("{\"v\":\"save \(i)\"}".utf8)
-            tip = try repo.commitChanges(onto: tip, changes: [.write(path: record(i), blob: try GitRepository.blobID(of: bytes))],
+            tip = try repo.commits.commitChanges(onto: tip, changes: [.write(path: record(i), blob: try GitObjects.blobID(of: bytes))],
                                          message: "Save \(i)", author: testAuthor, blobs: [bytes])
             commits += 1
         }
 
         /// A fold of every pack there is.
-        var allPacks: FoldPlan { FoldPlan(packs: GitRepository.packIndexes(in: path + "/objects/pack"), loose: []) }
+        var allPacks: FoldPlan { FoldPlan(packs: GitPacks.packIndexes(in: path + "/objects/pack"), loose: []) }
     }
 
     /// Per kind of tree entry in the packs of the repository at `path`: whole trees and
     /// deltas (verify-pack lists a delta's depth and base after its offset), and the deepest.
     private func treeEntries(_ path: String) throws -> (whole: Int, deltas: Int, deepest: Int) {
         var whole = 0, deltas = 0, deepest = 0
-        for index in GitRepository.packIndexes(in: path + "/objects/pack") {
+        for index in GitPacks.packIndexes(in: path + "/objects/pack") {
             for line in lines(try git("verify-pack", "-v", index, in: path)) {
                 let fields = line.split(separator: " ", omittingEmptySubsequences: true)
                 guard fields.count >= 5, fields[0].count == 40, fields[1] == "tree" else { continue }
@@ -152,7 +152,7 @@ final class TreeDeltaTests: XCTestCase {
         var blobs: [[UInt8]] = []
         func add(_ path: String, _ text: String) throws {
             blobs.append(Array(text.utf8))
-            changes.append(.write(path: path, blob: try GitRepository.blobID(of: blobs.last!)))
+            changes.append(.write(path: path, blob: try GitObjects.blobID(of: blobs.last!)))
         }
         for folder in folders {
             try add("\(folder)/.meta.json", "{\"folder\":\"\(folder)\"}")
@@ -161,15 +161,15 @@ final class TreeDeltaTests: XCTestCase {
         // Files beside the folders, as a binder's root has (in a root of four entries all
         // four change within four saves, and no version is a delta of another).
         for i in 0..<8 { try add("notes-\(i).json", "{\"v\":\"note \(i)\"}") }
-        var tip = try repo.commitChanges(onto: nil, changes: changes, message: "Import", author: testAuthor, blobs: blobs)
+        var tip = try repo.commits.commitChanges(onto: nil, changes: changes, message: "Import", author: testAuthor, blobs: blobs)
         for i in 0..<40 {
             let bytes = Array("{\"v\":\"save \(i)\"}".utf8)
             let folder = folders[i % 4]
-            tip = try repo.commitChanges(onto: tip, changes: [.write(path: "\(folder)/\(folder)-\(1000 + (i * 7) % 300).json",
-                                                                      blob: try GitRepository.blobID(of: bytes))],
+            tip = try repo.commits.commitChanges(onto: tip, changes: [.write(path: "\(folder)/\(folder)-\(1000 + (i * 7) % 300).json",
+                                                                      blob: try GitObjects.blobID(of: bytes))],
                                          message: "Save \(i)", author: testAuthor, blobs: [bytes])
         }
-        _ = try GitRepository.open(path: path).fold(FoldPlan(packs: GitRepository.packIndexes(in: path + "/objects/pack"), loose: []))
+        _ = try GitRepository.open(path: path).packs.fold(FoldPlan(packs: GitPacks.packIndexes(in: path + "/objects/pack"), loose: []))
         try assertRepositoryComplete(path, tip: tip, commits: 41)
         // 41 versions of the root, 11 of each folder (the import's and ten saves'): the newest of
         // each whole, the rest deltas.
@@ -188,8 +188,8 @@ final class TreeDeltaTests: XCTestCase {
         let history = try FolderHistory(in: tmp, records: 2_000, others: ["allergies/a.json", "conditions/c.json", "labs/l.json", "patient-info.json"])
         let path = history.path
         for i in 0..<40 { try history.save(i) }
-        _ = try GitRepository.open(path: path).fold(history.allPacks)
-        XCTAssertEqual(GitRepository.packIndexes(in: path + "/objects/pack").count, 1, "one pack a fold")
+        _ = try GitRepository.open(path: path).packs.fold(history.allPacks)
+        XCTAssertEqual(GitPacks.packIndexes(in: path + "/objects/pack").count, 1, "one pack a fold")
         try assertRepositoryComplete(path, tip: history.tip, commits: history.commits)
         // 41 versions of the root and of visits/: the newest of each whole, the rest deltas
         // (and the three folders of one file, whole).
@@ -197,14 +197,14 @@ final class TreeDeltaTests: XCTestCase {
         XCTAssertEqual(trees.whole, 2 + 3)
         XCTAssertEqual(trees.deltas, 80)
         XCTAssertEqual(trees.deepest, 1)
-        let packBytes = GitRepository.packIndexes(in: path + "/objects/pack").reduce(0) { total, index in
+        let packBytes = GitPacks.packIndexes(in: path + "/objects/pack").reduce(0) { total, index in
             total + ((try? FileManager.default.attributesOfItem(atPath: String(index.dropLast(4)) + ".pack")[.size] as? Int) ?? 0)
         }
         // The 41 versions of a 2,000-entry tree (about 90 KB each) take little more than one.
         XCTAssertLessThan(packBytes, 300_000)
 
         for i in 40..<60 { try history.save(i) }
-        _ = try GitRepository.open(path: path).fold(history.allPacks)
+        _ = try GitRepository.open(path: path).packs.fold(history.allPacks)
         try assertRepositoryComplete(path, tip: history.tip, commits: history.commits)
         trees = try treeEntries(path)
         // Still one whole tree per folder: the first fold's whole trees became deltas against
@@ -231,7 +231,7 @@ final class TreeDeltaTests: XCTestCase {
         // How long one fold takes here (on a copy).
         try FileManager.default.copyItem(atPath: path, toPath: tmp.sub("probe.git"))
         let started = Date()
-        _ = try GitRepository.open(path: tmp.sub("probe.git")).fold(FoldPlan(packs: GitRepository.packIndexes(in: tmp.sub("probe.git") + "/objects/pack"), loose: []))
+        _ = try GitRepository.open(path: tmp.sub("probe.git")).packs.fold(FoldPlan(packs: GitPacks.packIndexes(in: tmp.sub("probe.git") + "/objects/pack"), loose: []))
         let length = max(Date().timeIntervalSince(started), 0.005)
 
         var killedMidway = 0
@@ -240,14 +240,14 @@ final class TreeDeltaTests: XCTestCase {
             let plan = history.allPacks
             // The child: a fresh instance folds, and leaves without running anything else.
             if killChild(after: length * Double(step % 5 + 1) / 5, running: {
-                if let child = try? GitRepository.open(path: path) { _ = try? child.fold(plan) }
+                if let child = try? GitRepository.open(path: path) { _ = try? child.packs.fold(plan) }
             }) { killedMidway += 1 }
             try assertRepositoryComplete(path, tip: history.tip, commits: history.commits)
         }
         XCTAssertGreaterThan(killedMidway, 0, "no fold was killed before it finished")
         // Temporary packs a kill left are not packs: a fold that finishes takes every real one.
-        _ = try GitRepository.open(path: path).fold(history.allPacks)
-        XCTAssertEqual(GitRepository.packIndexes(in: path + "/objects/pack").count, 1, "one pack a fold")
+        _ = try GitRepository.open(path: path).packs.fold(history.allPacks)
+        XCTAssertEqual(GitPacks.packIndexes(in: path + "/objects/pack").count, 1, "one pack a fold")
         try assertRepositoryComplete(path, tip: history.tip, commits: history.commits)
         XCTAssertEqual(try git("cat-file", "blob", "main:\(history.record(59))", in: path), "{\"v\":\"save 59\"}")
     }

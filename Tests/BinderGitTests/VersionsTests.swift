@@ -18,15 +18,15 @@ final class VersionsTests: XCTestCase {
         let tip = try randomHistory(in: repo, paths: paths, steps: 150, changesAtMost: 2, removeOneIn: 4, contents: 6,
                                     mergeEvery: 25) { tip, step in
             for file in followed {
-                let versions = try repo.versions(of: file, from: tip, extending: extended[file])
-                XCTAssertEqual(versions, try repo.versions(of: file, from: tip), "\(file), step \(step)")
+                let versions = try repo.history.versions(of: file, from: tip, extending: extended[file])
+                XCTAssertEqual(versions, try repo.history.versions(of: file, from: tip), "\(file), step \(step)")
                 extended[file] = (tip, versions)
             }
         }
 
-        let history = try repo.history(from: tip)
+        let history = try repo.history.commits(from: tip)
         func blob(_ file: String, _ commit: ObjectID) throws -> ObjectID? {
-            guard let entry = try repo.entry(at: file, commit: commit), entry.kind == .blob || entry.kind == .link else { return nil }
+            guard let entry = try repo.trees.entry(at: file, commit: commit), entry.kind == .blob || entry.kind == .link else { return nil }
             return entry.id
         }
         var checked = 0
@@ -36,7 +36,7 @@ final class VersionsTests: XCTestCase {
                 guard let current = try blob(file, commit.id) else { continue }
                 if try commit.parents.allSatisfy({ try blob(file, $0) != current }) { expected.append(commit.id) }
             }
-            let found = try repo.versions(of: file, from: tip)
+            let found = try repo.history.versions(of: file, from: tip)
             XCTAssertEqual(found.map(\.commit), expected, file)
             for version in found { XCTAssertEqual(version.blob, try blob(file, version.commit), file) }
             checked += expected.count
