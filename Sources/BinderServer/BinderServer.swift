@@ -44,7 +44,7 @@ public final class BinderServer: Sendable {
     }
 
     private let options: Options
-    private let routes: Routes
+    let routes: Routes
     private let logger: Logger
 
     public init(options: Options, logger: Logger) throws {
@@ -55,39 +55,22 @@ public final class BinderServer: Sendable {
         guard options.publicURL != nil || Self.isLoopback(options.host) else {
             throw ServerError.publicURLRequired(host: options.host)
         }
-        let store = RepositoryStore(root: options.repositories)
-        try FileManager.default.createDirectory(atPath: options.repositories, withIntermediateDirectories: true)
-        do { try store.prepare() } catch { throw ServerError.setup("cannot prepare \(store.serverFolder): \(error)") }
-        // Scan sessions live in memory: those of an earlier run are over, so are their staging repositories.
-        for staging in store.stagingRepositories() { store.remove(staging.id) }
-        let secret = try TokenAuthority.loadSecret(at: store.serverFolder + "/jwt-secret", rotate: options.rotateSecret)
-        routes = Routes(repositories: store, tokens: TokenAuthority(secret: secret, lifetime: options.tokenLifetime),
-                        limits: options.limits, logger: logger, publicURL: options.publicURL, faultRate: options.faultRate)
+        let storage = try ServerStorage.folder(root: options.repositories, limits: options.limits)
+        let secret = try TokenAuthority.loadSecret(at: RepositoryStore(root: options.repositories).serverFolder + "/jwt-secret",
+                                                   rotate: options.rotateSecret)
+        routes = Routes(environment: ServeEnvironment(storage: storage, tokens: TokenAuthority(secret: secret, lifetime: options.tokenLifetime),
+                                                      limits: options.limits, logger: logger, publicURL: options.publicURL),
+                        faultRate: options.faultRate)
     }
 
     /// Binds and serves until `SIGINT`/`SIGTERM`; `ready` is told the bound port first.
     public func run(ready: @escaping @Sendable (Int) -> Void) throws {
         Self.raiseDescriptorLimit()
-        let router = Router(context: ServeContext.self)
-        router.add(middleware: RequestLog(logger: logger))
-        routes.register(on: router)
-        let ledger = AddressLedger(), connections = options.connections
-        let server = HTTPServerBuilder.http1(configuration: .init(
-            additionalChannelHandlers: [ConnectionGuard(limits: connections, ledger: ledger)],
-            idleTimeout: nil,
-            httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 << 10, maxHeaderListSize: 32 << 10, maxHeaderFieldCount: 100)))
         let bound = Mutex<Int?>(nil)
-        let app = Application(
-            router: router, server: server,
-            configuration: .init(address: .hostname(options.host, port: options.port), serverName: nil, backlog: 1024,
-                                 availableConnectionsDelegate: MaximumAvailableConnections(options.maxConnections, logger: logger)),
-            onServerRunning: { [routes, host = options.host] channel in
-                let port = channel.localAddress?.port ?? 0
-                routes.listening(at: "http://" + (host.contains(":") ? "[\(host)]" : host) + ":\(port)")
-                bound.withLock { $0 = port }
-                ready(port)
-            },
-            logger: logger)
+        let app = application { port in
+            bound.withLock { $0 = port }
+            ready(port)
+        }
         let finished = DispatchSemaphore(value: 0)
         let failure = Mutex<(any Error)?>(nil)
         Task {
@@ -99,6 +82,29 @@ public final class BinderServer: Sendable {
             throw ServerError.setup(bound.withLock { $0 } == nil
                                     ? "cannot listen on \(options.host):\(options.port): \(error)" : "\(error)")
         }
+    }
+
+    /// The server as a Hummingbird application (the request log, the routes, the connection
+    /// guard); `listening` is told the bound port. `run` serves it; tests drive it in-process.
+    func application(listening: @escaping @Sendable (Int) -> Void) -> some ApplicationProtocol {
+        let router = Router(context: ServeContext.self)
+        router.add(middleware: RequestLog(logger: logger))
+        routes.register(on: router)
+        let ledger = AddressLedger(), connections = options.connections
+        let server = HTTPServerBuilder.http1(configuration: .init(
+            additionalChannelHandlers: [ConnectionGuard(limits: connections, ledger: ledger)],
+            idleTimeout: nil,
+            httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 << 10, maxHeaderListSize: 32 << 10, maxHeaderFieldCount: 100)))
+        return Application(
+            router: router, server: server,
+            configuration: .init(address: .hostname(options.host, port: options.port), serverName: nil, backlog: 1024,
+                                 availableConnectionsDelegate: MaximumAvailableConnections(options.maxConnections, logger: logger)),
+            onServerRunning: { [routes, host = options.host] channel in
+                let port = channel.localAddress?.port ?? 0
+                routes.listening(at: "http://" + (host.contains(":") ? "[\(host)]" : host) + ":\(port)")
+                listening(port)
+            },
+            logger: logger)
     }
 
     /// True for `localhost` and the loopback addresses (127.0.0.0/8, ::1, IPv4-mapped 127/8).
@@ -140,6 +146,11 @@ struct RequestLog: RouterMiddleware {
             log(response.status.code)
             return response
         } catch let failure as ServeFailure {
+            log(failure.code)
+            throw failure
+        } catch let error as StorageError {
+            if case .backend = error { logger.error("storage failed", metadata: ["path": "\(request.uri.path)", "error": "\(error)"]) }
+            let failure = error.failure
             log(failure.code)
             throw failure
         } catch let error as HTTPError {

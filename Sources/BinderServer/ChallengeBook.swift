@@ -71,3 +71,5 @@ final class ChallengeBook: Sendable {
         }
     }
 }
+
+extension ChallengeBook: ChallengeStorage {}

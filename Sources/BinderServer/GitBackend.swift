@@ -6,12 +6,7 @@ import Synchronization
 /// file, so nothing is held in memory and no thread waits on a pipe; the request's task only
 /// awaits the exit. The repository is always an absolute path after `--`: never an option.
 struct GitBackend: Sendable {
-    enum Service: String, Sendable {
-        case uploadPack = "git-upload-pack"
-        case receivePack = "git-receive-pack"
-
-        var subcommand: String { self == .uploadPack ? "upload-pack" : "receive-pack" }
-    }
+    typealias Service = GitService
 
     /// What git wrote: stdout (rewound, to be sent) and the exit status.
     struct Output: Sendable {
@@ -57,19 +52,30 @@ struct GitBackend: Sendable {
         return Array(String(format: "%04x", bytes.count + 4).utf8) + bytes
     }
 
+    /// `git --git-dir=REPOSITORY ARGUMENTS…` (plumbing such as `update-ref`), stdout and exit status.
+    func command(_ arguments: [String], repository: String) async throws -> Output {
+        guard repository.hasPrefix("/") else { throw GitFailure(description: "repository path is not absolute") }
+        return try await launch(["--git-dir=" + repository] + arguments, input: nil, protocolHeader: nil)
+    }
+
     private func run(_ service: Service, _ arguments: [String], repository: String, input: SpoolFile?,
                      protocolHeader: String?) async throws -> Output {
         guard repository.hasPrefix("/") else { throw GitFailure(description: "repository path is not absolute") }
+        // Every push is kept as the pack it came in (unpackLimit 1), never unpacked into loose
+        // objects: a push of a few hundred deltas could otherwise take a hundred times its size
+        // on disk, past the quota it was checked against.
+        let settings = service == .receivePack ? ["-c", "receive.unpackLimit=1"] : []
+        return try await launch(settings + [service.subcommand] + arguments + ["--", repository], input: input,
+                                protocolHeader: protocolHeader)
+    }
+
+    private func launch(_ arguments: [String], input: SpoolFile?, protocolHeader: String?) async throws -> Output {
         await slots.acquire()
         defer { slots.release() }
         let stdout = try SpoolFile(folder: spool), stderr = try SpoolFile(folder: spool)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.gitPath)
-        // Every push is kept as the pack it came in (unpackLimit 1), never unpacked into loose
-        // objects: a push of a few hundred deltas could otherwise take a hundred times its size
-        // on disk, past the quota it was checked against.
-        let settings = service == .receivePack ? ["-c", "receive.unpackLimit=1"] : []
-        process.arguments = settings + [service.subcommand] + arguments + ["--", repository]
+        process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["GIT_CONFIG_NOSYSTEM"] = "1"
         environment.removeValue(forKey: "GIT_PROTOCOL")

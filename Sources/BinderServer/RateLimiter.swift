@@ -42,3 +42,22 @@ final class RateLimiter: Sendable {
         return min(capacity, bucket.tokens + seconds * rate)
     }
 }
+
+/// The folder store's `RateCounters`: one `RateLimiter` per login endpoint, in this process
+/// (each replica would count on its own).
+final class LoginCounters: RateCounters {
+    private let challenges: RateLimiter
+    private let verifies: RateLimiter
+
+    init(perMinute: Int) {
+        challenges = RateLimiter(perMinute: perMinute)
+        verifies = RateLimiter(perMinute: perMinute)
+    }
+
+    func take(_ counter: RateCounter, address: String) -> Bool {
+        switch counter {
+        case .challenge: return challenges.allow(address)
+        case .verify: return verifies.allow(address)
+        }
+    }
+}

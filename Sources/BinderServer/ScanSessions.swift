@@ -110,3 +110,5 @@ struct ScanRevokeRequest: Decodable {
 struct ScanRevokeReply: Encodable {
     let success: Bool
 }
+
+extension ScanSessions: ScanSessionStorage {}

@@ -4,11 +4,13 @@ import Hummingbird
 import NIOCore
 
 /// Each request's context: Hummingbird's own, plus the address it came from (for the rate
-/// limits) and JSON encoding as the protocol writes it.
+/// limits) and who is calling, once an authentication middleware has said so.
 struct ServeContext: RequestContext {
     var coreContext: CoreRequestContextStorage
     /// The client's IP address ("unknown" for a socket without one).
     let remoteAddress: String
+    /// Set by `AccountAuthentication` or `GitAuthentication` before a protected route runs.
+    var caller: Caller?
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
@@ -17,6 +19,25 @@ struct ServeContext: RequestContext {
 
     /// Hummingbird's own body collection is not used (see `RequestBodyReader`); kept small.
     var maxUploadSize: Int { 16 << 10 }
+
+    /// The user a bearer token authenticated; 401 when none did (a route without the middleware).
+    func user() throws -> TokenAuthority.Claims {
+        guard case .user(let claims) = caller else { throw ServeFailure(401, "missing, bad or expired token") }
+        return claims
+    }
+
+    /// The path's repository id, exactly as sent; 400 unless `RepositoryID.isValid`.
+    func repositoryID() throws -> String {
+        guard let id = parameters.get("repoId"), RepositoryID.isValid(id) else { throw ServeFailure(400, "bad repository id") }
+        return id
+    }
+}
+
+/// Who makes a request, as authenticated: a user by bearer token, or a doctor by scan token
+/// (git routes only), which opens one staging repository.
+enum Caller: Sendable {
+    case user(TokenAuthority.Claims)
+    case scan(repoId: String)
 }
 
 /// A refusal, answered as `{"error": "…"}` with its status (and `WWW-Authenticate` for 401).
