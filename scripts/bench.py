@@ -183,6 +183,26 @@ def generate_corpus(directory, entries, attachments, seed, one_folder=False):
 # Processes, mounts and caches
 # ---------------------------------------------------------------------------------------------
 
+def large_ccd(target_bytes=1_000_000):
+    """The test CCD (Tests/Fixtures/import/ccd.xml) grown to about `target_bytes` with its lipid
+    panel repeated on successive days: each copy is a record of its own (another day), as in a
+    portal's CCD of many years of results."""
+    text = open(os.path.join("Tests", "Fixtures", "import", "ccd.xml"), encoding="utf-8").read()
+    results = text.index("<!-- Results")
+    start = text.index("<entry", results)
+    end = text.index("</entry>", start) + len("</entry>")
+    entry = text[start:end]
+    copies = []
+    day = datetime.date(2000, 1, 1)
+    size = len(text.encode())
+    while size < target_bytes:
+        copy = entry.replace("20241001", day.strftime("%Y%m%d"))
+        copies.append(copy)
+        size += len(copy.encode())
+        day += datetime.timedelta(days=1)
+    return text[:end] + "\n" + "\n".join(copies) + text[end:], len(copies) + 1
+
+
 def run(args, cwd=None, env=None, check=True, timeout=3600, input=None):
     result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, input=input)
     if check and result.returncode != 0:
@@ -938,6 +958,32 @@ class Bench:
         os.remove(target)
         log(f"{title}: " + ", ".join(f"{s:.2f}" for s in row["samples"]["binder"]) + f" s ({row['note']})")
 
+    def import_rows(self):
+        """`binder import` of a 1 MB CCD (issue 41: under 2 s) into a new, unmounted binder each
+        time: the test CCD with its lipid panel repeated on successive days (a record each)."""
+        binder = self.layouts["binder"]
+        text, panels = large_ccd()
+        os.makedirs(self.tmp, exist_ok=True)
+        source = os.path.join(self.tmp, "large-ccd.xml")
+        with open(source, "w", encoding="utf-8") as f:
+            f.write(text)
+        title = f"binder import of a {len(text.encode()) / 1e6:.1f} MB CCD ({panels} lab panels), goal < 2 s"
+        row = {"mode": "warm", "unit": "s", "samples": {n: [] for n in LAYOUTS}, "capped": {}}
+        self.results["rows"][title] = row
+        for rep in range(self.options.reps):
+            name = f"import-bench-{rep}"
+            binder.cli("create", name, "--patient-name", "Mei-Ling Chen", "--dob", "1985-02-14")
+            start = time.perf_counter()
+            result = binder.cli("import", source, "--binder", name, "--json")
+            row["samples"]["binder"].append(time.perf_counter() - start)
+            made = sum(json.loads(result.stdout)["recordsPerFolder"].values())
+            if made < panels:
+                raise BenchError(f"binder import made {made} records, expected at least {panels}")
+            shutil.rmtree(os.path.join(binder.home, "binders", name), ignore_errors=True)
+        row["note"] = f"{made} records in one commit"
+        os.remove(source)
+        log(f"{title}: " + ", ".join(f"{s:.2f}" for s in row["samples"]["binder"]) + f" s ({row['note']})")
+
     def views_rows(self):
         """`.binder/` (binder only): the timeline of every record, and the history of one record
         saved `--history-versions` times, each listed with `ls -l`; goal under a second."""
@@ -1049,6 +1095,7 @@ class Bench:
             self.write_rows()
             self.views_rows()
             self.export_rows()
+            self.import_rows()
         finally:
             self.results["machine"]["load_at_end"] = open("/proc/loadavg").read().split()[:3]
             self.results["seconds"] = time.time() - started

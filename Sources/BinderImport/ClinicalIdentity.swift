@@ -6,7 +6,9 @@ import BinderFormat
 /// the day tells items apart (a lab panel, a shot, a visit) and the same dose where both give
 /// one (metoprolol tartrate 25 mg is not 50 mg).
 public struct ClinicalIdentity: Sendable, Equatable {
-    public var folder: String
+    public let folder: String
+    /// The top folder, lowercased: items match only within it (kept: compared for every pair).
+    let top: String
     public var codes: [ClinicalCode]
     public var day: String?
     public var title: String
@@ -16,9 +18,8 @@ public struct ClinicalIdentity: Sendable, Equatable {
     static let datedFolders: Set<String> = ["labs", "vitals", "immunizations", "procedures", "visits", "documents"]
 
     public func isSameItem(as other: ClinicalIdentity) -> Bool {
-        let folder = Self.topFolder(self.folder)
-        guard folder == Self.topFolder(other.folder) else { return false }
-        if Self.datedFolders.contains(folder), day != other.day { return false }
+        guard top == other.top else { return false }
+        if Self.datedFolders.contains(top), day != other.day { return false }
         if let mine = distinguishing.map(Self.normalised), let theirs = other.distinguishing.map(Self.normalised),
            !mine.isEmpty, !theirs.isEmpty, mine != theirs { return false }
         let shared = Set(codes.map(\.system)).intersection(other.codes.map(\.system))
@@ -40,6 +41,7 @@ public struct ClinicalIdentity: Sendable, Equatable {
     /// The identity of a record already in the binder, from its folder, front matter and title.
     init(folder: String, document: MedicalDocument) {
         self.folder = folder
+        top = Self.topFolder(folder)
         codes = (document.metadata["codes"]?.arrayValue ?? []).compactMap(ClinicalCode.init(json:))
         day = document.created.map { String($0.prefix(10)) }
         title = Self.heading(document.value)
@@ -48,6 +50,7 @@ public struct ClinicalIdentity: Sendable, Equatable {
 
     public init(folder: String, codes: [ClinicalCode], day: String?, title: String, distinguishing: String?) {
         self.folder = folder
+        top = Self.topFolder(folder)
         self.codes = codes
         self.day = day
         self.title = title

@@ -63,6 +63,8 @@ public struct ImportPlanner {
         var taken = Set(existing.map(\.gitPath))
         var pending: [(identity: ClinicalIdentity, index: Int)] = []
         var existingFolders = Set(existing.flatMap { Self.ancestors(of: $0.folder) })
+        // Computed once: an identity reads the record's title and codes (adding a source changes neither).
+        let existingIdentities = existing.map(\.identity)
         for source in sources {
             var made: [String] = []
             let before = (plan.created.count, plan.updated.count)
@@ -74,7 +76,7 @@ public struct ImportPlanner {
                     }
                     continue
                 }
-                if let index = existing.firstIndex(where: { $0.identity.isSameItem(as: identity) }) {
+                if let index = existingIdentities.firstIndex(where: { $0.isSameItem(as: identity) }) {
                     var document = existing[index].document
                     if Self.addSource(record.source, to: &document) {
                         existing[index].document = document
@@ -102,7 +104,7 @@ public struct ImportPlanner {
                 let record = sourceRecord(source, made: made)
                 let identity = ClinicalIdentity(folder: documentsFolder, codes: [], day: record.created.map { String($0.prefix(10)) },
                                                 title: record.title, distinguishing: nil)
-                if existing.contains(where: { $0.identity.isSameItem(as: identity) }) && !broughtSomething {
+                if existingIdentities.contains(where: { $0.isSameItem(as: identity) }) && !broughtSomething {
                     plan.unchanged += 1
                 } else {
                     let path = freePath(folder: documentsFolder, day: String((record.created ?? importDate).prefix(10)), title: record.title, taken: &taken)

@@ -101,6 +101,8 @@ enum XMLTree {
 
     /// The line of the first byte that is not part of valid UTF-8, or nil.
     static func firstNonUTF8Line(_ bytes: [UInt8]) -> Int? {
+        // The standard library's validation is fast; the line is only looked for when it fails.
+        if String(validating: bytes, as: UTF8.self) != nil { return nil }
         var iterator = bytes.makeIterator()
         var parser = Unicode.UTF8.ForwardParser()
         var line = 1
