@@ -109,7 +109,11 @@ let package = Package(
                                                          .product(name: "PropertyBased", package: "swift-property-based")]),
         .testTarget(name: "BinderGitTests", dependencies: ["BinderGit"], resources: [.copy("Fixtures")]),
         .testTarget(name: "BinderExportTests", dependencies: ["BinderExport", "BinderFormat"]),
-        .testTarget(name: "BinderSyncTests", dependencies: ["BinderSync"]),
+        // The sync client against an in-process server (no mount): BinderServer's app, driven on loopback.
+        .testTarget(name: "BinderSyncTests", dependencies: ["BinderSync", "BinderServer", "BinderCrypto", "BinderGit",
+                                                         .product(name: "HummingbirdTesting", package: "hummingbird")]),
+        .testTarget(name: "BinderServerTests", dependencies: ["BinderServer", "BinderCrypto",
+                                                           .product(name: "HummingbirdTesting", package: "hummingbird")]),
         .testTarget(name: "BinderImportTests", dependencies: ["BinderImport", "BinderCore", "BinderCrypto", "BinderFormat", "BinderGit"]),
         .testTarget(name: "BinderCLITests", dependencies: ["BinderCrypto", "BinderFormat", "BinderSystem"]),
         // The command line's definitions, in process (help examples against the command tree).
