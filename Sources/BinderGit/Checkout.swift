@@ -10,7 +10,7 @@ public struct GitCheckout: Sendable {
     /// For a non-bare repository: makes the index and the work tree match
     /// HEAD (a forced checkout: tracked files are rewritten or removed,
     /// untracked files are left alone), so that `git status` stays clean after
-    /// `commitChanges`. No-op for a bare repository or an unborn HEAD.
+    /// `GitCommits.commitChanges`. No-op for a bare repository or an unborn HEAD.
     /// `paths` limits the checkout to what a commit changed (pathspecs: a folder covers what is
     /// under it); nil checks out everything.
     ///

@@ -92,7 +92,7 @@ public struct GitCommits: Sendable {
     /// - On return the objects and the ref are fsynced to disk.
     /// - The committer is the author. A missing final newline is added to
     ///   `message`. The work tree of a non-bare repository is not touched:
-    ///   call `syncWorkTreeToHead()`.
+    ///   call `checkout.syncWorkTreeToHead()`.
     /// - `mergedParents` (a merge commit) follow `parent` as further parents.
     ///
     /// Returns the new commit's id.
