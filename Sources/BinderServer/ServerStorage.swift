@@ -60,12 +60,13 @@ enum StorageError: Error, Equatable, CustomStringConvertible {
     }
 }
 
-/// A Smart HTTP answer body, read in chunks as it is sent (never whole in memory).
+/// A Smart HTTP answer body, read in chunks as it is sent (never whole in memory): from a
+/// spool file for the folder store, from a query or a pack being built for another.
 struct PackResponse: Sendable {
     /// Its size in bytes, when known before sending.
     let length: Int?
-    /// The next bytes, at most `count`; empty at the end.
-    let read: @Sendable (_ count: Int) throws -> [UInt8]
+    /// The next bytes, at most `count`; empty at the end. Called by one task, in turn.
+    let read: @Sendable (_ count: Int) async throws -> [UInt8]
 }
 
 /// One repository's owner and size, as the quota counts them.

@@ -149,7 +149,7 @@ struct SmartHTTPRoutes: Sendable {
     private static func response(_ service: GitService, _ output: PackResponse) -> Response {
         let body = ResponseBody(contentLength: output.length) { writer in
             while true {
-                let chunk = try output.read(256 << 10)
+                let chunk = try await output.read(256 << 10)
                 if chunk.isEmpty { break }
                 try await writer.write(ByteBuffer(bytes: chunk))
             }
