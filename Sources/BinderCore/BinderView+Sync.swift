@@ -7,19 +7,19 @@ extension BinderView {
     /// `onCommit` runs after each commit this view makes (with the write lock held: it must
     /// only signal); `status` returns extra `key: value` lines for `.binder/status`.
     public func setSyncHooks(onCommit: (@Sendable (ObjectID) -> Void)?, status: (@Sendable () -> String)?) {
-        committer.hooks.withLock { $0.onCommit = onCommit; $0.status = status }
+        writer.committer.hooks.withLock { $0.onCommit = onCommit; $0.status = status }
     }
 
     /// `handler` is told the view paths whose names, attributes or contents a commit from
     /// elsewhere changed (see `adoptArrived`).
     public func setStaleHandler(_ handler: (@Sendable ([String]) -> Void)?) {
-        committer.hooks.withLock { $0.onStale = handler }
+        writer.committer.hooks.withLock { $0.onStale = handler }
     }
 
     /// `handler` is told of every change of the commit shown, once it is shown (a commit of
     /// this view or one from elsewhere), with the write lock held: it must only signal.
     public func setShownCommitHandler(_ handler: (@Sendable () -> Void)?) {
-        committer.hooks.withLock { $0.onShown = handler }
+        writer.committer.hooks.withLock { $0.onShown = handler }
     }
 
     /// Shows `commit`, which moved the branch from elsewhere (sync), and returns the view paths
@@ -27,7 +27,7 @@ extension BinderView {
     /// can be told to forget what it cached of them.
     @discardableResult
     public func adoptArrived(commit: ObjectID) throws -> [String] {
-        try committer.writeLock.withLock { _ in try committer.adoptArrivedLocked(commit: commit) }
+        try writer.committer.writeLock.withLock { _ in try writer.committer.adoptArrivedLocked(commit: commit) }
     }
 
     /// Shows the branch's current tip if it moved from elsewhere (a sync, another process),
@@ -35,7 +35,8 @@ extension BinderView {
     /// of this view's own landed would otherwise take the view back to before that save.
     @discardableResult
     public func adoptBranchTip() throws -> [String] {
-        try committer.writeLock.withLock { _ in
+        let committer = writer.committer
+        return try committer.writeLock.withLock { _ in
             guard let tip = try committer.repository.refs.branchTip(), tip != committer.listings.snapshot.commit else { return [] }
             return try committer.adoptArrivedLocked(commit: tip)
         }

@@ -14,6 +14,8 @@ public enum WriteError: Error, Sendable, Equatable, CustomStringConvertible {
     case readOnly(String)
     /// What a share held when a doctor opened it (`WriteMode.onlyNewRecords`): EROFS.
     case shared(String)
+    /// Any change on a read-only view (a `--read-only` mount), and in `.binder/`: EROFS.
+    case readOnlyFileSystem(String)
     /// A change the binder format does not allow (deleting `patient-info`, a folder named
     /// `.git`, …).
     case notPermitted(path: String, reason: String)
@@ -39,7 +41,7 @@ public enum WriteError: Error, Sendable, Equatable, CustomStringConvertible {
         case .isDirectory: return .isDirectory
         case .notDirectory: return .notDirectory
         case .readOnly: return .permissionDenied
-        case .shared: return .readOnlyFileSystem
+        case .shared, .readOnlyFileSystem: return .readOnlyFileSystem
         case .notPermitted: return .notPermitted
         case .nameTooLong: return .fileNameTooLong
         case .invalid: return .invalidArgument
@@ -67,6 +69,7 @@ public enum WriteError: Error, Sendable, Equatable, CustomStringConvertible {
         case .notDirectory(let p): return "\(p): not a folder"
         case .readOnly(let p): return "\(p): read-only (shown as stored; see binder verify)"
         case .shared(let p): return "\(p): shared with you read-only (add a new .md note instead)"
+        case .readOnlyFileSystem(let p): return "\(p): read-only file system"
         case .notPermitted(let p, let why): return "\(p): \(why)"
         case .nameTooLong(let p): return "\(p): a name is over 255 bytes"
         case .invalid(let p, let why): return "\(p): \(why)"

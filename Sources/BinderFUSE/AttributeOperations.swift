@@ -10,8 +10,11 @@ enum AttributeOperations {
         ops.chmod = { path, _, _ in
             let fs = FileSystemContext.current
             guard let path else { return -EINVAL }
-            if fs.refusesChanges(String(cString: path)) { return -EROFS }  // `.binder/` is read-only, as said
-            do { _ = try fs.view.attributes(String(cString: path)); return 0 } catch { return fs.errno(error) }
+            do {
+                try fs.view.refuseChanges(at: String(cString: path))  // `.binder/` is read-only, as said
+                _ = try fs.view.attributes(String(cString: path))
+                return 0
+            } catch { return fs.errno(error) }
         }
 
         // Only to the mounting user (who owns everything): anything else is EPERM.
@@ -20,15 +23,19 @@ enum AttributeOperations {
             guard let path else { return -EINVAL }
             let sameUser = (uid == fs.uid || uid == uid_t.max) && (gid == fs.gid || gid == gid_t.max)
             guard sameUser else { return -EPERM }
-            if fs.refusesChanges(String(cString: path)) { return -EROFS }
-            do { _ = try fs.view.attributes(String(cString: path)); return 0 } catch { return fs.errno(error) }
+            do {
+                try fs.view.refuseChanges(at: String(cString: path))
+                _ = try fs.view.attributes(String(cString: path))
+                return 0
+            } catch { return fs.errno(error) }
         }
 
         ops.utimens = { path, times, _ in
             let fs = FileSystemContext.current
             guard let path else { return -EINVAL }
-            if fs.refusesChanges(String(cString: path)) { return -EROFS }
             let name = String(cString: path)
+            // Refused before UTIME_OMIT is accepted as a change of nothing.
+            do { try fs.view.refuseChanges(at: name) } catch { return fs.errno(error) }
             // times[1] is the modification time; UTIME_NOW / UTIME_OMIT as utimensat(2).
             var modified = timespec()
             if let times {

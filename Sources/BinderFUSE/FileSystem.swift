@@ -149,12 +149,6 @@ final class FileSystemContext: Sendable {
         }
     }
 
-    /// Whether a change at these paths is refused with EROFS: on a read-only mount, and
-    /// anywhere in `.binder/` (its views are read-only; links in it lead to the records).
-    func refusesChanges(_ paths: String...) -> Bool {
-        readOnly || paths.contains { BinderView.isControlPath($0) }
-    }
-
     /// The context of the current FUSE request (every operation starts here, so this is
     /// also where the request is counted as activity).
     static var current: FileSystemContext {

@@ -12,19 +12,20 @@ enum NameOperations {
         ops.unlink = { path in
             let fs = FileSystemContext.current
             guard let path else { return -EINVAL }
-            if fs.refusesChanges(String(cString: path)) { return -EROFS }
-            do { try fs.view.unlink(String(cString: path)); return 0 } catch { return fs.errno(error) }
+            do { try fs.view.remove(String(cString: path)); return 0 } catch { return fs.errno(error) }
         }
 
         ops.rename = { from, to, flags in
             let fs = FileSystemContext.current
             guard let from, let to else { return -EINVAL }
             guard String(validatingCString: to) != nil else { return -EILSEQ }  // names are UTF-8
-            if fs.refusesChanges(String(cString: from), String(cString: to)) { return -EROFS }
-            if flags & NameOperations.renameExchange != 0 { return -EINVAL }
             do {
-                let target = String(cString: to)
-                try fs.view.renameFile(String(cString: from), to: target, noReplace: flags & NameOperations.renameNoReplace != 0)
+                let source = String(cString: from), target = String(cString: to)
+                if flags & NameOperations.renameExchange != 0 {
+                    try fs.view.refuseChanges(at: source, target)
+                    return -EINVAL
+                }
+                try fs.view.rename(source, to: target, noReplace: flags & NameOperations.renameNoReplace != 0)
                 fs.changed(target)
                 return 0
             } catch { return fs.errno(error) }
@@ -34,14 +35,12 @@ enum NameOperations {
             let fs = FileSystemContext.current
             guard let path else { return -EINVAL }
             guard String(validatingCString: path) != nil else { return -EILSEQ }  // names are UTF-8
-            if fs.refusesChanges(String(cString: path)) { return -EROFS }
             do { try fs.view.makeDirectory(String(cString: path)); return 0 } catch { return fs.errno(error) }
         }
 
         ops.rmdir = { path in
             let fs = FileSystemContext.current
             guard let path else { return -EINVAL }
-            if fs.refusesChanges(String(cString: path)) { return -EROFS }
             do { try fs.view.removeDirectory(String(cString: path)); return 0 } catch { return fs.errno(error) }
         }
 
@@ -49,7 +48,6 @@ enum NameOperations {
             let fs = FileSystemContext.current
             guard let target, let path else { return -EINVAL }
             guard String(validatingCString: path) != nil else { return -EILSEQ }  // names are UTF-8
-            if fs.refusesChanges(String(cString: path)) { return -EROFS }
             do { try fs.view.symlink(String(cString: target), at: String(cString: path)); return 0 } catch { return fs.errno(error) }
         }
     }

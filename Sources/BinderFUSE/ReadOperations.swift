@@ -157,7 +157,6 @@ enum ReadOperations {
         let access = info.pointee.flags & O_ACCMODE
         do {
             if access != O_RDONLY || info.pointee.flags & O_TRUNC != 0 {
-                if fs.refusesChanges(name) { return -EROFS }
                 info.pointee.fh = try fs.view.openForWriting(name, truncate: info.pointee.flags & O_TRUNC != 0,
                                                              append: info.pointee.flags & O_APPEND != 0)
                 return 0

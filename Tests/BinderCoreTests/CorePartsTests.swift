@@ -369,8 +369,8 @@ final class CorePartsTests: XCTestCase {
         view.release(handle: attachment)
         XCTAssertEqual(try binder.repository.refs.branchTip(), before, "a refused save stores nothing")
         XCTAssertEqual(try TestBinder.files(view), [], "and nothing is listed")
-        XCTAssertTrue(view.statusText().contains("last_refused_save:"), view.statusText())
-        XCTAssertTrue(view.statusText().contains("the limit is 1,048,576"), view.statusText())
+        XCTAssertTrue(view.reader.controls.statusText().contains("last_refused_save:"), view.reader.controls.statusText())
+        XCTAssertTrue(view.reader.controls.statusText().contains("the limit is 1,048,576"), view.reader.controls.statusText())
         // truncate(2) by path on a record past 65,535 bytes.
         try binder.write("labs/small.md", Array("# S\n".utf8))
         XCTAssertThrowsError(try view.truncate("labs/small.md", size: 1 << 30)) { XCTAssertEqual(($0 as? WriteError)?.errno, .fileTooLarge) }

@@ -367,10 +367,10 @@ final class ListingIndexTests: XCTestCase {
         _ = try read(ahead, "visits/" + names[0])
         waitForReadAhead(ahead)
         for name in names[1...8] {
-            let node = try ahead.listings.node("visits/" + name)
-            XCTAssertNotNil(ahead.plaintext.get(node.source), "\(name) was decrypted ahead")
+            let node = try ahead.reader.listings.node("visits/" + name)
+            XCTAssertNotNil(ahead.reader.plaintext.get(node.source), "\(name) was decrypted ahead")
         }
-        XCTAssertNil(ahead.plaintext.get(try ahead.listings.node("visits/" + names[10]).source), "beyond the window")
+        XCTAssertNil(ahead.reader.plaintext.get(try ahead.reader.listings.node("visits/" + names[10]).source), "beyond the window")
         for (name, bytes) in zip(names, expected) { XCTAssertEqual(try read(ahead, "visits/" + name), bytes, name) }
     }
 
@@ -382,24 +382,24 @@ final class ListingIndexTests: XCTestCase {
         let view = try makeView(readAhead: 8)
         defer { view.close() }
         let names = try view.list("visits").map(\.name)
-        func source(_ name: String) throws -> Node.Source { try view.listings.node("visits/" + name).source }
-        XCTAssertFalse(view.readAhead.takePrefetched(try source(names[1])), "nothing read ahead yet")
+        func source(_ name: String) throws -> Node.Source { try view.reader.listings.node("visits/" + name).source }
+        XCTAssertFalse(view.reader.readAhead.takePrefetched(try source(names[1])), "nothing read ahead yet")
         _ = try read(view, "visits/" + names[0])
         waitForReadAhead(view)
-        XCTAssertTrue(view.readAhead.takePrefetched(try source(names[1])))
-        XCTAssertFalse(view.readAhead.takePrefetched(try source(names[1])), "taken once")
-        XCTAssertFalse(view.readAhead.takePrefetched(try source(names[10])), "beyond the window")
-        XCTAssertTrue(view.readAhead.takePrefetched(try source(names[8])), "the last of the window")
+        XCTAssertTrue(view.reader.readAhead.takePrefetched(try source(names[1])))
+        XCTAssertFalse(view.reader.readAhead.takePrefetched(try source(names[1])), "taken once")
+        XCTAssertFalse(view.reader.readAhead.takePrefetched(try source(names[10])), "beyond the window")
+        XCTAssertTrue(view.reader.readAhead.takePrefetched(try source(names[8])), "the last of the window")
         let still = try makeView(readAhead: 0)
         defer { still.close() }
         for name in names { _ = try read(still, "visits/" + name) }
-        XCTAssertFalse(still.readAhead.takePrefetched(try still.listings.node("visits/" + names[1]).source))
+        XCTAssertFalse(still.reader.readAhead.takePrefetched(try still.reader.listings.node("visits/" + names[1]).source))
     }
 
     func waitForReadAhead(_ view: BinderView) {
         let deadline = Date().addingTimeInterval(120)
-        while view.readAhead.load != (0, 0) && Date() < deadline { usleep(2_000) }
-        XCTAssertTrue(view.readAhead.load == (0, 0), "read-ahead never finished")
+        while view.reader.readAhead.load != (0, 0) && Date() < deadline { usleep(2_000) }
+        XCTAssertTrue(view.reader.readAhead.load == (0, 0), "read-ahead never finished")
     }
 
     func testConcurrentReadersAndACommitNeitherDeadlockNorMixBytes() throws {

@@ -86,7 +86,7 @@ final class ListingPatchTests: XCTestCase {
                 _ = try bytes.withUnsafeBytes { try v.write(handle: handle, offset: 0, $0) }
                 try v.flush(handle: handle, closing: true)
                 _ = v.release(handle: handle)
-                try v.renameFile("visits/.goutputstream-AB12CD", to: "visits/a.md", noReplace: false)
+                try v.rename("visits/.goutputstream-AB12CD", to: "visits/a.md")
             }, patched: ["visits"], rebuilt: []),
             Row(name: "a subfolder's record: its folder and the folders above are patched", setUp: { t in
                 let v = try t.newView()
@@ -157,7 +157,7 @@ final class ListingPatchTests: XCTestCase {
             let view = try newView()
             for folder in row.listed { _ = try view.list(folder) }
             try row.change(view)
-            let built = view.listings.builtListings
+            let built = view.reader.listings.builtListings
             for folder in row.patched { XCTAssertNotNil(built[folder], "\(row.name): \(folder) was not patched") }
             for folder in row.rebuilt { XCTAssertNil(built[folder], "\(row.name): \(folder) was kept") }
             let fresh = try newView()

@@ -114,7 +114,7 @@ final class RecordViewsTests: XCTestCase {
         }
         XCTAssertEqual(try binder.view.list(".binder/deleted").map(\.name), [])
 
-        try binder.view.unlink("visits/x.md")
+        try binder.view.remove("visits/x.md")
         XCTAssertEqual(try binder.view.list(".binder/deleted").map(\.name), ["visits"])
         XCTAssertEqual(try TestBinder.read(binder.view, ".binder/deleted/visits/x.md"), versions[2])
         XCTAssertEqual(try binder.view.list(".binder/history/visits").map(\.name), ["x.md"])
@@ -122,7 +122,7 @@ final class RecordViewsTests: XCTestCase {
 
         // A record moved keeps its ciphertext: it is not deleted, and its history starts anew.
         try binder.write("visits/y.md", Array(Self.record(created: "2024-01-01T00:00:00Z", "# Y\n").utf8))
-        try binder.view.renameFile("visits/y.md", to: "visits/z.md", noReplace: false)
+        try binder.view.rename("visits/y.md", to: "visits/z.md")
         XCTAssertEqual(try binder.view.list(".binder/deleted/visits").map(\.name), ["x.md"])
         // A record held now is looked up without the deleted records' walk; the folder lists both.
         XCTAssertEqual(try binder.view.list(".binder/history/visits/z.md").count, 1)

@@ -46,7 +46,7 @@ final class RepackTriggerTests: XCTestCase {
         }
         // The last folds may still run; they end on their own, and git reads the packs after.
         var waited = 0
-        while !view.committer.isPackingIdle && waited < 600 {
+        while !view.writer.committer.isPackingIdle && waited < 600 {
             Thread.sleep(forTimeInterval: 0.1)
             waited += 1
         }
@@ -91,7 +91,7 @@ final class RepackTriggerTests: XCTestCase {
         let view = try BinderView(repository: try GitRepository.open(path: directory.path), key: key, logger: Logger(label: "test"))
         view.packIfDue()
         var waited = 0
-        while (!view.committer.isPackingIdle || repository.packs.packCount() >= Committer.foldEvery) && waited < 1_200 {
+        while (!view.writer.committer.isPackingIdle || repository.packs.packCount() >= Committer.foldEvery) && waited < 1_200 {
             Thread.sleep(forTimeInterval: 0.1)
             waited += 1
         }
@@ -108,7 +108,7 @@ final class RepackTriggerTests: XCTestCase {
         let calm = try BinderView(repository: try GitRepository.open(path: directory.path), key: key, logger: Logger(label: "test"))
         let before = try FileManager.default.contentsOfDirectory(atPath: repository.gitDirectory + "/objects/pack").sorted()
         calm.packIfDue()
-        XCTAssertTrue(calm.committer.isPackingIdle)
+        XCTAssertTrue(calm.writer.committer.isPackingIdle)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: repository.gitDirectory + "/objects/pack").sorted(), before)
     }
 
@@ -157,7 +157,7 @@ final class RepackTriggerTests: XCTestCase {
 
         // The repack removes the loose objects after its pack is in place: fsck once it ended.
         var settled = 0
-        while !view.committer.isPackingIdle && settled < 600 {
+        while !view.writer.committer.isPackingIdle && settled < 600 {
             Thread.sleep(forTimeInterval: 0.1)
             settled += 1
         }

@@ -96,8 +96,8 @@ import Testing
     private func apply(_ operation: Operation, to binder: TestBinder) throws {
         switch operation {
         case .write(let path, let text), .writeChild(let path, let text): try binder.write(path, Array(text.utf8))
-        case .rename(let from, let to): try binder.view.renameFile(from, to: to, noReplace: false)
-        case .remove(let path): try binder.view.unlink(path)
+        case .rename(let from, let to): try binder.view.rename(from, to: to)
+        case .remove(let path): try binder.view.remove(path)
         case .makeChildren(let path): try binder.view.makeDirectory(path)
         case .touch(let path, let seconds): try binder.view.setModified(path, to: Timestamp(seconds: seconds))
         }

@@ -148,8 +148,8 @@ final class WritePolicyTests: XCTestCase {
         case .mkdir(let path): try view.makeDirectory(path)
         case .write(let path, let text): try write(Array(text.utf8), to: path, on: view)
         case .writeBytes(let path, let bytes): try write(bytes, to: path, on: view)
-        case .rename(let from, let to): try view.renameFile(from, to: to, noReplace: false)
-        case .remove(let path): try view.unlink(path)
+        case .rename(let from, let to): try view.rename(from, to: to)
+        case .remove(let path): try view.remove(path)
         case .rmdir(let path): try view.removeDirectory(path)
         case .touch(let path, let seconds): try view.setModified(path, to: Timestamp(seconds: seconds))
         }

@@ -297,8 +297,8 @@ final class TestBinder {
         case .mkdir(let path): try view.makeDirectory(path)
         case .write(let path, let text): try write(path, Array(text.utf8))
         case .writeBytes(let path, let bytes): try write(path, bytes)
-        case .rename(let from, let to): try view.renameFile(from, to: to, noReplace: false)
-        case .remove(let path): try view.unlink(path)
+        case .rename(let from, let to): try view.rename(from, to: to)
+        case .remove(let path): try view.remove(path)
         case .rmdir(let path): try view.removeDirectory(path)
         case .touch(let path, let seconds): try view.setModified(path, to: Timestamp(seconds: seconds))
         }

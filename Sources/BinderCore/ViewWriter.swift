@@ -1,17 +1,67 @@
 import BinderCrypto
 import BinderFormat
 import BinderGit
+import Foundation
+import Logging
+import Synchronization
 
 /// Changes through the view, as the kernel asks for them: files opened, written, flushed and
 /// closed; names made, moved and removed. Each change that reaches git is one commit, planned
 /// by `WritePlanner` and made by `Committer`; scratch files never reach git. See
 /// docs/DESIGN.md, "Writes".
-extension BinderView {
+///
+/// All refusal policy is here: a read-only view and `.binder/` (EROFS, `refuseChanges`), what a
+/// share held (`policy`), names and limits (with the planner's rules), and the refusals noted
+/// for `.binder/status` (`refusals`). It holds no lock of its own: the committer's write lock
+/// serialises commits, and each part it changes (the reader's open files and scratch files)
+/// has its own.
+final class ViewWriter: Sendable {
+    let reader: ViewReader
+    let committer: Committer
+    let logger: Logger
+    let limits: WriteLimits
+    /// `Options.mode` with what the view held when it was made.
+    let policy: WritePolicy
+    /// The last refused save, for `.binder/status` (its own lock).
+    let refusals: RefusalLog
+    /// A read-only view (`Options.readOnly`, a `--read-only` mount): every change is EROFS.
+    let readOnly: Bool
+    /// The reader's listings, open files and scratch files (each with its own lock), which the
+    /// writer's changes go into.
+    let listings: ListingCache
+    let openFiles: OpenFileTable
+    let scratch: ScratchFiles
+
+    init(reader: ViewReader, committer: Committer, logger: Logger, limits: WriteLimits, policy: WritePolicy,
+         refusals: RefusalLog, readOnly: Bool) {
+        self.reader = reader
+        self.committer = committer
+        self.logger = logger
+        self.limits = limits
+        self.policy = policy
+        self.refusals = refusals
+        self.readOnly = readOnly
+        listings = reader.listings
+        openFiles = reader.openFiles
+        scratch = reader.scratch
+    }
+
+    /// EROFS for a change at any of `paths` on a read-only view, or in `.binder/` (its views
+    /// are read-only; links in it lead to the records). Asked first, before anything is looked
+    /// up, by every change, and by the FUSE bridge for the changes that are not the view's
+    /// (chmod, chown, a rename that would exchange two names).
+    func refuseChanges(at path: String, _ other: String? = nil) throws(WriteError) {
+        if readOnly { throw .readOnlyFileSystem(path) }
+        if BinderView.isControlPath(path) { throw .readOnlyFileSystem(path) }
+        if let other, BinderView.isControlPath(other) { throw .readOnlyFileSystem(other) }
+    }
+
     // MARK: - Whole-file changes (one commit each)
 
     /// Creates or replaces the file at `path` with `content` (what the user saved). `modified`
     /// is a time the writer set on it, which becomes the record's `updated`.
-    public func store(_ path: String, content: [UInt8], modified: Timestamp? = nil) throws(WriteError) {
+    func store(_ path: String, content: [UInt8], modified: Timestamp? = nil) throws(WriteError) {
+        try refuseChanges(at: path)
         try store(path, content: content, modified: modified, notingRefusal: true)
     }
 
@@ -32,15 +82,18 @@ extension BinderView {
         for owner in placeholders { scratch.hide(owner) }
     }
 
-    /// Deletes a file (a record, an attachment, a child, or a raw file).
-    public func remove(_ path: String) throws(WriteError) {
+    /// Deletes a stored file (a record, an attachment, a child, or a raw file): one commit.
+    /// What `remove` does for a name git holds, without its care for scratch files, new files
+    /// and `patient-info.md`.
+    private func deleteStored(_ path: String) throws(WriteError) {
         let path = ViewPath.normalize(path)
         try commit { (planner) throws(WriteError) in try planner.remove(path) }
     }
 
     /// Creates a folder: a real one gets an encrypted `.meta.json` (one commit); `X.children`
     /// only makes room in memory for a first child (nothing is committed).
-    public func makeDirectory(_ path: String) throws(WriteError) {
+    func makeDirectory(_ path: String) throws(WriteError) {
+        try refuseChanges(at: path)
         let path = ViewPath.normalize(path)
         var pending: Parent?
         try commit { (planner) throws(WriteError) in
@@ -55,15 +108,17 @@ extension BinderView {
     }
 
     /// Removes an empty folder.
-    public func removeDirectory(_ path: String) throws(WriteError) {
+    func removeDirectory(_ path: String) throws(WriteError) {
+        try refuseChanges(at: path)
         let path = ViewPath.normalize(path)
         if scratch.removePendingFolder(path) { return }
         try commit { (planner) throws(WriteError) in try planner.removeDirectory(path) }
     }
 
-    /// Renames or moves a stored file or folder. With `noReplace`, an existing target is an
-    /// error; otherwise it is replaced in the same commit.
-    public func rename(_ from: String, to: String, noReplace: Bool = false) throws(WriteError) {
+    /// Renames or moves a stored file or folder (one commit). With `noReplace`, an existing
+    /// target is an error; otherwise it is replaced in the same commit. What `rename` does for
+    /// names git holds on both sides.
+    private func renameStored(_ from: String, to: String, noReplace: Bool) throws(WriteError) {
         let from = ViewPath.normalize(from), to = ViewPath.normalize(to)
         guard from != to else { return }
         if noReplace, (try? listings.node(to)) != nil { throw .exists(to) }
@@ -76,7 +131,7 @@ extension BinderView {
     func commit(notingRefusal: Bool = true, _ plan: (WritePlanner) throws(WriteError) -> WritePlan) throws(WriteError) {
         do {
             try committer.commit { () throws(WriteError) in
-                policy.named(try plan(WritePlanner(binder: LiveBinder(view: self, snapshot: listings.snapshot), limits: limits,
+                policy.named(try plan(WritePlanner(binder: LiveBinder(reader: reader, snapshot: listings.snapshot), limits: limits,
                                                    policy: policy)))
             }
         } catch {
@@ -92,21 +147,22 @@ extension BinderView {
 
     /// Creates a new, empty file and opens it for writing. A scratch name lives in memory; any
     /// other name is stored at its first flush.
-    public func create(_ path: String) throws(WriteError) -> UInt64 {
+    func create(_ path: String) throws(WriteError) -> UInt64 {
+        try refuseChanges(at: path)
         let path = ViewPath.normalize(path)
         let (parentPath, name) = ViewPath.split(path)
         try NameRules.check(name, in: parentPath, path: path)
-        let parent = try WritePlanner(binder: LiveBinder(view: self, snapshot: listings.snapshot), limits: limits).parent(of: parentPath)
+        let parent = try WritePlanner(binder: LiveBinder(reader: reader, snapshot: listings.snapshot), limits: limits).parent(of: parentPath)
         if !ScratchNames.isScratch(name) && (try? listings.node(path)) == nil {
             try policy.checkNew(path)
             // Refused here, not at the first flush: a shell's `echo x > name` ignores what
             // close() says, and would lose the bytes without a word.
-            if case .folder = parent { try NameRules.checkStored(NameRules.gitName(shownAs: name), path: path) }
+            if case .folder = parent { try NameRules.checkStored(NameRules.storedName(shownAs: name), path: path) }
         }
         let empty = try WriteError.needingSecretMemory(path) { () throws(SecureMemoryError) in try EditBuffer() }
         if ScratchNames.isScratch(name) {
             scratch.put(path, ScratchFile(content: try WriteError.needingSecretMemory(path) { () throws(SecureMemoryError) in try SecureBytes(zeroed: 0) },
-                                          modified: Self.now()))
+                                          modified: ViewReader.now()))
             return openFiles.register(OpenContent(path: path, buffer: empty), writable: true)
         }
         if let current = try? listings.node(path), !scratch.isHidden(path) {
@@ -119,9 +175,9 @@ extension BinderView {
 
     /// Opens an existing file for writing (`truncate`: O_TRUNC; `append`: O_APPEND, each write
     /// at the end of the file as stored here).
-    public func openForWriting(_ path: String, truncate: Bool, append: Bool = false) throws(WriteError) -> UInt64 {
+    func openForWriting(_ path: String, truncate: Bool, append: Bool = false) throws(WriteError) -> UInt64 {
+        try refuseChanges(at: path)
         let path = ViewPath.normalize(path)
-        if Self.isControlPath(path) { throw .readOnly(path) }
         if !ScratchNames.isScratch(ViewPath.split(path).name), let current = try? listings.node(path) {
             try policy.checkChange(path)
             if current.isRaw { throw .readOnly(path) }
@@ -136,7 +192,7 @@ extension BinderView {
                                    dirty: true)
             }
             let content: SecureBytes
-            do throws(ViewError) { content = try currentContent(path) } catch {
+            do throws(ViewError) { content = try reader.currentContent(path) } catch {
                 if case .notFound = error {
                     vanished = true
                     return OpenContent(path: path, buffer: EditBuffer(content: try WriteError.needingSecretMemory(path) { () throws(SecureMemoryError) in try SecureBytes(zeroed: 0) }))
@@ -169,19 +225,19 @@ extension BinderView {
     /// (a new file whose save was refused vanishes at close, and the kernel forgets the name a
     /// moment later). Writing it starts a new file, as creating it would.
     private func createInPlaceOfVanished(_ path: String) throws(WriteError) -> UInt64 {
-        do { _ = try attributes(ViewPath.split(path).parent) } catch { throw .notFound(path) }
+        do { _ = try reader.attributes(ViewPath.split(path).parent) } catch { throw .notFound(path) }
         return try create(path)
     }
 
     /// Whether `path` is a new file not stored yet.
-    public func isNew(_ path: String) -> Bool { openFiles.provisional(ViewPath.normalize(path)) != nil }
+    func isNew(_ path: String) -> Bool { openFiles.provisional(ViewPath.normalize(path)) != nil }
 
     // MARK: - Changing bytes
 
     /// Writes at `offset`. A write that would take the file past its limit (the attachment
     /// limit; for a record, 65,535 bytes of stored JSON) is refused here, and the file then
     /// stores nothing: a save is never cut short.
-    public func write(handle: UInt64, offset: Int, _ bytes: UnsafeRawBufferPointer) throws(WriteError) -> Int {
+    func write(handle: UInt64, offset: Int, _ bytes: UnsafeRawBufferPointer) throws(WriteError) -> Int {
         guard let file = openFiles.file(handle) else { throw .notFound("handle \(handle)") }
         guard file.writable else { throw .readOnly(file.content.edit.withLock { $0.path }) }
         let recordPastLimit = try file.content.edit.withLock { (edit) throws(WriteError) -> (path: String, bytes: SecureBytes)? in
@@ -210,7 +266,7 @@ extension BinderView {
         var bytes = rendered.copyBytes()
         defer { secureZero(&bytes) }
         do {
-            _ = try WritePlanner(binder: LiveBinder(view: self, snapshot: listings.snapshot), limits: limits, policy: policy)
+            _ = try WritePlanner(binder: LiveBinder(reader: reader, snapshot: listings.snapshot), limits: limits, policy: policy)
                 .store(path, content: bytes)
         } catch {
             guard case .tooLarge = error else { return }
@@ -226,9 +282,15 @@ extension BinderView {
         }
     }
 
-    public func truncate(handle: UInt64, size: Int) throws(WriteError) {
+    func truncate(handle: UInt64, size: Int) throws(WriteError) {
         guard let file = openFiles.file(handle) else { throw .notFound("handle \(handle)") }
-        guard file.writable else { throw .readOnly(file.content.edit.withLock { $0.path }) }
+        guard file.writable else {
+            // Only a reader's handle can be here on a read-only view or in `.binder/`: its
+            // refusal is theirs (EROFS) before the handle's own (EACCES).
+            let path = file.content.edit.withLock { $0.path }
+            try refuseChanges(at: path)
+            throw .readOnly(path)
+        }
         try file.content.edit.withLock { (edit) throws(WriteError) in
             try checkSize(&edit, offset: size, count: 0)
             edit.buffer.truncate(size)
@@ -241,7 +303,8 @@ extension BinderView {
     }
 
     /// `truncate(2)` by path: open, cut, store, close.
-    public func truncate(_ path: String, size: Int) throws(WriteError) {
+    func truncate(_ path: String, size: Int) throws(WriteError) {
+        try refuseChanges(at: path)
         let handle = try openForWriting(path, truncate: size == 0)
         defer { openFiles.remove(handle) }
         try truncate(handle: handle, size: size)
@@ -281,7 +344,7 @@ extension BinderView {
     /// write it (two writers filling one file) is not refused here: it is stored, or refused,
     /// at that handle's close.
     @discardableResult
-    public func flush(handle: UInt64, closing: Bool = false, isLastDescriptor: () -> Bool = { false }) throws(WriteError) -> Bool {
+    func flush(handle: UInt64, closing: Bool = false, isLastDescriptor: () -> Bool = { false }) throws(WriteError) -> Bool {
         guard let file = openFiles.file(handle) else { return false }
         let content = file.content
         let onlyTruncated = content.edit.withLock { $0.refusal == nil && $0.dirty && !$0.detached && !$0.written }
@@ -299,7 +362,7 @@ extension BinderView {
         if ScratchNames.isScratch(ViewPath.split(pending.path).name) {
             _ = scratch.update(pending.path) { scratchFile in
                 scratchFile.content = pending.bytes
-                if !scratchFile.timesSet { scratchFile.modified = Self.now() }
+                if !scratchFile.timesSet { scratchFile.modified = ViewReader.now() }
             }
             content.edit.withLock { edit in if edit.generation == pending.generation { edit.dirty = false } }
             return false
@@ -308,7 +371,7 @@ extension BinderView {
         defer { secureZero(&bytes) }
         var rebased = false
         if let base = pending.appendBase, base.count <= bytes.count, let now = try? listings.node(pending.path), now.source != base.source,
-           let stored = try? currentContent(pending.path) {
+           let stored = try? reader.currentContent(pending.path) {
             // Stored from elsewhere since this content read it (`OpenContent.Edit.appendBase`).
             var stored = stored.copyBytes()
             stored += bytes[base.count...]
@@ -349,7 +412,7 @@ extension BinderView {
     /// caller's `close` already had its answer from `flush`). True when a new file that was
     /// never stored vanished with it (the kernel must forget the name it was told of).
     @discardableResult
-    public func release(handle: UInt64) -> Bool {
+    func release(handle: UInt64) -> Bool {
         do { try flush(handle: handle, closing: true) } catch {
             logger.debug("not stored at close: \(error)")
         }
@@ -361,13 +424,15 @@ extension BinderView {
     /// How long an unlinked `patient-info.md` stays out of sight waiting for its replacement.
     static let patientInfoHold = Duration.seconds(60)
 
-    /// `unlink`: scratch files vanish from memory; records are deleted (one commit).
+    /// `unlink`: scratch files vanish from memory; new files not stored yet are dropped; records
+    /// are deleted (one commit).
     ///
     /// `patient-info.md`, which every binder keeps, is not deleted: its unlink stores nothing
     /// and hides it (its children stay) until a new one is stored in its place, the mount ends
     /// or `patientInfoHold` passes. `tar -x` unlinks each file it extracts over: a backup
     /// restored into a binder must not stop there, and the record must never go from git.
-    public func unlink(_ path: String) throws(WriteError) {
+    func remove(_ path: String) throws(WriteError) {
+        try refuseChanges(at: path)
         let path = ViewPath.normalize(path)
         let wasOverlay = scratch.remove(path) != nil || openFiles.dropProvisional(path)
         if !wasOverlay {
@@ -377,7 +442,7 @@ extension BinderView {
                 try policy.checkChange(path)
                 scratch.hold(path, for: Self.patientInfoHold)
             } else {
-                try remove(path)
+                try deleteStored(path)
             }
         }
         openFiles.forEach(at: path) { $0.detached = true }
@@ -386,12 +451,13 @@ extension BinderView {
     /// `rename`: between scratch and real names too. A scratch file renamed onto a record is the
     /// editor's atomic save (one commit); a record renamed to a scratch name (a backup) is hidden
     /// but stays stored until something replaces it.
-    public func renameFile(_ from: String, to: String, noReplace: Bool) throws(WriteError) {
+    func rename(_ from: String, to: String, noReplace: Bool = false) throws(WriteError) {
+        try refuseChanges(at: from, to)
         let from = ViewPath.normalize(from), to = ViewPath.normalize(to)
         guard from != to else { return }
         let toName = ViewPath.split(to).name
         try NameRules.check(toName, in: ViewPath.split(to).parent, path: to)
-        if noReplace, (try? attributes(to)) != nil { throw .exists(to) }
+        if noReplace, (try? reader.attributes(to)) != nil { throw .exists(to) }
         if scratch.file(from) == nil, let file = openFiles.provisional(from) {
             return try renameNew(file, from: from, to: to)
         }
@@ -407,7 +473,7 @@ extension BinderView {
         case (nil, true):
             try policy.checkChange(from)  // a record moved aside as a backup is a change to it
             let content: SecureBytes
-            do { content = try currentContent(from) } catch {
+            do { content = try reader.currentContent(from) } catch {
                 if case .notFound = error { throw .notFound(from) }
                 if case .isDirectory = error { throw .isDirectory(from) }
                 throw .reading(from, error)
@@ -415,14 +481,14 @@ extension BinderView {
             if toName.hasPrefix(".fuse_hidden") {
                 // libfuse's way of unlinking a file that is still open: the record is deleted
                 // now; its readers keep the bytes under the hidden name until they close.
-                try remove(from)
+                try deleteStored(from)
             } else {
                 scratch.hide(from)
             }
-            scratch.put(to, ScratchFile(content: content, modified: Self.now()))
+            scratch.put(to, ScratchFile(content: content, modified: ViewReader.now()))
         case (nil, false):
             if scratch.isHidden(from) { throw .notFound(from) }
-            try rename(from, to: to, noReplace: noReplace)
+            try renameStored(from, to: to, noReplace: noReplace)
         }
         openFiles.forEach(at: to) { $0.detached = true }  // a replaced target's writers
         openFiles.forEach(at: from) { $0.path = to }
@@ -439,16 +505,16 @@ extension BinderView {
             let content = try WriteError.needingSecretMemory(to) { () throws(SecureMemoryError) in
                 try file.edit.withLock { (edit) throws(SecureMemoryError) in try edit.buffer.snapshot() }
             }
-            scratch.put(to, ScratchFile(content: content, modified: Self.now()))
+            scratch.put(to, ScratchFile(content: content, modified: ViewReader.now()))
         } else {
-            let parent = try WritePlanner(binder: LiveBinder(view: self, snapshot: listings.snapshot), limits: limits).parent(of: toParent)
+            let parent = try WritePlanner(binder: LiveBinder(reader: reader, snapshot: listings.snapshot), limits: limits).parent(of: toParent)
             if let current = try? listings.node(to), !scratch.isHidden(to) {
                 if current.isDirectory { throw .isDirectory(to) }
                 if current.isRaw { throw .readOnly(to) }
                 try policy.checkChange(to)
             } else {
                 try policy.checkNew(to)
-                if case .folder = parent { try NameRules.checkStored(NameRules.gitName(shownAs: toName), path: to) }
+                if case .folder = parent { try NameRules.checkStored(NameRules.storedName(shownAs: toName), path: to) }
             }
             scratch.remove(to)
             openFiles.forEach(at: to) { $0.detached = true }  // a replaced target's writers
@@ -459,28 +525,23 @@ extension BinderView {
     }
 
     /// `symlink`: only editors' lock files (emacs `.#name`), kept in memory.
-    public func symlink(_ target: String, at path: String) throws(WriteError) {
+    func symlink(_ target: String, at path: String) throws(WriteError) {
+        try refuseChanges(at: path)
         let path = ViewPath.normalize(path)
         let (parentPath, name) = ViewPath.split(path)
         try NameRules.check(name, in: parentPath, path: path)
         guard ScratchNames.isScratch(name) else { throw .invalid(path: path, reason: "symbolic links are not stored in a binder") }
-        if (try? attributes(path)) != nil { throw .exists(path) }
+        if (try? reader.attributes(path)) != nil { throw .exists(path) }
         let empty = try WriteError.needingSecretMemory(path) { () throws(SecureMemoryError) in try SecureBytes(zeroed: 0) }
-        scratch.put(path, ScratchFile(content: empty, modified: Self.now(), linkTarget: target))
-    }
-
-    public func readLink(_ path: String) throws(ViewError) -> String {
-        let path = ViewPath.normalize(path)
-        if Self.isControlPath(path) { return try controlLinkTarget(path) }
-        guard let target = scratch.file(path)?.linkTarget else { throw .notFound(path) }
-        return target
+        scratch.put(path, ScratchFile(content: empty, modified: ViewReader.now(), linkTarget: target))
     }
 
     /// `utimensat`: a record's `updated` becomes the time given, so that tools like rsync, tar
     /// and `cp -p` see the times they set. A file still open with unsaved bytes takes it with
     /// them (one commit); a closed one gets a commit of its own; scratch files keep it in
     /// memory; folders ignore it.
-    public func setModified(_ path: String, to time: Timestamp) throws(WriteError) {
+    func setModified(_ path: String, to time: Timestamp) throws(WriteError) {
+        try refuseChanges(at: path)
         let path = ViewPath.normalize(path)
         if scratch.update(path, { $0.modified = time; $0.timesSet = true }) { return }
         var dated = false
@@ -497,20 +558,37 @@ extension BinderView {
 /// The binder as the planner sees it: the snapshot a plan is made against, the listings built
 /// from it, and the pending folders.
 struct LiveBinder: StoredBinder {
-    let view: BinderView
+    let reader: ViewReader
     let snapshot: Snapshot
 
     var gitFolders: [String: [TreeEntry]] { snapshot.gitFolders }
 
-    func node(_ viewPath: String) -> Node? { try? view.listings.node(viewPath) }
+    func node(_ viewPath: String) -> Node? { try? reader.listings.node(viewPath) }
 
-    func document(_ gitPath: String) throws(WriteError) -> MedicalDocument { try view.document(gitPath, in: snapshot) }
+    func document(_ gitPath: String) throws(WriteError) -> MedicalDocument { try reader.document(gitPath, in: snapshot) }
 
     func content(_ node: Node, viewPath: String) throws(WriteError) -> [UInt8] {
-        do { return try view.content(of: node, path: viewPath).copyBytes() } catch { throw .reading(viewPath, error) }
+        do { return try reader.content(of: node, path: viewPath).copyBytes() } catch { throw .reading(viewPath, error) }
     }
 
-    func pendingFolder(_ viewPath: String) -> Parent? { view.scratch.pendingFolder(viewPath) }
+    func pendingFolder(_ viewPath: String) -> Parent? { reader.scratch.pendingFolder(viewPath) }
 
-    func names(in viewPath: String) -> [String] { ((try? view.list(viewPath)) ?? []).map(\.name) }
+    func names(in viewPath: String) -> [String] { ((try? reader.list(viewPath)) ?? []).map(\.name) }
+}
+
+/// The last save the mount refused, for `.binder/status` (the log has them all). Its own lock:
+/// refusals are noted from any FUSE thread.
+final class RefusalLog: Sendable {
+    struct Refusal: Sendable {
+        let time: Date
+        /// The path and the plain reason ("visits/x.md: 70,112 bytes; the limit is 65,535").
+        let reason: String
+    }
+
+    private let latest = Mutex<Refusal?>(nil)
+
+    init() {}
+
+    func note(_ error: WriteError) { latest.withLock { $0 = Refusal(time: Date(), reason: error.description) } }
+    var last: Refusal? { latest.withLock { $0 } }
 }

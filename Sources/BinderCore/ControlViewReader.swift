@@ -1,15 +1,49 @@
 import BinderCrypto
 import BinderFormat
 import BinderGit
+import Synchronization
 
 /// `.binder/`: the mount's status and its views of the records (timeline, tags, history,
-/// deleted), all read-only and computed from git and the listings already in memory. See
-/// docs/DESIGN.md, "Views".
-extension BinderView {
+/// deleted), all read-only and computed from git and the listings already in memory. It
+/// resolves a path under `.binder` to a `ControlNode`; `ViewReader` turns a file's node into
+/// bytes (as any stored file's). See docs/DESIGN.md, "Views".
+final class ControlViewReader: Sendable {
+    let repository: GitRepository
+    let key: NIP44.ConversationKey
+    /// The view's listings and plaintext cache (each with its own lock), shared with `ViewReader`.
+    let listings: ListingCache
+    let plaintext: PlaintextCache
+    /// For `.binder/status`: the last refused save (`ViewWriter`'s) and the sync engine's lines
+    /// (the committer's hooks).
+    let refusals: RefusalLog
+    let committer: Committer
+    /// The listings of `.binder/` folders, per commit shown (its own lock, held only for its map).
+    let cache = ControlViewCache()
+    /// `.binder/status` as its size was last given, until it is read (`statusBytes`): the
+    /// text changes by itself, and a kernel that keeps pages reads as many bytes as `stat` said.
+    /// Guarded by its own mutex.
+    let statusMemo = Mutex<(bytes: SecureBytes, at: ContinuousClock.Instant)?>(nil)
+
+    init(repository: GitRepository, key: NIP44.ConversationKey, listings: ListingCache, plaintext: PlaintextCache,
+         refusals: RefusalLog, committer: Committer) {
+        self.repository = repository
+        self.key = key
+        self.listings = listings
+        self.plaintext = plaintext
+        self.refusals = refusals
+        self.committer = committer
+    }
+
+    /// Drops every listing and the status kept: at unmount.
+    func removeAll() {
+        statusMemo.withLock { $0 = nil }
+        cache.removeAll()
+    }
+
     // MARK: - Answers for the FUSE bridge
 
     /// The attributes of `path` inside `.binder` (normalized).
-    func controlAttributes(_ path: String) throws(ViewError) -> NodeAttributes {
+    func attributes(_ path: String) throws(ViewError) -> NodeAttributes {
         try attributes(of: try controlNode(path))
     }
 
@@ -25,13 +59,36 @@ extension BinderView {
         }) {
             return memo
         }
-        let bytes = try ViewError.needingSecretMemory(Self.statusPath) { () throws(SecureMemoryError) in try SecureBytes(copyingUTF8: statusText()) }
+        let bytes = try ViewError.needingSecretMemory(BinderView.statusPath) { () throws(SecureMemoryError) in try SecureBytes(copyingUTF8: statusText()) }
         if !consuming { statusMemo.withLock { $0 = (bytes, now) } }
         return bytes
     }
 
+    /// Status of the mount as `key: value` lines; paths and reasons, no plaintext.
+    func statusText() -> String {
+        let stats = BinderView.Statistics(plaintext: plaintext, listings: listings)
+        let memory = SecureBytes.memoryInUse
+        var text = """
+        commit: \(listings.snapshot.commit?.hex ?? "none")
+        cached_bytes: \(stats.cachedBytes)
+        cached_entries: \(stats.cachedEntries)
+        listed_folders: \(stats.listedFolders)
+        git_object_reads: \(stats.objectReads)
+        listing_decryptions: \(stats.listingDecryptions)
+        secret_memory_used: \(memory.handedOut)
+        secret_memory_mapped: \(memory.mapped)
+
+        """
+        if let refusal = refusals.last {
+            text += "last_refused_save: \(Timestamps.string(from: refusal.time)) \(refusal.reason)\n"
+        }
+        let conflicts = ConflictNames.openConflicts(listings.snapshot.gitFolders.values.joined().map(\.path))
+        text += "open_conflicts: \(conflicts.count)\n" + conflicts.map { "conflict: \($0)\n" }.joined()
+        return text + (committer.hooks.withLock { $0 }.status?() ?? "sync: off\n")
+    }
+
     /// The entries of a `.binder/` folder, in the order they are listed.
-    func controlEntries(_ path: String) throws(ViewError) -> [(name: String, attributes: NodeAttributes)] {
+    func entries(_ path: String) throws(ViewError) -> [(name: String, attributes: NodeAttributes)] {
         guard case .folder(let folder, _) = try controlNode(path) else { throw .notDirectory(path) }
         let listing = try controlListing(folder)
         var entries: [(name: String, attributes: NodeAttributes)] = []
@@ -40,18 +97,8 @@ extension BinderView {
         return entries
     }
 
-    /// The bytes of a file in `.binder/`.
-    func controlContent(_ path: String) throws(ViewError) -> SecureBytes {
-        switch try controlNode(path) {
-        case .status: return try statusBytes(consuming: true)
-        case .file(let node): return try content(of: node, path: path)
-        case .folder: throw .isDirectory(path)
-        case .link: throw .notFound(path)  // the kernel follows links; reading one is readlink
-        }
-    }
-
     /// The target of a link in `.binder/` (relative, into the tree).
-    func controlLinkTarget(_ path: String) throws(ViewError) -> String {
+    func linkTarget(_ path: String) throws(ViewError) -> String {
         guard case .link(let target, _) = try controlNode(path) else { throw .notFound(path) }
         return target
     }
@@ -69,7 +116,7 @@ extension BinderView {
 
     /// The entry at `path` (`.binder` or below), found through its folder's listing.
     func controlNode(_ path: String) throws(ViewError) -> ControlNode {
-        if path == Self.controlDirectory { return .folder(.root, modified: listings.snapshot.commitTime) }
+        if path == BinderView.controlDirectory { return .folder(.root, modified: listings.snapshot.commitTime) }
         let (parent, name) = ViewPath.split(path)
         guard case .folder(let folder, _) = try controlNode(parent) else { throw .notDirectory(parent) }
         // A name a history folder holds now is found without its listing, which walks all of
@@ -102,7 +149,7 @@ extension BinderView {
     private func controlListing(_ folder: ControlFolder) throws(ViewError) -> ControlListing {
         if folder == .root { return rootListing() }  // status changes by itself: never cached
         let snapshot = listings.snapshot
-        return try controlViews.listing(folder, commit: snapshot.commit) { () throws(ViewError) -> ControlListing in
+        return try cache.listing(folder, commit: snapshot.commit) { () throws(ViewError) -> ControlListing in
             switch folder {
             case .root: return rootListing()
             case .timeline: return linkListing(try timelineRecords(), depth: 2)
@@ -196,7 +243,7 @@ extension BinderView {
                 listing.append(name.first, .folder(.versions(gitPath: record.gitPath), modified: record.node.modified))
             }
         }
-        guard found else { throw .notFound(Self.controlDirectory + "/history/" + viewFolder) }
+        guard found else { throw .notFound(BinderView.controlDirectory + "/history/" + viewFolder) }
         return listing
     }
 
@@ -205,8 +252,8 @@ extension BinderView {
         guard let tip = snapshot.commit else { return ControlListing() }
         let versions: [PathVersion]
         do {
-            versions = try Self.walker(of: repository).history.versions(of: gitPath, from: tip, extending: controlViews.lastVersions(of: gitPath))
-            controlViews.keep(versions, of: gitPath, tip: tip)
+            versions = try Self.walker(of: repository).history.versions(of: gitPath, from: tip, extending: cache.lastVersions(of: gitPath))
+            cache.keep(versions, of: gitPath, tip: tip)
         } catch {
             throw .storage(path: gitPath, reason: "\(error)", code: Committer.code(of: error))
         }
@@ -269,7 +316,7 @@ extension BinderView {
                 listing.append(name.first, .file(record.node))
             }
         }
-        if listing.isEmpty && !viewFolder.isEmpty { throw .notFound(Self.controlDirectory + "/deleted/" + viewFolder) }
+        if listing.isEmpty && !viewFolder.isEmpty { throw .notFound(BinderView.controlDirectory + "/deleted/" + viewFolder) }
         return listing
     }
 
@@ -278,11 +325,11 @@ extension BinderView {
     /// deleted.
     func deletedRecords(_ snapshot: Snapshot) throws(ViewError) -> [DeletedRecord] {
         guard let tip = snapshot.commit else { return [] }
-        return try controlViews.deleted(commit: tip) { () throws(ViewError) -> [DeletedRecord] in
+        return try cache.deleted(commit: tip) { () throws(ViewError) -> [DeletedRecord] in
             let files: [DeletedFile]
             do {
-                let removals = try Self.walker(of: repository).history.removals(from: tip, extending: controlViews.lastRemovals)
-                controlViews.keep(removals)
+                let removals = try Self.walker(of: repository).history.removals(from: tip, extending: cache.lastRemovals)
+                cache.keep(removals)
                 files = removals.deleted
             } catch {
                 throw .storage(path: "", reason: "\(error)", code: Committer.code(of: error))
