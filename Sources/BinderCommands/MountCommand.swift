@@ -272,7 +272,7 @@ struct MountCommand: ParsableCommand {
             let view = try BinderView(repository: repository, key: key, logger: logger,
                                       options: BinderView.Options(cacheCapacity: cacheBytes, author: commitAuthor(),
                                                                   limits: WriteLimits(attachmentBytes: parseSize(maxAttachmentSize) ?? WriteLimits.defaultAttachmentBytes),
-                                                                  viewsVisible: views == .visible))
+                                                                  viewsVisible: views == .visible, readOnly: isReadOnly))
             return (try FUSEMount(view: view, mountpoint: mountpoint,
                                   options: FUSEMount.Options(readOnly: isReadOnly, fsName: "binder:\(name)",
                                                              allowOther: mountOptions.allowOther), logger: logger), view)
