@@ -196,10 +196,13 @@ struct FolderRepository: StoredRepository {
     static func isRefName(_ name: String) -> Bool {
         guard name.hasPrefix("refs/"), name.utf8.count <= 255, !name.contains(".."), !name.hasSuffix("/") else { return false }
         return name.split(separator: "/", omittingEmptySubsequences: false).allSatisfy { part in
-            !part.isEmpty && !part.hasPrefix(".") && !part.hasSuffix(".lock")
-                && part.utf8.allSatisfy { $0 < 0x80 && (Character(UnicodeScalar($0)).isLetter || Character(UnicodeScalar($0)).isNumber
-                                                         || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".")) }
+            !part.isEmpty && !part.hasPrefix(".") && !part.hasSuffix(".lock") && part.utf8.allSatisfy(isRefNameByte)
         }
+    }
+
+    private static func isRefNameByte(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+            || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || "-_.".utf8.contains(byte)
     }
 
     /// 40 (SHA-1) or 64 (SHA-256) lowercase hexadecimal digits.

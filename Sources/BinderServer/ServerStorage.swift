@@ -50,7 +50,8 @@ enum StorageError: Error, Equatable, CustomStringConvertible {
     /// The HTTP answer, as the server gave it before storage had a protocol.
     var failure: ServeFailure {
         switch self {
-        case .repositoryQuota, .notACreatingPush: return ServeFailure(self == .notACreatingPush ? 400 : 403, description)
+        case .repositoryQuota: return ServeFailure(403, description)
+        case .notACreatingPush: return ServeFailure(400, description)
         case .storageQuotaUsedUp: return ServeFailure(413, description)
         case .idTaken: return ServeFailure(403, "not authorized for this repository")
         case .refConflict: return ServeFailure(409, description)
