@@ -239,7 +239,7 @@ final class ListingCache: Sendable {
     }
 
     /// Forgets the part of the document at `gitPath` and the listings built from it: its size
-    /// in the view disagreed with its content (see `BinderView.content`).
+    /// in the view disagreed with its content (see `ViewReader.content(of:path:)`).
     func forgetPart(gitPath: String) {
         let (folder, name) = ViewPath.split(gitPath)
         contents.withLock { contents in

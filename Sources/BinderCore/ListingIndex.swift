@@ -23,7 +23,7 @@ struct ListingIndex: Sendable {
     static let formatVersion: UInt16 = 2
     /// How documents are rendered and named (`FrontMatter.render`, `BinderNaming`): a part holds
     /// a rendered size and names, so a change there must bump this (parts of the old rendering
-    /// are then not used). `BinderView.content` also corrects a size that disagrees.
+    /// are then not used). `ViewReader.content(of:path:)` also corrects a size that disagrees.
     static let renderVersion: UInt16 = 1
     /// Largest index written or read, sealed (about 200 bytes a record: 300,000 records).
     static let sizeLimit = 64 << 20
