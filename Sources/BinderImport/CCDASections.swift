@@ -7,8 +7,9 @@ struct CCDASections {
         var templates: (roots: [String], loinc: [String]) {
             let base = "2.16.840.1.113883.10.20.22.2."
             switch self {
-            case .problems: return ([base + "5.1", base + "5"], ["11450-4"])
-            case .medications: return ([base + "1.1", base + "1"], ["10160-0"])
+            // Problems, and the diagnoses of a discharge summary (discharge and admission).
+            case .problems: return ([base + "5.1", base + "5", base + "24", base + "43"], ["11450-4", "11535-2", "46241-6"])
+            case .medications: return ([base + "1.1", base + "1", base + "11.1", base + "11"], ["10160-0", "10183-2"])
             case .allergies: return ([base + "6.1", base + "6"], ["48765-2"])
             case .immunizations: return ([base + "2.1", base + "2"], ["11369-6"])
             case .results: return ([base + "3.1", base + "3"], ["30954-2"])
@@ -62,7 +63,10 @@ struct CCDASections {
             guard let item = entry.children.first else { continue }
             switch kind {
             case .problems: problem(item)
-            case .medications: medication(item)
+            case .medications:
+                // A Discharge (or Admission) Medication act wraps its Medication Activities.
+                let activities = item.name == "act" ? item.all("entryRelationship").compactMap { $0.child("substanceAdministration") } : [item]
+                for activity in activities { medication(activity) }
             case .allergies: allergy(item)
             case .immunizations: immunization(item)
             case .results, .vitalSigns: panel(item, folder: kind.folder)
@@ -77,8 +81,7 @@ struct CCDASections {
 
     /// A Problem Concern Act and its Problem Observations (one record each).
     mutating func problem(_ act: XMLNode) {
-        let observations = act.name == "observation" ? [act] : act.all("entryRelationship").compactMap { $0.child("observation") }
-        for observation in observations {
+        for observation in Self.observations(of: act, template: "2.16.840.1.113883.10.20.22.4.4") {
             let value = observation.child("value")
             guard let name = CCDAValues.name(value, narrative: narrative) ?? CCDAValues.text(observation.child("text"), narrative: narrative)
             else { skip("a problem", "it has no name", observation); continue }
@@ -115,6 +118,17 @@ struct CCDASections {
             codes: CCDAValues.codes(material?.child("code")), status: status, distinguishing: dose, entry: activity)
     }
 
+    /// The observations a concern act holds: those of `template` (a Problem or Allergy -
+    /// Intolerance Observation) when any says so, else every one (older documents name none);
+    /// an observation entry directly is itself. A severity or status observation beside them
+    /// is not an item.
+    static func observations(of act: XMLNode, template: String) -> [XMLNode] {
+        if act.name == "observation" { return [act] }
+        let all = act.all("entryRelationship").compactMap { $0.child("observation") }
+        let templated = all.filter { $0.all("templateId").contains { $0["root"] == template } }
+        return templated.isEmpty ? all : templated
+    }
+
     /// "Every 12 h", from a PIVL_TS period.
     func frequency(_ time: XMLNode) -> String? {
         guard let period = time.child("period"), let value = period["value"] else { return nil }
@@ -125,8 +139,7 @@ struct CCDASections {
     /// An Allergy Concern Act and its Allergy - Intolerance Observations. "No known allergies"
     /// (negationInd, or a substance with a nullFlavor and no name) makes no record.
     mutating func allergy(_ act: XMLNode) {
-        let observations = act.name == "observation" ? [act] : act.all("entryRelationship").compactMap { $0.child("observation") }
-        for observation in observations {
+        for observation in Self.observations(of: act, template: "2.16.840.1.113883.10.20.22.4.7") {
             let substance = observation.at("participant", "participantRole", "playingEntity", "code")
             if observation["negationInd"] == "true" { skip("allergies", "no known allergies (negationInd)", observation); continue }
             guard let name = CCDAValues.name(substance, narrative: narrative)

@@ -68,7 +68,9 @@ public struct ImportPlanner {
         for source in sources {
             var made: [String] = []
             let before = (plan.created.count, plan.updated.count)
-            for record in source.records {
+            for var record in source.records {
+                // No date of its own (an allergy, a policy): the day the document was written, not the import's.
+                if record.created == nil { record.created = source.created.map { String($0.prefix(10)) } }
                 let identity = record.identity
                 if let match = pending.first(where: { $0.identity.isSameItem(as: identity) }) {
                     if Self.addSource(record.source, to: &plan.created[match.index].document) {

@@ -172,6 +172,43 @@ final class ImportCommandTests: MountedFixtureTestCase {
         XCTAssertEqual(try self.tree(), tree)
     }
 
+    /// HL7's published documents (CC0, Tests/Fixtures/import/hl7), imported one after another:
+    /// every coded item Python's ElementTree finds in them (Tests/interop/ccda_codes.py, which
+    /// shares no code with binder) is in a record of its folder with its code.
+    func testEveryCodedItemOfHL7sExamplesIsARecordOfItsFolder() throws {
+        for name in ["CCD-1.xml", "CCD-2.xml", "Discharge_Summary.xml", "Referral_Note.xml"] {
+            let path = fixture("hl7/" + name)
+            let run = try importing([path, "--force"])
+            XCTAssertEqual(run.status, 0, "\(name): \(run.stderr)")
+            let listed = try BinderSandbox.run(executable: "/usr/bin/env", ["python3", ImportCommandTests.codeLister, path])
+            XCTAssertEqual(listed.status, 0, listed.stderr)
+            let expected = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [String: [[String]]])
+            let stored = try codesByFolder()
+            var count = 0
+            for (folder, codes) in expected {
+                for code in codes {
+                    count += 1
+                    XCTAssertTrue(stored[folder]?.contains(code[1]) == true, "\(name): \(folder) has no record with code \(code[1])")
+                }
+            }
+            XCTAssertGreaterThan(count, 3, name)
+        }
+    }
+
+    static let codeLister = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("interop/ccda_codes.py").path
+
+    /// The codes of every record on main, by top folder, read by git and the crypto core alone.
+    func codesByFolder() throws -> [String: Set<String>] {
+        var result: [String: Set<String>] = [:]
+        for path in try git("ls-tree -r --name-only main").split(separator: "\n").map(String.init)
+        where path.hasSuffix(".json") && !path.hasSuffix(".meta.json") && path.contains("/") {
+            let folder = String(path.split(separator: "/")[0])
+            result[folder, default: []].formUnion(codes(try stored(path)))
+        }
+        return result
+    }
+
     func testAMountedBinderIsRefusedForNow() throws {
         try binder.mount()
         defer { binder.unmount() }

@@ -100,3 +100,22 @@ final class CCDAMappingTests: XCTestCase {
         XCTAssertNil(PatientFacts().difference(from: PatientFacts(name: "Anyone", birthDate: "2000-01-01")))
     }
 }
+
+/// HL7's own "nothing to report" allergy sections (Tests/Fixtures/import/hl7, CC0), inside a
+/// document of binder's tests: neither makes an allergy.
+final class HL7AllergySectionTests: XCTestCase {
+    func section(_ name: String) throws -> String {
+        let text = String(decoding: try ImportFixtures.bytes("hl7/" + name), as: UTF8.self)
+        let start = try XCTUnwrap(text.range(of: "<section>")), end = try XCTUnwrap(text.range(of: "</section>", options: .backwards))
+        return String(text[start.upperBound..<end.lowerBound])
+    }
+
+    func testNoKnownAllergiesAndNotAllergicToPeanutsMakeNoAllergy() throws {
+        for name in ["No Known Allergies section.xml", "Not Allergic to Peanuts section.xml"] {
+            let document = try SourceReader.parse(ImportFixtures.ccd(section: try section(name)), file: name, importDate: "2026-12-06")
+            XCTAssertEqual(document.records.map(\.title), [], name)
+            XCTAssertEqual(document.skipped.count, 1, name)
+            XCTAssertTrue(document.skipped.first?.reason.hasPrefix("no known allerg") == true, "\(name): \(document.skipped)")
+        }
+    }
+}

@@ -20,7 +20,7 @@ enum ImportFixtures {
     static func ccd(section body: String, patient: String = "<given>Mei-Ling</given><family>Chen</family>", born: String = "19850214") -> [UInt8] {
         Array("""
         <?xml version="1.0"?>
-        <ClinicalDocument xmlns="urn:hl7-org:v3" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+        <ClinicalDocument xmlns="urn:hl7-org:v3" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:sdtc="urn:hl7-org:sdtc">
           <id root="1.2.3" extension="X"/>
           <title>Test document</title>
           <effectiveTime value="20240101"/>

@@ -75,7 +75,7 @@ final class ImportPlannerTests: XCTestCase {
         let later = planner.plan([try ImportFixtures.read("fhir-bundle.json")], existing: binder)
         XCTAssertEqual(Set(later.updated.map(\.gitPath)), ["conditions/2019-03-12-essential-hypertension.json",
                                                            "allergies/2010-03-01-penicillin-g-benzathine.json",
-                                                           "insurance/2026-12-06-good-health-insurance.json"])
+                                                           "insurance/2024-10-15-good-health-insurance.json"])
         let twice = planner.plan([try ImportFixtures.read("fhir-bundle.json")], existing: apply(later, to: binder))
         XCTAssertTrue(twice.isEmpty)
     }
