@@ -94,7 +94,7 @@ public struct ImportPlanner {
                     continue
                 }
                 let path = freePath(folder: record.folder, day: String((record.created ?? importDate).prefix(10)), title: record.title, taken: &taken)
-                plan.created.append(ImportPlan.NewRecord(gitPath: path, document: document(for: record), attachments: record.attachments))
+                plan.created.append(fitted(record, at: path))
                 pending.append((identity, plan.created.count - 1))
                 made.append(Self.shown(path))
             }
@@ -155,6 +155,19 @@ public struct ImportPlanner {
         guard value != info.document.value else { return nil }
         info.document.value = value
         return info
+    }
+
+    /// The new record at `path`; a body past a record's 65,535 bytes (a panel of thousands of
+    /// rows) goes into an attachment `details.md`, the record saying so.
+    func fitted(_ record: ImportedRecord, at path: String) -> ImportPlan.NewRecord {
+        let document = document(for: record)
+        guard document.serializedBytes().count > WriteLimits.documentMaximum else {
+            return ImportPlan.NewRecord(gitPath: path, document: document, attachments: record.attachments)
+        }
+        var short = record
+        short.body = "The details are too long for a record: they are in the attachment details.md.\n"
+        let details = ImportedAttachment(fileName: "details.md", format: "md", bytes: Array(record.value.utf8))
+        return ImportPlan.NewRecord(gitPath: path, document: self.document(for: short), attachments: record.attachments + [details])
     }
 
     /// The record that keeps a source: its title, organisation and date, what was made from

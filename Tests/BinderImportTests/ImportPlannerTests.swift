@@ -126,3 +126,20 @@ final class PatientInfoFillTests: XCTestCase {
         }
     }
 }
+
+/// A record past the format's 65,535 bytes keeps its details in an attachment, so the import
+/// stores instead of failing at the commit.
+final class OversizedRecordTests: XCTestCase {
+    func testABodyPastTheLimitGoesIntoAnAttachment() throws {
+        var source = try ImportFixtures.read("ccd.xml")
+        let rows = (0..<3000).map { "| Test \($0) | \($0) mg/dL | 0 – 10000 mg/dL |  |" }.joined(separator: "\n")
+        source.records[0].body = "| Test | Value | Reference range | Flag |\n|---|---|---|---|\n" + rows + "\n"
+        let plan = ImportPlanner(importDate: "2026-12-06").plan([source], existing: [])
+        let record = try XCTUnwrap(plan.created.first { $0.attachments.contains { $0.fileName == "details.md" } })
+        XCTAssertLessThanOrEqual(record.document.serializedBytes().count, 65_535)
+        XCTAssertTrue(record.document.value.contains("attachment details.md"))
+        let details = try XCTUnwrap(record.attachments.first { $0.fileName == "details.md" })
+        XCTAssertTrue(String(decoding: details.bytes, as: UTF8.self).contains("| Test 2999 | 2999 mg/dL |"))
+        XCTAssertNotNil(record.document.metadata["codes"], "the codes stay in the record")
+    }
+}
