@@ -41,7 +41,7 @@ final class RepositoryIndex: Sendable {
         entries.byOwner[owner, default: []].insert(id)
         entries.bytes[id] = nil
         entries.changes[id, default: 0] += 1
-        if ScanSessions.isStagingID(id) { entries.staging.insert(id) }
+        if ScanPolicy.isStagingID(id) { entries.staging.insert(id) }
     }
 
     func remove(_ id: String) {

@@ -29,15 +29,15 @@ struct ScanSessionRoutes: Sendable {
         let user = try context.user()
         let asked = try await read(ScanSessionRequest.self, request, expected: "{stagingRepoId, expiresIn?}")
         guard let id = asked.stagingRepoId, !id.isEmpty else { throw ServeFailure(400, "stagingRepoId is required") }
-        guard ScanSessions.isStagingID(id) else { throw ServeFailure(400, #"stagingRepoId must start with "scan-""#) }
+        guard ScanPolicy.isStagingID(id) else { throw ServeFailure(400, #"stagingRepoId must start with "scan-""#) }
         guard RepositoryID.isValid(id) else { throw ServeFailure(400, "bad repository id") }
         guard let repository = try await storage.repositories.repository(id) else {
             throw ServeFailure(404, "no staging repository \(id): push it first")
         }
         guard repository.owner == user.pubkey else { throw ServeFailure(403, "not your staging repository") }
-        let lifetime = asked.expiresIn ?? ScanSessions.defaultLifetime
-        guard lifetime > 0, lifetime <= ScanSessions.maxLifetime else {
-            throw ServeFailure(400, "expiresIn must be 1 to \(ScanSessions.maxLifetime) seconds")
+        let lifetime = asked.expiresIn ?? ScanPolicy.defaultLifetime
+        guard lifetime > 0, lifetime <= ScanPolicy.maxLifetime else {
+            throw ServeFailure(400, "expiresIn must be 1 to \(ScanPolicy.maxLifetime) seconds")
         }
         let session = try await storage.scans.open(repoId: id, owner: user.pubkey, now: ServeEnvironment.now, lifetime: lifetime)
         try await repository.noteShareEnds(at: session.expiresAt)
@@ -54,7 +54,7 @@ struct ScanSessionRoutes: Sendable {
         guard let ended = try await storage.scans.revoke(token: token, owner: user.pubkey) else {
             // Expired already (or the server restarted): its owner may still end the staging
             // repository it names, which is kept only for the owner to collect from.
-            if let id = asked.stagingRepoId, ScanSessions.isStagingID(id), RepositoryID.isValid(id),
+            if let id = asked.stagingRepoId, ScanPolicy.isStagingID(id), RepositoryID.isValid(id),
                let repository = try await storage.repositories.repository(id), repository.owner == user.pubkey,
                try await !storage.scans.isShared(id), try await repository.shareEnds() != nil,
                try await storage.repositories.remove(id) {

@@ -2,23 +2,9 @@ import BinderCrypto
 import Foundation
 import Synchronization
 
-/// The scan sessions of "Share with a doctor" (limbo.health's `/api/auth/scan/*`): a session
-/// token (`sctk_` and 64 hex characters) gives read-write git access to one `scan-…` staging
-/// repository until it expires or its owner revokes it. Stricter than limbo.health: only the
-/// owner of an existing staging repository may open a session on it. Revoked by its owner,
-/// the staging repository goes at once; expired, it stays `collectionGrace` for its owner to
-/// collect from (the expiry is written in the repository, `RepositoryStore.shareEnds`).
-///
-/// Sessions are kept in memory only, by the SHA-256 of their token (a token is never stored):
-/// a restart of the server ends every session; their repositories then wait out the same
-/// grace.
-final class ScanSessions: Sendable {
-    struct Session: Sendable {
-        let repoId: String
-        let owner: String
-        let expiresAt: Int64
-    }
-
+/// The rules of scan sessions, whatever store keeps them: staging ids, lifetimes, and how
+/// long a staging repository outlives its sessions.
+enum ScanPolicy {
     static let prefix = "scan-"
     static let defaultLifetime: Int64 = 3600
     /// The longest session a patient may ask for.
@@ -30,11 +16,29 @@ final class ScanSessions: Sendable {
     /// patient offline when the share ended must not lose a note that reached the server.
     static let collectionGrace: TimeInterval = 30 * 24 * 3600
 
+    static func isStagingID(_ id: String) -> Bool { id.hasPrefix(prefix) && id.count > prefix.count }
+}
+
+/// The scan sessions of "Share with a doctor" (limbo.health's `/api/auth/scan/*`): a session
+/// token (`sctk_` and 64 hex characters) gives read-write git access to one `scan-…` staging
+/// repository until it expires or its owner revokes it. Stricter than limbo.health: only the
+/// owner of an existing staging repository may open a session on it. Revoked by its owner,
+/// the staging repository goes at once; expired, it stays `ScanPolicy.collectionGrace` for its
+/// owner to collect from (the expiry is written in the repository, `StoredRepository.shareEnds`).
+///
+/// Sessions are kept in memory only, by the SHA-256 of their token (a token is never stored):
+/// a restart of the server ends every session; their repositories then wait out the same
+/// grace.
+final class ScanSessions: Sendable {
+    struct Session: Sendable {
+        let repoId: String
+        let owner: String
+        let expiresAt: Int64
+    }
+
     /// By the token's SHA-256 (hex).
     private let sessions = Mutex<[String: Session]>([:])
     private let lastOrphanSweep = Mutex<Date>(.distantPast)
-
-    static func isStagingID(_ id: String) -> Bool { id.hasPrefix(prefix) && id.count > prefix.count }
 
     private static func digest(_ token: String) -> String { Hex.encode(sha256(Array(token.utf8))) }
 

@@ -145,8 +145,8 @@ struct ShareSweeper: Sendable {
         guard try await storage.scans.orphanSweepDue(now: now) else { return }
         for staging in try await storage.repositories.stagingRepositories() where try await !storage.scans.isShared(staging.id) {
             let ended = try await storage.repositories.repository(staging.id)?.shareEnds()
-            let due = ended.map { now.timeIntervalSince1970 > TimeInterval($0) + ScanSessions.collectionGrace }
-                ?? (now.timeIntervalSince(staging.modified) > ScanSessions.orphanGrace)
+            let due = ended.map { now.timeIntervalSince1970 > TimeInterval($0) + ScanPolicy.collectionGrace }
+                ?? (now.timeIntervalSince(staging.modified) > ScanPolicy.orphanGrace)
             if due, try await storage.repositories.remove(staging.id) {
                 logger.info(ended == nil ? "unshared staging repository removed" : "ended share's staging repository removed",
                             metadata: ["repo": "\(staging.id)"])
