@@ -308,13 +308,3 @@ public enum BinderNaming {
         return false
     }
 }
-
-/// Former names of `BinderNaming`'s parts, while files being split elsewhere still say them.
-typealias NameMapping = BinderNaming
-typealias NameRules = BinderNaming
-typealias ScratchNames = BinderNaming
-
-extension BinderNaming {
-    /// `storedName(shownAs:)`, under the name files being split elsewhere still say.
-    static func gitName(shownAs name: String) -> String { storedName(shownAs: name) }
-}

@@ -189,7 +189,7 @@ final class ControlViewReader: Sendable {
 
     private func tagsListing(_ records: [TimelineRecord], time: Timestamp) -> ControlListing {
         var listing = ControlListing()
-        let tags = Set(records.flatMap(\.facts.tags)).filter { ListingBuilder.unsafeNameReason($0, atRoot: false) == nil }
+        let tags = Set(records.flatMap(\.facts.tags)).filter { BinderNaming.unsafeNameReason($0, atRoot: false) == nil }
         for tag in tags.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
             listing.append(tag, .folder(.tag(tag), modified: time))
         }
@@ -289,17 +289,17 @@ final class ControlViewReader: Sendable {
                              time: Timestamp) -> (Node, String)? {
         let reader = ContentReader(repository: repository, key: key, listings: listings)
         guard let document = try? reader.document(blob, gitPath: gitPath) else { return nil }
-        if document.type == "attachment_ref", document.value.hasSuffix(NameMapping.sidecarExtension) {
-            let name = NameMapping.attachmentName(sidecar: document.value, format: document.metadata["format"]?.stringValue)
-            guard let sidecarBlob = sidecar(document.value), let stored = try? repository.objects.readBlob(sidecarBlob),
+        if let reference = BinderNaming.sidecarReference(of: document) {
+            let name = BinderNaming.attachmentName(sidecar: reference, format: document.metadata["format"]?.stringValue)
+            guard let sidecarBlob = sidecar(reference), let stored = try? repository.objects.readBlob(sidecarBlob),
                   let size = Sidecar.plaintextSize(stored, key: key) ?? (try? Sidecar.decrypt(stored, key: key))?.count else { return nil }
             return (Node(source: .sidecar(blob: sidecarBlob), size: size, modified: time, gitPath: gitPath),
-                    NameMapping.splitExtension(name).ext)
+                    BinderNaming.splitExtension(name).ext)
         }
         let text = FrontMatter.render(metadata: document.metadata, value: document.value)
         // Cached when secret memory allows; otherwise a read renders it again (or fails with ENOMEM).
         if let bytes = try? SecureBytes(copyingUTF8: text) { plaintext.put(.document(blob: blob), bytes) }
-        return (Node(source: .document(blob: blob), size: text.utf8.count, modified: time, gitPath: gitPath), NameMapping.markdownExtension)
+        return (Node(source: .document(blob: blob), size: text.utf8.count, modified: time, gitPath: gitPath), BinderNaming.markdownExtension)
     }
 
     // MARK: - Deleted
@@ -337,20 +337,15 @@ final class ControlViewReader: Sendable {
             let stored = Set(snapshot.gitFolders.values.joined().map(\.id))
             let lastBlobs = Dictionary(files.map { ($0.path, $0.lastBlob) }, uniquingKeysWith: { first, _ in first })
             var records: [DeletedRecord] = []
-            for file in files where Self.isRecordPath(file.path) && !stored.contains(file.lastBlob) {
+            for file in files where BinderNaming.isDocumentPath(file.path) && !stored.contains(file.lastBlob) {
                 let (folder, name) = ViewPath.split(file.path)
                 guard let (node, ext) = versionNode(file.path, blob: file.lastBlob, sidecar: { lastBlobs[join(folder, $0)] },
                                                     time: Timestamp(seconds: file.seconds)) else { continue }
-                let stem = String(name.dropLast(NameMapping.documentExtension.count))
+                let stem = BinderNaming.documentStem(name) ?? name
                 records.append(DeletedRecord(gitPath: file.path, viewPath: join(folder, stem + ext), node: node))
             }
             return records
         }
-    }
-
-    /// A document's git path (`X.json`), not a folder's `.meta.json`.
-    static func isRecordPath(_ gitPath: String) -> Bool {
-        gitPath.hasSuffix(NameMapping.documentExtension) && ViewPath.split(gitPath).name != NameMapping.folderMetadataName
     }
 
     /// The first name below `folder` on the way to `path` (nil: `path` is not below it), and

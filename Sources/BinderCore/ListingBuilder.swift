@@ -204,9 +204,6 @@ struct ListingBuilder {
         return showable
     }
 
-    /// `BinderNaming.unsafeNameReason`, for callers that still ask the listing.
-    static func unsafeNameReason(_ name: String, atRoot: Bool) -> String? { BinderNaming.unsafeNameReason(name, atRoot: atRoot) }
-
     /// `listing.insertUnique`, noting a name that was taken.
     private mutating func insert(_ name: String, _ node: Node, into listing: inout Listing) -> String {
         let shown = listing.insertUnique(name, node)

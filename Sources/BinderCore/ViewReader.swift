@@ -51,7 +51,7 @@ final class ViewReader: Sendable {
     func attributes(_ path: String) throws(ViewError) -> NodeAttributes {
         let path = ViewPath.normalize(path)
         if path.isEmpty { return folderAttributes(readOnly: false) }
-        if ViewPath.split(path).name.utf8.count > NameRules.maximumBytes { throw .nameTooLong(path) }
+        if ViewPath.split(path).name.utf8.count > BinderNaming.maximumBytes { throw .nameTooLong(path) }
         if BinderView.isControlPath(path) { return try controls.attributes(path) }
         if let overlay = overlayAttributes(path) { return overlay }
         if scratch.isHidden(path) { throw .notFound(path) }

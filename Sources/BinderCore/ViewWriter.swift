@@ -72,7 +72,7 @@ final class ViewWriter: Sendable {
         // Records about to be made empty to hold this child (its `.children` folder came first).
         let placeholders = ViewPath.ancestors(of: path).compactMap { folder -> String? in
             guard case .childrenOfMissing(_, let stem)? = scratch.pendingFolder(folder) else { return nil }
-            let owner = join(ViewPath.split(folder).parent, stem + NameMapping.markdownExtension)
+            let owner = join(ViewPath.split(folder).parent, BinderNaming.recordName(stem: stem))
             return (try? listings.node(owner)) == nil ? owner : nil
         }
         try commit(notingRefusal: notingRefusal) { (planner) throws(WriteError) in try planner.store(path, content: content, modified: modified) }
@@ -151,16 +151,16 @@ final class ViewWriter: Sendable {
         try refuseChanges(at: path)
         let path = ViewPath.normalize(path)
         let (parentPath, name) = ViewPath.split(path)
-        try NameRules.check(name, in: parentPath, path: path)
+        try BinderNaming.check(name, in: parentPath, path: path)
         let parent = try WritePlanner(binder: LiveBinder(reader: reader, snapshot: listings.snapshot), limits: limits).parent(of: parentPath)
-        if !ScratchNames.isScratch(name) && (try? listings.node(path)) == nil {
+        if !BinderNaming.isScratch(name) && (try? listings.node(path)) == nil {
             try policy.checkNew(path)
             // Refused here, not at the first flush: a shell's `echo x > name` ignores what
             // close() says, and would lose the bytes without a word.
-            if case .folder = parent { try NameRules.checkStored(NameRules.storedName(shownAs: name), path: path) }
+            if case .folder = parent { try BinderNaming.checkStored(BinderNaming.storedName(shownAs: name), path: path) }
         }
         let empty = try WriteError.needingSecretMemory(path) { () throws(SecureMemoryError) in try EditBuffer() }
-        if ScratchNames.isScratch(name) {
+        if BinderNaming.isScratch(name) {
             scratch.put(path, ScratchFile(content: try WriteError.needingSecretMemory(path) { () throws(SecureMemoryError) in try SecureBytes(zeroed: 0) },
                                           modified: ViewReader.now()))
             return openFiles.register(OpenContent(path: path, buffer: empty), writable: true)
@@ -178,7 +178,7 @@ final class ViewWriter: Sendable {
     func openForWriting(_ path: String, truncate: Bool, append: Bool = false) throws(WriteError) -> UInt64 {
         try refuseChanges(at: path)
         let path = ViewPath.normalize(path)
-        if !ScratchNames.isScratch(ViewPath.split(path).name), let current = try? listings.node(path) {
+        if !BinderNaming.isScratch(ViewPath.split(path).name), let current = try? listings.node(path) {
             try policy.checkChange(path)
             if current.isRaw { throw .readOnly(path) }
             if current.isDirectory { throw .isDirectory(path) }
@@ -359,7 +359,7 @@ final class ViewWriter: Sendable {
             return (edit.path, bytes, edit.modified, edit.appendBase, edit.generation, edit.writers > (file.writable ? 1 : 0))
         }
         guard let pending else { return false }
-        if ScratchNames.isScratch(ViewPath.split(pending.path).name) {
+        if BinderNaming.isScratch(ViewPath.split(pending.path).name) {
             _ = scratch.update(pending.path) { scratchFile in
                 scratchFile.content = pending.bytes
                 if !scratchFile.timesSet { scratchFile.modified = ViewReader.now() }
@@ -456,12 +456,12 @@ final class ViewWriter: Sendable {
         let from = ViewPath.normalize(from), to = ViewPath.normalize(to)
         guard from != to else { return }
         let toName = ViewPath.split(to).name
-        try NameRules.check(toName, in: ViewPath.split(to).parent, path: to)
+        try BinderNaming.check(toName, in: ViewPath.split(to).parent, path: to)
         if noReplace, (try? reader.attributes(to)) != nil { throw .exists(to) }
         if scratch.file(from) == nil, let file = openFiles.provisional(from) {
             return try renameNew(file, from: from, to: to)
         }
-        switch (scratch.file(from), ScratchNames.isScratch(toName)) {
+        switch (scratch.file(from), BinderNaming.isScratch(toName)) {
         case (_?, true):
             scratch.move(from, to: to)
         case (let source?, false):
@@ -501,7 +501,7 @@ final class ViewWriter: Sendable {
     /// scratch name, as a scratch file in memory.
     private func renameNew(_ file: OpenContent, from: String, to: String) throws(WriteError) {
         let (toParent, toName) = ViewPath.split(to)
-        if ScratchNames.isScratch(toName) {
+        if BinderNaming.isScratch(toName) {
             let content = try WriteError.needingSecretMemory(to) { () throws(SecureMemoryError) in
                 try file.edit.withLock { (edit) throws(SecureMemoryError) in try edit.buffer.snapshot() }
             }
@@ -514,14 +514,14 @@ final class ViewWriter: Sendable {
                 try policy.checkChange(to)
             } else {
                 try policy.checkNew(to)
-                if case .folder = parent { try NameRules.checkStored(NameRules.storedName(shownAs: toName), path: to) }
+                if case .folder = parent { try BinderNaming.checkStored(BinderNaming.storedName(shownAs: toName), path: to) }
             }
             scratch.remove(to)
             openFiles.forEach(at: to) { $0.detached = true }  // a replaced target's writers
         }
         openFiles.dropProvisional(from, onlyIf: file)
         openFiles.forEach(at: from) { $0.path = to }
-        if !ScratchNames.isScratch(toName) { openFiles.makeProvisional(file, at: to) }
+        if !BinderNaming.isScratch(toName) { openFiles.makeProvisional(file, at: to) }
     }
 
     /// `symlink`: only editors' lock files (emacs `.#name`), kept in memory.
@@ -529,8 +529,8 @@ final class ViewWriter: Sendable {
         try refuseChanges(at: path)
         let path = ViewPath.normalize(path)
         let (parentPath, name) = ViewPath.split(path)
-        try NameRules.check(name, in: parentPath, path: path)
-        guard ScratchNames.isScratch(name) else { throw .invalid(path: path, reason: "symbolic links are not stored in a binder") }
+        try BinderNaming.check(name, in: parentPath, path: path)
+        guard BinderNaming.isScratch(name) else { throw .invalid(path: path, reason: "symbolic links are not stored in a binder") }
         if (try? reader.attributes(path)) != nil { throw .exists(path) }
         let empty = try WriteError.needingSecretMemory(path) { () throws(SecureMemoryError) in try SecureBytes(zeroed: 0) }
         scratch.put(path, ScratchFile(content: empty, modified: ViewReader.now(), linkTarget: target))

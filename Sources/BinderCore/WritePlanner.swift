@@ -23,7 +23,7 @@ struct WritePlanner {
     }
 
     /// The patient's own record: every binder has one, so it cannot be deleted or moved away.
-    static let patientInfo = "patient-info.md"
+    static let patientInfo = BinderNaming.patientInfoViewPath
 
     // MARK: - Store (write + close)
 
