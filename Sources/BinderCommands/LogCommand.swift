@@ -1,7 +1,6 @@
 import ArgumentParser
 import BinderCore
 import BinderFormat
-import BinderGit
 import BinderSystem
 import Foundation
 
@@ -25,26 +24,26 @@ struct LogCommand: ParsableCommand {
     func run() throws {
         let state = StateDirectory()
         let (repository, location) = try BinderLocator(state: state).open(try binderForViews(binder, state: state))
-        guard let tip = try repository.refs.branchTip() else { throw CommandFailure("\(location) has no commits yet") }
-        let entries: [(seconds: Int64, commit: ObjectID, message: String)]
+        let history = BinderHistory(repository)
+        guard try history.hasCommits() else { throw CommandFailure("\(location) has no commits yet") }
+        let entries: [BinderHistory.Entry]
         do {
             if let path {
                 let gitPath = try Self.gitPath(of: path, mounts: WriterLock.mountPoints(gitDirectory: repository.gitDirectory))
-                let versions = try repository.history.versions(of: gitPath, from: tip)
-                guard !versions.isEmpty else { throw CommandFailure("\(path): no such record in the history of \(location)") }
-                entries = try versions.map { ($0.seconds, $0.commit, try repository.commits.commit($0.commit).summary) }
+                entries = try history.versions(of: gitPath)
+                guard !entries.isEmpty else { throw CommandFailure("\(path): no such record in the history of \(location)") }
             } else {
-                entries = try repository.history.commits(from: tip).map { ($0.committer.seconds, $0.id, $0.summary) }
+                entries = try history.entries()
             }
         } catch let failure as CommandFailure { throw failure } catch {
             throw CommandFailure("cannot read the history of \(location): \(error)")
         }
-        json ? try printJSON(entries) : entries.forEach { printOut("\(Self.time($0.seconds))  \($0.commit.hex.prefix(7))  \($0.message)") }
+        json ? try printJSON(entries) : entries.forEach { printOut("\(Self.time($0.seconds))  \($0.commit.prefix(7))  \($0.message)") }
     }
 
-    private func printJSON(_ entries: [(seconds: Int64, commit: ObjectID, message: String)]) throws {
+    private func printJSON(_ entries: [BinderHistory.Entry]) throws {
         struct Version: Encodable { let time: String, commit: String, message: String }
-        try JSONOutput.print(entries.map { Version(time: Self.time($0.seconds), commit: $0.commit.hex, message: $0.message) })
+        try JSONOutput.print(entries.map { Version(time: Self.time($0.seconds), commit: $0.commit, message: $0.message) })
     }
 
     static func time(_ seconds: Int64) -> String {

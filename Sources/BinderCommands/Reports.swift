@@ -68,9 +68,8 @@ struct ListReport {
         for name in names {
             let path = state.bindersDirectory + "/" + name
             guard let repository = try? GitRepository.open(path: path) else { continue }
-            let tip = try? repository.refs.branchTip()
             let target = SyncTarget.read(repository)
-            report.local.append(Local(name: name, path: path, lastCommit: tip.flatMap { try? repository.commits.commit($0) }?.committer.time,
+            report.local.append(Local(name: name, path: path, lastCommit: BinderHistory(repository).lastCommitTime(),
                                       target: target, pendingCommits: SyncRecord.pendingCommits(repository)))
         }
         return report
@@ -184,7 +183,7 @@ struct StatusReport {
                             lastLoggedError: hasLog ? StatusCommand.lastError(inLog: logPath) : nil,
                             target: target, record: target == nil ? SyncRecord() : SyncRecord.load(repository),
                             pendingCommits: SyncRecord.pendingCommits(repository),
-                            openConflicts: ConflictNames.openConflicts((try? repository.refs.branchTip().map { try repository.trees.listTree(commit: $0).map(\.path) }) ?? []),
+                            openConflicts: ConflictNames.openConflicts(BinderHistory(repository).tipPaths()),
                             mount: WriterLock.mountControl(gitDirectory: repository.gitDirectory).map { MountSyncReport.ask(control: $0.control, holder: $0.holder) })
     }
 
