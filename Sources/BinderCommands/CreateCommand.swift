@@ -1,6 +1,5 @@
 import ArgumentParser
 import BinderCore
-import BinderCrypto
 import BinderGit
 import BinderSystem
 import Foundation
@@ -56,7 +55,7 @@ struct CreateCommand: ParsableCommand {
         try FileManager.default.createDirectory(atPath: state.bindersDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         do {
-            _ = try BinderCreator.create(at: path, key: NIP44.ConversationKey(selfOf: key), patientName: patientName,
+            _ = try BinderCreator.create(at: path, key: BinderKey.conversationKey(owner: key), patientName: patientName,
                                          dateOfBirth: dob, author: commitAuthor())
         } catch {
             try? FileManager.default.removeItem(atPath: path)

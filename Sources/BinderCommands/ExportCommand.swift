@@ -1,6 +1,5 @@
 import ArgumentParser
 import BinderCore
-import BinderCrypto
 import BinderExport
 import BinderSystem
 import Foundation
@@ -45,7 +44,7 @@ struct ExportCommand: ParsableCommand {
     func run() throws {
         let state = StateDirectory()
         let (repository, path) = try BinderLocator(state: state).open(try binderForViews(binder, state: state))
-        let key = try NIP44.ConversationKey(selfOf: KeyStore(state: state).secretKey(passphrase: passphrase.source))
+        let key = try BinderKey.conversationKey(owner: KeyStore(state: state).secretKey(passphrase: passphrase.source))
         do { try BinderCreator.checkIsBinder(repository, key: key) } catch {
             throw CommandFailure("cannot export \(path): \(error)")
         }

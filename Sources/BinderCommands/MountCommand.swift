@@ -155,8 +155,8 @@ struct MountCommand: ParsableCommand {
             if !temporary.names.isEmpty {
                 logger.info("removed unfinished pack files", metadata: ["files": "\(temporary.names.count)", "bytes": "\(temporary.bytes)"])
             }
-            // A loose object cut short would hang libgit2 (LooseObjects): out of its sight first.
-            for object in LooseObjects.moveDamagedAside(gitDirectory: repository.gitDirectory) {
+            // A loose object cut short would hang libgit2 (RepositoryCare): out of its sight first.
+            for object in RepositoryCare.moveDamagedObjectsAside(gitDirectory: repository.gitDirectory) {
                 logger.warning("a damaged git object was moved aside (files that need it read as errors)", metadata: ["object": "\(object)"])
                 printOut("Moved aside a damaged git object, objects/\(object) (kept in binder/damaged-objects; files that need it cannot be read)")
             }
@@ -170,7 +170,7 @@ struct MountCommand: ParsableCommand {
             printDetail("key: from the kernel keyring if unlocked, else with the passphrase in \(file)")
         }
         let key = try KeyStore(state: state).secretKey(passphrase: passphraseSource)
-        let conversationKey = try NIP44.ConversationKey(selfOf: key)
+        let conversationKey = try BinderKey.conversationKey(owner: key)
         do { try BinderCreator.checkIsBinder(repository, key: conversationKey) } catch let error as BinderCreator.NotABinder {
             if !force { throw notABinder(path, error) }
         } catch {
@@ -307,7 +307,7 @@ struct MountCommand: ParsableCommand {
                     throw CommandFailure("the mount daemon did not get the binder's writer lock: \(error)")
                 }
             }
-            let (mount, view) = try makeMount(repository: repository, key: NIP44.ConversationKey(selfOf: key), name: name,
+            let (mount, view) = try makeMount(repository: repository, key: BinderKey.conversationKey(owner: key), name: name,
                                               mountpoint: mountpoint, cacheBytes: cacheBytes, logger: logger)
             try mountOrFail(mount, mountpoint: mountpoint)
             logger.info("mounted", metadata: ["mountpoint": "\(mountpoint)", "pid": "\(getpid())"])
@@ -371,7 +371,7 @@ struct MountCommand: ParsableCommand {
                 beforePass: { shares.pass() },
                 makeEngine: { target in
                     let session = ServerSession(client: try ServerClient(server: target.server), key: key, accounts: accounts)
-                    return try SyncEngine(repositoryPath: path, key: NIP44.ConversationKey(selfOf: key), session: session,
+                    return try SyncEngine(repositoryPath: path, key: BinderKey.conversationKey(owner: key), session: session,
                                           target: target, author: author, logger: logger)
                 })
             Task { await scheduler.start() }

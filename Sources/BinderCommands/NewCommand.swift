@@ -1,6 +1,5 @@
 import ArgumentParser
 import BinderCore
-import BinderCrypto
 import BinderFormat
 import BinderSystem
 import Foundation
@@ -54,7 +53,7 @@ struct NewCommand: ParsableCommand {
         writerLock.record(WriterLock.Holder(pid: getpid(), command: "new"))
         defer { withExtendedLifetime(writerLock) {} }
         if edit { throw CommandFailure("--edit needs the binder mounted ('binder mount'): an editor needs a file, and plaintext never touches disk") }
-        let key = try NIP44.ConversationKey(selfOf: KeyStore(state: state).secretKey(passphrase: passphrase.source))
+        let key = try BinderKey.conversationKey(owner: KeyStore(state: state).secretKey(passphrase: passphrase.source))
         let view: BinderView
         do { view = try BinderView(repository: repository, key: key, logger: quietLogger("new"), options: BinderView.Options(author: commitAuthor())) } catch {
             throw CommandFailure("cannot read \(path): \(error)")

@@ -1,6 +1,5 @@
 import ArgumentParser
 import BinderCore
-import BinderCrypto
 import BinderGit
 import BinderSync
 import BinderSystem
@@ -199,12 +198,12 @@ struct CloneCommand: ParsableCommand {
             // before, with a work tree, is read and synced all the same).
             let repository = try GitRepository.create(path: path, bare: true)
             try target.write(repository)
-            let engine = try SyncEngine(repositoryPath: path, key: NIP44.ConversationKey(selfOf: key), session: session,
+            let engine = try SyncEngine(repositoryPath: path, key: BinderKey.conversationKey(owner: key), session: session,
                                         target: target, author: commitAuthor(), logger: quietLogger("binder.clone"),
                                         progress: ProgressPrinter(force: progress).callback, retry: deadline.policy)
             let report = try engine.sync()
             guard report.tip != nil else { throw CommandFailure("the server has no repository '\(target.repoId)' (or it is empty)") }
-            do { try BinderCreator.checkKey(repository, key: NIP44.ConversationKey(selfOf: key)) } catch {
+            do { try BinderCreator.checkKey(repository, key: BinderKey.conversationKey(owner: key)) } catch {
                 throw CommandFailure("cloned, but your key cannot read this binder: \(error)")
             }
         } catch {
@@ -237,7 +236,7 @@ struct SyncCommand: ParsableCommand {
         let (repository, path) = try BinderLocator(state: state).open(try defaultBinder(binder, state: state))
         let accounts = Accounts(path: state.accountsFile)
         let key = try KeyStore(state: state).secretKey(passphrase: passphrase.source)
-        let conversationKey = try NIP44.ConversationKey(selfOf: key)
+        let conversationKey = try BinderKey.conversationKey(owner: key)
         do { try BinderCreator.checkKey(repository, key: conversationKey) } catch {
             throw CommandFailure("your key cannot read \(path): \(error)")
         }

@@ -1,7 +1,5 @@
 import ArgumentParser
 import BinderCore
-import BinderCrypto
-import BinderGit
 import BinderSystem
 import Foundation
 
@@ -21,7 +19,7 @@ struct VerifyCommand: ParsableCommand {
 
     func run() throws {
         // Every object read is hashed again: a changed object is reported, not read as it is.
-        GitObjects.hashObjectsOnRead()
+        RepositoryCare.hashObjectsOnRead()
         let state = StateDirectory()
         let (repository, path) = try BinderLocator(state: state).open(binder)
         // Repairs take the binder's writer lock: nothing else may write meanwhile.
@@ -51,9 +49,9 @@ struct VerifyCommand: ParsableCommand {
         }
         defer { withExtendedLifetime(writerLock) {} }
         // Loose objects cut short are moved aside (--repair) or reported, before anything
-        // reads them: libgit2 would inflate one forever (LooseObjects).
-        let damaged = repair ? LooseObjects.moveDamagedAside(gitDirectory: repository.gitDirectory)
-                             : LooseObjects.damaged(gitDirectory: repository.gitDirectory)
+        // reads them: libgit2 would inflate one forever (RepositoryCare).
+        let damaged = repair ? RepositoryCare.moveDamagedObjectsAside(gitDirectory: repository.gitDirectory)
+                             : RepositoryCare.damagedObjects(gitDirectory: repository.gitDirectory)
         for object in damaged {
             if repair {
                 add(Entry(path: "objects/" + object, reason: "a damaged git object (cut short)",
@@ -75,7 +73,7 @@ struct VerifyCommand: ParsableCommand {
         let key = try KeyStore(state: state).secretKey(passphrase: passphrase.source)
         let report: BinderVerifier.Report
         do {
-            report = try BinderVerifier(repository: repository, key: NIP44.ConversationKey(selfOf: key)).verify()
+            report = try BinderVerifier(repository: repository, key: BinderKey.conversationKey(owner: key)).verify()
         } catch {
             throw CommandFailure("cannot read \(path): \(error)")
         }
