@@ -4,7 +4,6 @@ import BinderCrypto
 import BinderExport
 import BinderFormat
 import BinderFUSE
-import BinderGit
 import BinderSync
 import BinderSystem
 import Foundation
@@ -210,7 +209,7 @@ struct OpenedShare {
     let state: StateDirectory
     let echo: Bool
 
-    static let author = Signature(name: "Doctor", email: "scan@limbo.health")
+    static let author = SharedCopy.doctorAuthor
 
     /// `opened/REPO_ID.git` in the state folder: ciphertext under the throwaway key only.
     var clonePath: String { state.root + "/opened/" + invitation.repoId + ".git" }
@@ -245,17 +244,22 @@ struct OpenedShare {
         // A kept copy holds notes that reached nobody: never removed before they are pushed.
         var removeClone = !reopened
         defer { if removeClone { try? FileManager.default.removeItem(atPath: clonePath) } }
-        let key = try conversationKey()
-        let (access, repository) = try fetchCopy(reopened: reopened, logger: logger)
-        try Self.checkKey(repository, key: key, repoId: invitation.repoId)
+        let key: NIP44.ConversationKey
+        do { key = try ShareKey(hex: invitation.privateKeyHex).conversationKey } catch let invalid as ShareKey.Invalid {
+            throw CommandFailure(invalid.description)
+        }
+        let (access, copy) = try fetchCopy(reopened: reopened, key: key, logger: logger)
+        do { try copy.checkKey() } catch {
+            throw CommandFailure("the payload's key does not open the share \(invitation.repoId) (\(error))")
+        }
         logger.info("fetched", metadata: ["share": "\(invitation.repoId)"])
         let mount: FUSEMount
         let pusher: NotePusher
         do {
             var options = BinderView.Options(author: Self.author)
             options.mode = .onlyNewRecords(commitMessage: { Self.commitMessage() })
-            let view = try BinderView(repository: repository, key: key, logger: logger, options: options)
-            pusher = NotePusher(access: access, view: view, key: key, clonePath: clonePath, expiresAt: invitation.expiresAt, logger: logger)
+            let view = try BinderView(repository: copy.repository, key: key, logger: logger, options: options)
+            pusher = NotePusher(access: access, view: view, copy: copy, expiresAt: invitation.expiresAt, logger: logger)
             view.setSyncHooks(onCommit: { _ in pusher.schedule() }, status: { pusher.statusLines() })
             mount = try FUSEMount(view: view, mountpoint: mountpoint,
                                   options: FUSEMount.Options(readOnly: false, fsName: "binder:\(invitation.repoId)"), logger: logger)
@@ -282,32 +286,23 @@ struct OpenedShare {
         if !removeClone { logger.info("kept", metadata: ["copy": "\(clonePath)"]) }
     }
 
-    /// The share's conversation key (encrypt-to-self of the payload's throwaway key).
-    private func conversationKey() throws -> NIP44.ConversationKey {
-        let secretKey: SecretKey
-        do { secretKey = try SecretKey(hex: invitation.privateKeyHex) } catch {
-            throw CommandFailure("the payload's key is not a valid secp256k1 key")
-        }
-        return try NIP44.ConversationKey(selfOf: secretKey)
-    }
-
     /// The staging repository fetched with the scan token into a new copy, or into the kept
     /// copy being reopened (the share must still be there; its notes are merged and pushed
     /// once mounted).
-    private func fetchCopy(reopened: Bool, logger: Logger) throws -> (ScanAccess, GitRepository) {
+    private func fetchCopy(reopened: Bool, key: NIP44.ConversationKey, logger: Logger) throws -> (ScanAccess, SharedCopy) {
         do {
             let access = try ScanAccess(endpoint: invitation.endpoint, repoId: invitation.repoId, sessionToken: invitation.sessionToken,
                                         logger: logger)
             if reopened {
-                let repository = try GitRepository.open(path: clonePath)
-                _ = try access.fetch(repository)
-                return (access, repository)
+                let copy = try SharedCopy.open(path: clonePath, key: key)
+                _ = try access.fetch(copy.repository)
+                return (access, copy)
             }
-            let repository = try GitRepository.create(path: clonePath, bare: true)
-            guard try access.clone(into: repository) != nil else {
+            let copy = try SharedCopy.create(path: clonePath, key: key)
+            guard try access.clone(into: copy.repository) != nil else {
                 throw CommandFailure("the share \(invitation.repoId) is empty on the server (the patient's upload has not finished?)")
             }
-            return (access, repository)
+            return (access, copy)
         } catch let error as SyncError {
             throw CommandFailure("cannot fetch the share \(invitation.repoId): \(error)")
         } catch let failure as CommandFailure {
@@ -317,30 +312,9 @@ struct OpenedShare {
         }
     }
 
-    /// The notes (documents) the doctor's commits in the copy at `clonePath` changed that the
-    /// staging repository has not got: what would be lost with the copy.
-    static func unpushedNotes(_ clonePath: String) -> Int {
-        guard let repository = try? GitRepository.open(path: clonePath), let tip = try? repository.refs.branchTip() else { return 0 }
-        let pushed = try? repository.refs.reference(GitRefs.trackingRef())
-        guard pushed != tip, let changed = try? BinderMerger.changedPaths(repository, from: pushed, to: tip) else { return 0 }
-        // A commit not pushed that changed no document (a merge of the other side's notes)
-        // still counts as one, so that the copy is kept.
-        let notes = changed.filter { $0.hasSuffix(".json") && !$0.hasSuffix(".meta.json") }.count
-        let ahead = (try? repository.history.aheadBehind(local: tip, upstream: pushed).ahead) ?? 1
-        return ahead == 0 ? 0 : max(notes, 1)
-    }
-
-    /// The payload's key opens the share: the first document decrypts.
-    static func checkKey(_ repository: GitRepository, key: NIP44.ConversationKey, repoId: String) throws {
-        do {
-            guard let tip = try repository.refs.branchTip(),
-                  let document = try repository.trees.listTree(commit: tip).first(where: { $0.kind == .blob && $0.path.hasSuffix(".json") })
-            else { return }
-            _ = try NIP44.decrypt(payload: try repository.objects.readBlob(document.id), key: key)
-        } catch {
-            throw CommandFailure("the payload's key does not open the share \(repoId) (\(error))")
-        }
-    }
+    /// The notes the doctor's commits in the copy at `clonePath` changed that the staging
+    /// repository has not got: what would be lost with the copy.
+    static func unpushedNotes(_ clonePath: String) -> Int { SharedCopy.unpushedNotes(at: clonePath) }
 }
 
 /// Pushes the doctor's commits with the scan token, one push at a time on a queue of its own
@@ -362,19 +336,18 @@ final class NotePusher: Sendable {
 
     private let access: ScanAccess
     private let view: BinderView
-    private let key: NIP44.ConversationKey
-    private let clonePath: String
+    /// The fetched copy: its path, and the share's key the pushes merge with.
+    private let copy: SharedCopy
     private let expiresAt: Int64
     private let logger: Logger
     private let queue = DispatchQueue(label: "binder.open-share.push")
     /// Guards the counters and the last failure; never held across a push.
     private let state = Mutex(State())
 
-    init(access: ScanAccess, view: BinderView, key: NIP44.ConversationKey, clonePath: String, expiresAt: Int64, logger: Logger) {
+    init(access: ScanAccess, view: BinderView, copy: SharedCopy, expiresAt: Int64, logger: Logger) {
         self.access = access
         self.view = view
-        self.key = key
-        self.clonePath = clonePath
+        self.copy = copy
         self.expiresAt = expiresAt
         self.logger = logger
     }
@@ -394,8 +367,7 @@ final class NotePusher: Sendable {
         state.withLock { $0.queued = false }
         do {
             // A handle of its own: the mount's readers never wait on the network.
-            let repository = try GitRepository.open(path: clonePath)
-            let merged = try access.pushMerging(repository, key: key, author: OpenedShare.author, retry: Self.retry)
+            let merged = try access.pushMerging(try copy.reopened(), key: copy.key, author: OpenedShare.author, retry: Self.retry)
             state.withLock { $0.pushes += 1; $0.lastFailure = nil }
             logger.info("pushed the doctor's note", metadata: ["share": "\(access.repoId)", "merged": "\(merged)"])
         } catch {
@@ -417,7 +389,7 @@ final class NotePusher: Sendable {
         let (pushes, failure, queued) = state.withLock { ($0.pushes, $0.lastFailure, $0.queued) }
         var lines = "share: \(access.repoId) (opened with binder open-share; ends \(OpenShareCommand.iso(expiresAt)))\n"
         if let failure {
-            lines += "push: failed: \(failure); the note stays in the copy (\(clonePath)), kept at the unmount\n"
+            lines += "push: failed: \(failure); the note stays in the copy (\(copy.path)), kept at the unmount\n"
         } else if queued {
             lines += "push: pending\n"
         } else {

@@ -68,17 +68,14 @@ struct ShareBook: Sendable {
 
     func add(_ record: ShareRecord, secrets: ShareSecrets) throws {
         var record = record
-        do {
-            record.sealed = try NIP44.encrypt([UInt8](try JSONEncoder().encode(secrets)), key: NIP44.ConversationKey(selfOf: key))
-        } catch { throw CommandFailure("cannot encrypt the share's keys: \(error)") }
+        do { record.sealed = try SealedToSelf.seal(secrets, key: key) } catch {
+            throw CommandFailure("cannot encrypt the share's keys: \(error)")
+        }
         try update { records in records = records.filter { $0.id != record.id } + [record] }
     }
 
     func open() -> [Share] {
-        load().map { record in
-            let plain = try? NIP44.decrypt(payload: record.sealed, key: NIP44.ConversationKey(selfOf: key))
-            return Share(record: record, secrets: plain.flatMap { try? JSONDecoder().decode(ShareSecrets.self, from: Data($0.copyBytes())) })
-        }
+        load().map { Share(record: $0, secrets: SealedToSelf.open(ShareSecrets.self, from: $0.sealed, key: key)) }
     }
 
     /// Brings the doctor's new notes into `binder`, the share's binder (StagingCopy,
@@ -106,9 +103,9 @@ struct ShareBook: Sendable {
                 throw error
             }
             guard let tip, let since = ObjectID(hex: record.collected ?? record.snapshot), tip != since else { return [] }
-            let throwaway = try SecretKey(hex: secrets.ephemeralPrivkey)
-            let written = try DoctorNotes.collect(from: staging, since: since, tip: tip, throwaway: NIP44.ConversationKey(selfOf: throwaway),
-                                                  into: binder, key: NIP44.ConversationKey(selfOf: key), author: commitAuthor())
+            let throwaway = try ShareKey(hex: secrets.ephemeralPrivkey)
+            let written = try DoctorNotes.collect(from: staging, since: since, tip: tip, throwaway: throwaway.conversationKey,
+                                                  into: binder, key: BinderKey.conversationKey(owner: key), author: commitAuthor())
             try update { records in
                 for index in records.indices where records[index].id == record.id { records[index].collected = tip.hex }
             }

@@ -88,7 +88,7 @@ struct ShareCommand: ParsableCommand {
         var shared = false
         defer { if !shared, let image { unlink(image.path) } }
         let (repository, path) = try BinderLocator(state: state).open(try defaultBinder(binder, state: state))
-        let conversationKey = try NIP44.ConversationKey(selfOf: key)
+        let conversationKey = try BinderKey.conversationKey(owner: key)
         do { try BinderCreator.checkKey(repository, key: conversationKey) } catch {
             throw CommandFailure("your key cannot read \(path): \(error)")
         }
@@ -96,7 +96,7 @@ struct ShareCommand: ParsableCommand {
         let client: ServerClient
         do { client = try ServerClient(server: server) } catch { throw failure(error) }
         let session = ServerSession(client: client, key: key, accounts: accounts)
-        let throwaway = try SecretKey.generate()
+        let throwaway = try ShareKey.generate()
         let repoId = ServerClient.newStagingID()
         let copy = try pushStagingCopy(of: repository, key: conversationKey, throwaway: throwaway, repoId: repoId,
                                        session: session, state: state)
@@ -104,7 +104,7 @@ struct ShareCommand: ParsableCommand {
         do { scan = try session.authorized { (token: String) throws(SyncError) in
             try client.openScanSession(token: token, repoId: repoId, lifetime: lifetime)
         } } catch { throw failure(error) }
-        let secrets = ShareSecrets(ephemeralPrivkey: String(decoding: try throwaway.hexSecret().copyBytes(), as: UTF8.self),
+        let secrets = ShareSecrets(ephemeralPrivkey: try throwaway.hex(),
                                    sessionToken: scan.sessionToken, label: label ?? "", paths: paths,
                                    records: copy.paths.filter(BinderNaming.isDocumentPath).count,
                                    qrPNG: image?.path)
@@ -120,7 +120,7 @@ struct ShareCommand: ParsableCommand {
     /// The records chosen, copied under the throwaway key into a staging repository and pushed
     /// as `repoId`, before any session opens: the doctor never scans a repository not there
     /// yet. The local copy (ciphertext under the throwaway key only) goes once pushed.
-    private func pushStagingCopy(of repository: GitRepository, key: NIP44.ConversationKey, throwaway: SecretKey,
+    private func pushStagingCopy(of repository: GitRepository, key: NIP44.ConversationKey, throwaway: ShareKey,
                                  repoId: String, session: ServerSession, state: StateDirectory) throws -> StagingCopy.Result {
         let stagingPath = state.root + "/shares/" + repoId + ".git"
         try FileManager.default.createDirectory(atPath: state.root + "/shares", withIntermediateDirectories: true,
@@ -129,7 +129,7 @@ struct ShareCommand: ParsableCommand {
         do {
             let staging = try GitRepository.create(path: stagingPath, bare: true)
             let copy = try StagingCopy.make(from: repository, key: key, selection: paths, staging: staging,
-                                            throwaway: NIP44.ConversationKey(selfOf: throwaway))
+                                            throwaway: throwaway.conversationKey)
             try StagingPush.push(repository: staging, repoId: repoId, session: session)
             return copy
         } catch let error as StagingCopy.Failure {
