@@ -1,0 +1,51 @@
+import Foundation
+import XCTest
+
+/// The commands reach a binder through the core's API (BinderCore, BinderSync, BinderExport,
+/// BinderServer), not git's or the crypto's (issue 45): a command file that imports BinderGit
+/// or BinderCrypto is in this table with the reason, and a new import fails here until it is.
+final class CommandImportsTests: XCTestCase {
+    /// File → the imports it may have, and why.
+    static let allowed: [String: (imports: Set<String>, why: String)] = [
+        "BinderCommand.swift": (["BinderCrypto"], "catches SecureMemoryError to say 'out of secret memory'"),
+        "BinderLocator.swift": (["BinderGit"], "where a command gets its binder's GitRepository handle, passed on to the core"),
+        "CreateCommand.swift": (["BinderGit"], "commitAuthor(): the Signature of the user's commits, from the environment"),
+        "DaemonLauncher.swift": (["BinderCrypto"], "hands the daemon its secret in SecureBytes"),
+        "ImportCommand.swift": (["BinderCrypto", "BinderGit"], "the import's conversation key and the commit it made (ObjectID)"),
+        "KeyCommands.swift": (["BinderCrypto"], "key management: generate, import (nsec, hex, ncryptsec), NIP-49"),
+        "KeyPassphraseCommand.swift": (["BinderCrypto"], "key management: the key under a new passphrase (NIP-49)"),
+        "KeyStore.swift": (["BinderCrypto"], "key management: the key file (NIP-49) and the public key"),
+        "LockCommands.swift": (["BinderCrypto"], "key management: the key cached in the kernel keyring"),
+        "MountCommand.swift": (["BinderCrypto", "BinderGit"], "the daemon's key (SecretKey, SecureBytes) and the repository handle it serves"),
+        "OpenShareCommand.swift": (["BinderCrypto"], "the payload handed to the daemon in SecureBytes; the share's key passed to the view"),
+        "Reports.swift": (["BinderCrypto", "BinderGit"], "list opens each local binder (GitRepository) and logs in with the user's key"),
+        "ShareBook.swift": (["BinderCrypto", "BinderGit"], "the user's key; the staging repository fetched for --collect"),
+        "ShareCommand.swift": (["BinderCrypto", "BinderGit"], "the user's key; the staging repository made and pushed"),
+        "SyncCommands.swift": (["BinderGit"], "clone makes the bare repository it fetches into"),
+    ]
+
+    func testOnlyTheFilesInTheTableImportGitOrCrypto() throws {
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../Sources/BinderCommands").standardizedFileURL
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".swift") }
+        XCTAssertGreaterThan(files.count, 20)
+        var seen: Set<String> = []
+        for file in files {
+            let text = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8)
+            let imports = Set(text.split(separator: "\n").compactMap { line -> String? in
+                let words = line.split(separator: " ").map(String.init)
+                guard let at = words.firstIndex(of: "import"), at + 1 < words.count,
+                      words[..<at].allSatisfy({ $0.hasPrefix("@") || ["internal", "public", "package", "private", "fileprivate"].contains($0) }),
+                      ["BinderGit", "BinderCrypto"].contains(words[at + 1]) else { return nil }
+                return words[at + 1]
+            })
+            guard !imports.isEmpty else { continue }
+            seen.insert(file)
+            let allowed = Self.allowed[file]?.imports ?? []
+            XCTAssertTrue(imports.isSubset(of: allowed),
+                          "\(file) imports \(imports.subtracting(allowed).sorted()): go through the core's API, or argue for it in this table")
+            XCTAssertEqual(imports, allowed, "\(file) no longer imports \(allowed.subtracting(imports).sorted()): take it out of the table")
+        }
+        XCTAssertEqual(Set(Self.allowed.keys).subtracting(seen), [], "in the table but importing neither")
+    }
+}
