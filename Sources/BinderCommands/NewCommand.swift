@@ -30,7 +30,7 @@ struct NewCommand: ParsableCommand {
 
     func validate() throws {
         let parts = category.split(separator: "/", omittingEmptySubsequences: false)
-        if parts.isEmpty || parts.contains(where: { $0.isEmpty || $0.hasPrefix(".") || $0.utf8.count > 255 }) {
+        if parts.isEmpty || parts.contains(where: { $0.isEmpty || $0.hasPrefix(".") || $0.utf8.count > BinderNaming.maximumBytes }) {
             throw ValidationError("CATEGORY must be a folder path like visits or conditions/back-acne (no empty or dot names)")
         }
     }

@@ -10,7 +10,7 @@ enum FolderOperations {
             memset(stats, 0, MemoryLayout<statvfs>.size)
             stats.pointee.f_bsize = 4096
             stats.pointee.f_frsize = 4096
-            stats.pointee.f_namemax = 255
+            stats.pointee.f_namemax = UInt(BinderNaming.maximumBytes)
             let used = UInt(FileSystemContext.current.view.statistics.cachedBytes / 4096)
             stats.pointee.f_blocks = fsblkcnt_t(used + 1)
             return 0
