@@ -83,10 +83,11 @@ public enum BinderNaming {
     // MARK: Folders: `.meta.json`, `X.children/`
 
     /// Whether a git path names a folder's display data (`.meta.json`, in any folder).
+    /// Compared as bytes: the listing asks this of every document of a folder.
     public static func isFolderMetadata(_ gitPath: String) -> Bool {
-        guard gitPath.hasSuffix(folderMetadataName) else { return false }
-        let bytes = gitPath.utf8, nameBytes = folderMetadataName.utf8.count
-        return bytes.count == nameBytes || bytes[bytes.index(bytes.endIndex, offsetBy: -nameBytes - 1)] == UInt8(ascii: "/")
+        let bytes = gitPath.utf8, name = folderMetadataName.utf8
+        guard bytes.count >= name.count, bytes.suffix(name.count).elementsEqual(name) else { return false }
+        return bytes.count == name.count || bytes[bytes.index(bytes.endIndex, offsetBy: -name.count - 1)] == UInt8(ascii: "/")
     }
 
     /// `folder/.meta.json` (`.meta.json` at the root).
