@@ -125,6 +125,13 @@ public enum BinderNaming {
         sidecarName(of: fitting(name, maxBytes: maximumBytes - sidecarExtension.utf8.count))
     }
 
+    /// `Y-2.pdf.enc` for `Y.pdf.enc`: a sidecar's name numbered before its first dot, so that
+    /// the attachment keeps its extension (doctor notes brought home beside a name taken).
+    public static func sidecarSuffixed(_ name: String, _ n: Int) -> String {
+        let dot = name.firstIndex(of: ".") ?? name.endIndex
+        return "\(name[..<dot])-\(n)\(name[dot...])"
+    }
+
     /// `Y.pdf` for `Y.pdf.enc`; nil for any other name.
     public static func sidecarStem(_ gitName: String) -> String? {
         isSidecarName(gitName) ? String(gitName.dropLast(sidecarExtension.count)) : nil

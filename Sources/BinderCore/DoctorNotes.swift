@@ -285,14 +285,12 @@ public enum DoctorNotes {
         BinderNaming.firstFree(path) { taken.contains($0) }
     }
 
-    /// A sidecar path, or `STEM-2.EXT.enc`… (the suffix before the name's first dot).
+    /// A sidecar path, or `STEM-2.EXT.enc`… (`BinderNaming.sidecarSuffixed`).
     static func uniqueSidecar(_ path: String, _ taken: Set<String>) -> String {
         guard taken.contains(path) else { return path }
         let parent = folder(of: path), name = PathBytes.components(path).filter { !$0.isEmpty }.last ?? ""
-        let dot = name.firstIndex(of: ".") ?? name.endIndex
-        let stem = name[..<dot], rest = name[dot...]
         var n = 2
-        while taken.contains(join(parent, "\(stem)-\(n)\(rest)")) { n += 1 }
-        return join(parent, "\(stem)-\(n)\(rest)")
+        while taken.contains(join(parent, BinderNaming.sidecarSuffixed(name, n))) { n += 1 }
+        return join(parent, BinderNaming.sidecarSuffixed(name, n))
     }
 }

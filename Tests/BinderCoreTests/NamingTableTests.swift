@@ -108,6 +108,12 @@ final class NamingTableTests: XCTestCase {
         XCTAssertNil(BinderNaming.sidecarStem("photo.jpg"))
         XCTAssertEqual(BinderNaming.storedName(shownAs: "photo.jpg"), "photo.jpg.enc")
         XCTAssertEqual(BinderNaming.attachmentName(sidecar: "notes.txt", format: nil), "notes.txt")
+        let numbered: [(sidecar: String, n: Int, name: String, line: UInt)] = [
+            ("photo.jpg.enc", 2, "photo-2.jpg.enc", #line),       // before the first dot: the extension stays
+            ("x-scan.pdf.enc", 3, "x-scan-3.pdf.enc", #line),
+            ("scan", 2, "scan-2", #line),
+        ]
+        for row in numbered { XCTAssertEqual(BinderNaming.sidecarSuffixed(row.sidecar, row.n), row.name, line: row.line) }
     }
 
     /// Only a plain `*.enc` name in the document's own folder is a reference the view follows.
