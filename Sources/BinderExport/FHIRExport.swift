@@ -102,6 +102,7 @@ enum FHIRExport {
                     id: FHIRExport.id(url),
                     text: narrative("<p>Attachment \(Markdown.escape(attachment.name)) of \(Markdown.escape(record.title)) ("
                         + "\(Markdown.escape(attachment.mediaType)), \(Markdown.escape(formatSize(attachment.size))))</p>"),
+                    identifier: [FHIR.Identifier(system: FHIRExport.attachmentOfSystem, value: record.path)],
                     type: FHIR.CodeableConcept(coding: nil, text: "Attachment"), subject: patientReference,
                     date: instant(record.updated ?? record.created), description: attachment.name,
                     content: [FHIR.DocumentReference.Content(attachment: FHIR.Attachment(
@@ -115,29 +116,36 @@ enum FHIRExport {
 
         func resource(_ record: ExportRecord, id: String) -> FHIR.Resource {
             let text = narrative(recordNarrative(record))
-            let code = FHIR.CodeableConcept(coding: nil, text: record.title)
+            // The record's codes (`metadata.codes`, as `binder import` writes them) and its path:
+            // what an import of this bundle needs to give the same record back.
+            let codings = (record.metadata["codes"]?.arrayValue ?? []).compactMap { value -> FHIR.Coding? in
+                guard let code = value.objectValue, let system = code["system"]?.stringValue, let value = code["code"]?.stringValue else { return nil }
+                return FHIR.Coding(system: system, code: value, display: code["display"]?.stringValue)
+            }
+            let code = FHIR.CodeableConcept(coding: codings.isEmpty ? nil : codings, text: record.title)
+            let path = [FHIR.Identifier(system: FHIRExport.recordPathSystem, value: record.path)]
             let notes = self.notes(record)
             let recorded = dateTime(record.created ?? record.updated)
             // By the record's own type: a `note` in a conditions folder is a note, not a diagnosis.
             switch record.type {
             case "condition":
-                return .condition(FHIR.Condition(id: id, text: text, code: code, subject: patientReference, recordedDate: recorded, note: notes))
+                return .condition(FHIR.Condition(id: id, text: text, identifier: path, code: code, subject: patientReference, recordedDate: recorded, note: notes))
             case "medication":
-                return .medicationStatement(FHIR.MedicationStatement(id: id, text: text, medicationCodeableConcept: code,
+                return .medicationStatement(FHIR.MedicationStatement(id: id, text: text, identifier: path, medicationCodeableConcept: code,
                                                                      subject: patientReference, dateAsserted: recorded, note: notes))
             case "allergy":
-                return .allergyIntolerance(FHIR.AllergyIntolerance(id: id, text: text, code: code, patient: patientReference,
+                return .allergyIntolerance(FHIR.AllergyIntolerance(id: id, text: text, identifier: path, code: code, patient: patientReference,
                                                                    recordedDate: recorded, note: notes))
             case "immunization":
                 let occurred = record.metadata["date"]?.stringValue.flatMap(dateTime) ?? recorded
-                return .immunization(FHIR.Immunization(id: id, text: text, vaccineCode: code, patient: patientReference,
+                return .immunization(FHIR.Immunization(id: id, text: text, identifier: path, vaccineCode: code, patient: patientReference,
                                                        occurrenceDateTime: occurred, occurrenceString: occurred == nil ? "unknown" : nil,
                                                        recorded: recorded, note: notes))
             case "lab":
                 let components = LabTable.components(record.body)
                 if !components.isEmpty {
                     return .observation(FHIR.Observation(
-                        id: id, text: text,
+                        id: id, text: text, identifier: path,
                         category: [FHIR.CodeableConcept(coding: [FHIR.Coding(system: "http://terminology.hl7.org/CodeSystem/observation-category",
                                                                              code: "laboratory", display: "Laboratory")], text: nil)],
                         code: code, subject: patientReference, effectiveDateTime: recorded, note: notes, component: components))
@@ -148,7 +156,8 @@ enum FHIRExport {
                 markdown += record.body
                 for note in record.allNotes { markdown += "\n\n## \(note.title)\n\n\(note.body)" }
                 return .documentReference(FHIR.DocumentReference(
-                    id: id, text: text, type: FHIR.CodeableConcept(coding: nil, text: record.type.isEmpty ? "note" : record.type),
+                    id: id, text: text, identifier: path, type: FHIR.CodeableConcept(coding: codings.isEmpty ? nil : codings,
+                                                                                     text: record.type.isEmpty ? "note" : record.type),
                     subject: patientReference, date: instant(record.updated ?? record.created), description: record.title,
                     content: [FHIR.DocumentReference.Content(attachment: FHIR.Attachment(
                         contentType: "text/markdown; charset=utf-8", data: String(decoding: Base64.encode(Array(markdown.utf8)), as: UTF8.self),
@@ -193,6 +202,11 @@ enum FHIRExport {
     }
 
     static func id(_ url: String) -> String { String(url.dropFirst("urn:uuid:".count)) }
+
+    /// The identifier systems of binder's own: a resource's record path in the view, and the
+    /// record an attachment's DocumentReference belongs to (read back by `binder import`).
+    static let recordPathSystem = "urn:binder:record-path"
+    static let attachmentOfSystem = "urn:binder:attachment-of"
 }
 
 /// The rows of a lab record's markdown table (`| Test | Value |`) as Observation components:

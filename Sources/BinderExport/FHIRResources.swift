@@ -157,6 +157,8 @@ enum FHIR {
         var resourceType = "Condition"
         var id: String
         var text: Narrative?
+        /// binder's own: the record's path in the view (`FHIRExport.recordPathSystem`), for `binder import`.
+        var identifier: [Identifier]? = nil
         var code: CodeableConcept
         var subject: Reference
         var recordedDate: String?
@@ -167,6 +169,8 @@ enum FHIR {
         var resourceType = "MedicationStatement"
         var id: String
         var text: Narrative?
+        /// binder's own: the record's path in the view (`FHIRExport.recordPathSystem`), for `binder import`.
+        var identifier: [Identifier]? = nil
         /// What the record says is not coded: `unknown`, which R4 allows.
         var status = "unknown"
         var medicationCodeableConcept: CodeableConcept
@@ -179,6 +183,8 @@ enum FHIR {
         var resourceType = "AllergyIntolerance"
         var id: String
         var text: Narrative?
+        /// binder's own: the record's path in the view (`FHIRExport.recordPathSystem`), for `binder import`.
+        var identifier: [Identifier]? = nil
         var code: CodeableConcept
         var patient: Reference
         var recordedDate: String?
@@ -189,6 +195,8 @@ enum FHIR {
         var resourceType = "Immunization"
         var id: String
         var text: Narrative?
+        /// binder's own: the record's path in the view (`FHIRExport.recordPathSystem`), for `binder import`.
+        var identifier: [Identifier]? = nil
         var status = "completed"
         var vaccineCode: CodeableConcept
         var patient: Reference
@@ -202,6 +210,8 @@ enum FHIR {
         var resourceType = "Observation"
         var id: String
         var text: Narrative?
+        /// binder's own: the record's path in the view (`FHIRExport.recordPathSystem`), for `binder import`.
+        var identifier: [Identifier]? = nil
         var status = "final"
         var category: [CodeableConcept]?
         var code: CodeableConcept
@@ -221,6 +231,8 @@ enum FHIR {
         var resourceType = "DocumentReference"
         var id: String
         var text: Narrative?
+        /// binder's own: the record's path in the view (`FHIRExport.recordPathSystem`), for `binder import`.
+        var identifier: [Identifier]? = nil
         var status = "current"
         var type: CodeableConcept?
         var subject: Reference

@@ -14,6 +14,9 @@ struct FHIRReader {
     var skipped: [SkippedItem] = []
     /// Observations shown inside a panel or report (indexes into `resources`), not records of their own.
     var members: Set<Int> = []
+    /// binder's export: the DocumentReferences of a record's attachments, by the record's path
+    /// (given to that record, not made records of their own when it is in the source).
+    var attachmentsOf: [String: [Int]] = [:]
 
     static func read(_ top: [JSONObject], file: String, bytes: [UInt8], importDate: String) throws(ImportError) -> SourceDocument {
         var resources: [JSONObject] = []
@@ -73,7 +76,16 @@ struct FHIRReader {
                 if let index = resolveIndex(reference) { members.insert(index) }
             }
         }
+        var recordPaths = Set<String>()
         for (index, resource) in resources.enumerated() {
+            if let owner = BinderExportMarks.identifier(resource, system: BinderExportMarks.attachmentOfSystem) {
+                attachmentsOf[owner, default: []].append(index)
+            }
+            if let path = BinderExportMarks.identifier(resource, system: BinderExportMarks.recordPathSystem) { recordPaths.insert(path) }
+        }
+        let given = Set(attachmentsOf.filter { recordPaths.contains($0.key) }.values.joined())
+        for (index, resource) in resources.enumerated() {
+            if given.contains(index) { continue }
             let type = FHIRValues.string(resource["resourceType"]) ?? ""
             var entrySource = source
             entrySource.entryID = FHIRValues.string(resource["id"]).map { type + "/" + $0 }
@@ -100,6 +112,11 @@ struct FHIRReader {
             records += mapper.records
             skipped += mapper.skipped
         }
+    }
+
+    /// The attachments (`content[].attachment`) of the record at `path` in binder's export.
+    func attachmentForms(of path: String) -> [JSONValue] {
+        (attachmentsOf[path] ?? []).flatMap { FHIRValues.array(resources[$0]["content"]).compactMap { $0.objectValue?["attachment"] } }
     }
 
     /// The resource a reference names in this source.

@@ -57,6 +57,7 @@ struct FHIRResourceMapper {
         let doseAndRate = FHIRValues.array(dosage?["doseAndRate"]).first?.objectValue
         let dose = FHIRValues.object(doseAndRate?["doseQuantity"]).flatMap(FHIRValues.quantityText)
         let started = resource["effectiveDateTime"] ?? FHIRValues.object(resource["effectivePeriod"])?["start"] ?? resource["authoredOn"]
+            ?? resource["dateAsserted"]
         var lines = line("Status", status)
         lines += line("Dose", dose)
         lines += line("Instructions", FHIRValues.string(dosage?["text"]))
@@ -194,7 +195,9 @@ struct FHIRResourceMapper {
         let date = resource["date"] ?? FHIRValues.object(FHIRValues.object(resource["context"])?["period"])?["start"]
         var lines = line("Date", FHIRValues.shown(date))
         lines += line("Type", FHIRValues.name(resource["type"]))
-        let kept = attachments(forms)
+        // binder's own export keeps a record's markdown as `text/markdown` content: that is its body, not an attachment.
+        let own = BinderExportMarks.identifier(resource, system: BinderExportMarks.recordPathSystem) != nil
+        let kept = attachments(own ? forms.filter { !BinderExportMarks.isMarkdown($0) } : forms)
         add("documents", name, date, lines, FHIRValues.codes(resource["type"]), FHIRValues.string(resource["docStatus"]), attachments: kept)
     }
 
@@ -220,6 +223,14 @@ struct FHIRResourceMapper {
         var record = ImportedRecord(folder: folder, title: title, created: FHIRValues.created(date), lines: lines, codes: codes,
                                     status: status, distinguishing: distinguishing, source: source)
         record.attachments = attachments
+        if let own = BinderExportMarks.record(of: resource, title: title) {
+            // binder's own export: the record goes back where it was, with its own markdown and attachments.
+            record.folder = own.folder
+            record.preferredPath = own.path
+            record.body = own.body
+            record.created = FHIRValues.created(BinderExportMarks.created(of: resource) ?? date)
+            record.attachments += self.attachments(reader.attachmentForms(of: own.path))
+        }
         records.append(record)
     }
 }

@@ -93,7 +93,12 @@ public struct ImportPlanner {
                     }
                     continue
                 }
-                let path = freePath(folder: record.folder, day: String((record.created ?? importDate).prefix(10)), title: record.title, taken: &taken)
+                var path = freePath(folder: record.folder, day: String((record.created ?? importDate).prefix(10)), title: record.title, taken: &taken)
+                if let preferred = record.preferredPath.map(BinderNaming.documentName(shownAs:)), !taken.contains(preferred) {
+                    taken.remove(path)
+                    taken.insert(preferred)
+                    path = preferred
+                }
                 plan.created.append(fitted(record, at: path))
                 pending.append((identity, plan.created.count - 1))
                 made.append(Self.shown(path))

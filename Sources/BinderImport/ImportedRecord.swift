@@ -71,6 +71,9 @@ public struct ImportedRecord: Sendable {
     public var source: ImportSource
     /// Attachments of the record (a DocumentReference's PDF), bytes intact.
     public var attachments: [ImportedAttachment] = []
+    /// The view path it had in the binder a FHIR export of binder's came from (checked by
+    /// `BinderExportMarks.safeRecordPath`), kept when free.
+    public var preferredPath: String?
 
     public init(folder: String, title: String, created: String?, body: String, codes: [ClinicalCode], status: String?,
                 distinguishing: String? = nil, source: ImportSource) {
