@@ -56,3 +56,39 @@ final class FHIRMappingTests: XCTestCase {
         for (text, expected) in rows { XCTAssertEqual(FHIRValues.created(.string(text)), expected, text) }
     }
 }
+
+/// A record path read from a FHIR file (binder's own export marks) is used only when binder
+/// could have written it: a crafted one never names a place outside a folder of records.
+final class BinderExportMarksTests: XCTestCase {
+    func testOnlyPathsBinderCouldHaveWrittenAreUsed() {
+        let rows: [(String, Bool)] = [
+            ("conditions/2019-03-12-essential-hypertension.md", true),
+            ("conditions/back-acne/2026-02-10-note.md", true),
+            ("my-info/allergies/peanuts 🥜.md", true),
+            ("patient-info.md", false),
+            ("../outside.md", false),
+            ("conditions/../../outside.md", false),
+            ("/etc/passwd.md", false),
+            (".binder/status.md", false),
+            ("conditions/.hidden.md", false),
+            ("conditions//double.md", false),
+            ("conditions/photo.jpg", false),
+            ("conditions/x.json", false),
+            ("conditions/line\nbreak.md", false),
+            ("conditions/tab\there.md", false),
+            ("conditions/" + String(repeating: "a", count: 201) + ".md", false),
+            ("", false),
+        ]
+        for (path, kept) in rows {
+            XCTAssertEqual(BinderExportMarks.safeRecordPath(path) != nil, kept, path)
+        }
+    }
+
+    func testACraftedPathIsIgnoredAndTheRecordGoesToItsFolder() throws {
+        let resource = #"{"resourceType": "Condition", "code": {"text": "Asthma"}, "identifier": [{"system": "urn:binder:record-path", "value": "../../escape.md"}], "note": [{"text": "crafted"}]}"#
+        let document = try SourceReader.parse(Array(resource.utf8), file: "crafted.json", importDate: "2026-12-06")
+        XCTAssertEqual(document.records.first?.folder, "conditions")
+        XCTAssertNil(document.records.first?.preferredPath)
+        XCTAssertFalse(document.records.first?.body.contains("crafted") ?? true)
+    }
+}
