@@ -52,7 +52,10 @@ struct ImportCommand: ParsableCommand {
         // Every source is read and understood before the binder is touched: one bad file stores nothing.
         var documents: [SourceDocument] = []
         let started = Date()
-        for source in sources {
+        // On a terminal only: a pipe or a log gets the summary alone.
+        let progress = isatty(2) != 0 ? ProgressLine() : nil
+        for (index, source) in sources.enumerated() {
+            progress?.update("Reading \(index + 1) of \(sources.count): \(source)")
             do { documents.append(try SourceReader.read(path: source, file: source, maximumBytes: maxSize, importDate: importDate)) } catch {
                 throw CommandFailure("\(error) (nothing was imported)")
             }
@@ -80,8 +83,10 @@ struct ImportCommand: ParsableCommand {
         let plan = ImportPlanner(documentsFolder: into ?? "documents", importDate: importDate).plan(documents, existing: existing)
         var commit: ObjectID?
         if !dryRun {
+            progress?.update("Storing \(plan.created.count) records and \(plan.attachmentCount) attachments")
             do { commit = try importer.store(plan) } catch { throw CommandFailure("\(error)") }
         }
+        progress?.finish(dryRun ? "Read \(sources.count) file(s)" : "Read \(sources.count) file(s), stored in one commit")
         let seconds = Date().timeIntervalSince(started)
         if json {
             printOut(ImportSummary.json(plan, commit: commit, dryRun: dryRun, seconds: seconds))

@@ -33,6 +33,7 @@ final class ImportCommandTests: MountedFixtureTestCase {
         XCTAssertTrue(run.stdout.hasPrefix("Imported 12 records (allergies 1, conditions 2, documents 1, immunizations 1, insurance 1, labs 2, "
                                            + "medications 2, procedures 1, visits 1), 1 attachment\n"), run.stdout)
         XCTAssertTrue(run.stdout.contains("Lisinopril 10 MG Oral Tablet: planned (moodCode INT)"), run.stdout)
+        XCTAssertEqual(run.stderr, "", "no progress line off a terminal")
         XCTAssertEqual(try commits(), before + 1)
         XCTAssertEqual(try git("log -1 --format=%s main"), "Import records\n")
         let rows: [(path: String, code: String, type: String, created: String)] = [
@@ -252,6 +253,16 @@ final class ImportCommandTests: MountedFixtureTestCase {
         }
         XCTAssertGreaterThan(compared, 40)
         XCTAssertLessThan(withChildren, compared / 4, "records with text children (not made again)")
+    }
+
+    /// On a terminal (a pty from util-linux's script) a progress line ends with what was done.
+    func testATerminalShowsAProgressLine() throws {
+        let command = "'\(BinderSandbox.binary)' import '\(fixture("ccd.xml"))' --binder '\(binder.repository)' --passphrase-file '\(binder.passphraseFile)'"
+        let run = try shell("script -qec \"\(command)\" /dev/null", environment: ["BINDER_HOME": binder.sandbox.home.path])
+        XCTAssertEqual(run.status, 0, run.stdout + run.stderr)
+        XCTAssertTrue(run.stdout.contains("Reading 1 of 1: "), run.stdout)
+        XCTAssertTrue(run.stdout.contains("\u{1B}[KRead 1 file(s), stored in one commit"), run.stdout)
+        XCTAssertTrue(run.stdout.contains("Imported 12 records"), run.stdout)
     }
 
     func testAMountedBinderIsRefusedForNow() throws {
