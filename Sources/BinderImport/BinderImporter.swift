@@ -29,7 +29,7 @@ public final class BinderImporter {
         }
     }
 
-    /// Every record of `main` (attachment references left out), decrypted.
+    /// Every document of `main`, decrypted (attachment references too: their names are taken).
     public func existingRecords() throws(Failure) -> [ExistingRecord] {
         let entries: [TreeEntry]
         do {
@@ -43,7 +43,6 @@ public final class BinderImporter {
                 document = try BinderReader.readDocument(try repository.objects.readBlob(entry.id, maxSize: BinderReader.maximumDocumentBlobBytes),
                                                          key: key, gitPath: entry.path)
             } catch { throw .unreadable(path: entry.path, reason: "\(error)") }
-            if document.isAttachmentRef { continue }
             records.append(ExistingRecord(gitPath: entry.path, document: document))
         }
         return records

@@ -64,7 +64,8 @@ public struct ImportPlanner {
         var pending: [(identity: ClinicalIdentity, index: Int)] = []
         var existingFolders = Set(existing.flatMap { Self.ancestors(of: $0.folder) })
         // Computed once: an identity reads the record's title and codes (adding a source changes neither).
-        let existingIdentities = existing.map(\.identity)
+        // An attachment's reference is no clinical item (its name is taken all the same).
+        let existingIdentities = existing.map { $0.document.isAttachmentRef ? nil : $0.identity }
         for source in sources {
             var made: [String] = []
             let before = (plan.created.count, plan.updated.count)
@@ -78,7 +79,7 @@ public struct ImportPlanner {
                     }
                     continue
                 }
-                if let index = existingIdentities.firstIndex(where: { $0.isSameItem(as: identity) }) {
+                if let index = existingIdentities.firstIndex(where: { $0?.isSameItem(as: identity) == true }) {
                     var document = existing[index].document
                     if Self.addSource(record.source, to: &document) {
                         existing[index].document = document
@@ -111,7 +112,7 @@ public struct ImportPlanner {
                 let record = sourceRecord(source, made: made)
                 let identity = ClinicalIdentity(folder: documentsFolder, codes: [], day: record.created.map { String($0.prefix(10)) },
                                                 title: record.title, distinguishing: nil)
-                if existingIdentities.contains(where: { $0.isSameItem(as: identity) }) && !broughtSomething {
+                if existingIdentities.contains(where: { $0?.isSameItem(as: identity) == true }) && !broughtSomething {
                     plan.unchanged += 1
                 } else {
                     let path = freePath(folder: documentsFolder, day: String((record.created ?? importDate).prefix(10)), title: record.title, taken: &taken)

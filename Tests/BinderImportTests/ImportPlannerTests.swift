@@ -143,3 +143,17 @@ final class OversizedRecordTests: XCTestCase {
         XCTAssertNotNil(record.document.metadata["codes"], "the codes stay in the record")
     }
 }
+
+/// A name an attachment's reference holds is taken: a new record never replaces it.
+final class TakenNamesTests: XCTestCase {
+    func testARecordIsNeverNamedAsAnAttachmentsReference() throws {
+        let reference = MedicalDocument(value: "2024-10-15-continuity-of-care-document-from-good-health-clinic.jpg.enc",
+                                        metadata: ["type": "attachment_ref", "created": "2024-10-15", "format": "jpeg"])
+        let existing = [ExistingRecord(gitPath: "documents/2024-10-15-continuity-of-care-document-from-good-health-clinic.json", document: reference)]
+        let plan = ImportPlanner(importDate: "2026-12-06").plan([try ImportFixtures.read("ccd.xml")], existing: existing)
+        XCTAssertTrue(plan.created.contains { $0.gitPath == "documents/2024-10-15-continuity-of-care-document-from-good-health-clinic-2.json" })
+        XCTAssertFalse(plan.created.contains { $0.gitPath == existing[0].gitPath })
+        XCTAssertTrue(plan.updated.isEmpty)
+        XCTAssertFalse(plan.newFolders.contains("documents"))
+    }
+}
