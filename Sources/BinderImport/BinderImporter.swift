@@ -29,7 +29,8 @@ public final class BinderImporter {
         }
     }
 
-    /// Every document of `main`, decrypted (attachment references too: their names are taken).
+    /// Every file of `main`: documents decrypted (attachment references too: their names are
+    /// taken), every other file (sidecars, raw files, unreadable documents) as a name in use.
     public func existingRecords() throws(Failure) -> [ExistingRecord] {
         let entries: [TreeEntry]
         do {
@@ -37,12 +38,15 @@ public final class BinderImporter {
             entries = try repository.trees.listTree(commit: tip)
         } catch { throw .unreadable(path: "main", reason: "\(error)") }
         var records: [ExistingRecord] = []
-        for entry in entries where entry.kind == .blob && entry.nameIsExact && BinderNaming.isDocumentPath(entry.path) {
-            let document: MedicalDocument
-            do {
-                document = try BinderReader.readDocument(try repository.objects.readBlob(entry.id, maxSize: BinderReader.maximumDocumentBlobBytes),
-                                                         key: key, gitPath: entry.path)
-            } catch { throw .unreadable(path: entry.path, reason: "\(error)") }
+        // Every file's name is taken, whatever it holds; a document that cannot be read (damaged,
+        // another key's) is no item to compare with, and does not stop the import.
+        for entry in entries where entry.kind == .blob {
+            var document = MedicalDocument(value: "", metadata: ["type": "unreadable", "created": ""])
+            if entry.nameIsExact, BinderNaming.isDocumentPath(entry.path),
+               let read = try? BinderReader.readDocument(try repository.objects.readBlob(entry.id, maxSize: BinderReader.maximumDocumentBlobBytes),
+                                                         key: key, gitPath: entry.path) {
+                document = read
+            }
             records.append(ExistingRecord(gitPath: entry.path, document: document))
         }
         return records

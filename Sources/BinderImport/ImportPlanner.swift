@@ -13,6 +13,11 @@ public struct ExistingRecord: Sendable {
 
     var folder: String { String(gitPath.split(separator: "/").dropLast().joined(separator: "/")) }
     var identity: ClinicalIdentity { ClinicalIdentity(folder: folder, document: document) }
+    /// A record that may be a clinical item: a document, not an attachment's reference, a
+    /// folder's display data or a file that could not be read.
+    var isClinical: Bool {
+        BinderNaming.isDocumentPath(gitPath) && !document.isAttachmentRef && document.type != "unreadable"
+    }
 }
 
 /// What one import does: the records it makes (with their attachments), the records already
@@ -65,7 +70,7 @@ public struct ImportPlanner {
         var existingFolders = Set(existing.flatMap { Self.ancestors(of: $0.folder) })
         // Computed once: an identity reads the record's title and codes (adding a source changes neither).
         // An attachment's reference is no clinical item (its name is taken all the same).
-        let existingIdentities = existing.map { $0.document.isAttachmentRef ? nil : $0.identity }
+        let existingIdentities = existing.map { $0.isClinical ? $0.identity : nil }
         for source in sources {
             var made: [String] = []
             let before = (plan.created.count, plan.updated.count)
@@ -149,7 +154,7 @@ public struct ImportPlanner {
     /// line) taken from the first source that gives it; nil when nothing is missing. What the
     /// patient wrote is never changed.
     func fillPatientInfo(_ existing: [ExistingRecord], from sources: [SourceDocument]) -> ExistingRecord? {
-        guard var info = existing.first(where: { $0.gitPath == BinderNaming.patientInfoPath }) else { return nil }
+        guard var info = existing.first(where: { $0.gitPath == BinderNaming.patientInfoPath }), info.document.type != "unreadable" else { return nil }
         let known = BinderImporter.patient(in: [info])
         var value = info.document.value
         if known.name == nil, let name = sources.lazy.compactMap(\.patient.name).first {

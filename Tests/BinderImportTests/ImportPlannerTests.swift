@@ -156,4 +156,20 @@ final class TakenNamesTests: XCTestCase {
         XCTAssertTrue(plan.updated.isEmpty)
         XCTAssertFalse(plan.newFolders.contains("documents"))
     }
+
+    /// A document that cannot be read (damaged, another key's) keeps its name and is never
+    /// replaced, patient-info included; sidecars and folders' display data count as names in use.
+    func testUnreadableDocumentsAndOtherFilesKeepTheirNames() throws {
+        let unreadable = MedicalDocument(value: "", metadata: ["type": "unreadable", "created": ""])
+        let existing = [
+            ExistingRecord(gitPath: "patient-info.json", document: unreadable),
+            ExistingRecord(gitPath: "conditions/2019-03-12-essential-hypertension.json", document: unreadable),
+            ExistingRecord(gitPath: "conditions/.meta.json", document: unreadable),
+        ]
+        let plan = ImportPlanner(importDate: "2026-12-06").plan([try ImportFixtures.read("ccd.xml")], existing: existing)
+        XCTAssertTrue(plan.updated.isEmpty, "\(plan.updated.map(\.gitPath))")
+        XCTAssertTrue(plan.created.contains { $0.gitPath == "conditions/2019-03-12-essential-hypertension-2.json" })
+        XCTAssertFalse(plan.created.contains { existing.map(\.gitPath).contains($0.gitPath) })
+        XCTAssertFalse(plan.newFolders.contains("conditions"), "its .meta.json is there")
+    }
 }
