@@ -234,7 +234,7 @@ struct TreeMerge {
 public enum ConflictNames {
     static let marker = " (conflict "
 
-    static func copy(of path: String, at seconds: Int64) -> String {
+    public static func copy(of path: String, at seconds: Int64) -> String {
         let iso = Timestamps.string(seconds: seconds)  // 2026-06-01T14:30:00.000Z
         let stamp = "\(iso.prefix(10)) \(iso.dropFirst(11).prefix(2))\(iso.dropFirst(14).prefix(2))"
         let (stem, ext) = split(path)

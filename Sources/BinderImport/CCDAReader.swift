@@ -18,7 +18,8 @@ enum CCDAReader {
         let source = ImportSource(organisation: organisation, format: SourceFormat.ccda.rawValue,
                                   documentID: CCDAValues.identifier(root.child("id")),
                                   version: setID.map { $0 + (version.map { " v" + $0 } ?? "") } ?? version.map { "v" + $0 },
-                                  author: author, entryID: nil, importDate: importDate)
+                                  author: author, entryID: nil, importDate: importDate,
+                                  documentDate: CCDAValues.created(root.child("effectiveTime")?["value"]))
         let patientNode = root.at("recordTarget", "patientRole", "patient")
         let patient = PatientFacts(name: CCDAValues.personName(patientNode?.child("name")),
                                    birthDate: CCDAValues.created(patientNode?.child("birthTime")?["value"]).map { String($0.prefix(10)) })

@@ -47,7 +47,8 @@ struct FHIRReader {
         let source = ImportSource(organisation: organisation, format: SourceFormat.fhir.rawValue,
                                   documentID: identifier ?? bundle.flatMap { FHIRValues.string($0["id"]) },
                                   version: FHIRValues.object(bundle?["meta"]).flatMap { FHIRValues.string($0["versionId"]) },
-                                  author: nil, entryID: nil, importDate: importDate)
+                                  author: nil, entryID: nil, importDate: importDate,
+                                  documentDate: (bundle?["timestamp"] ?? FHIRValues.object(bundle?["meta"])?["lastUpdated"]).flatMap(FHIRValues.created))
         let patientResource = resources.first { FHIRValues.string($0["resourceType"]) == "Patient" }
         let patient = PatientFacts(name: patientResource.flatMap(patientName),
                                    birthDate: patientResource.flatMap { FHIRValues.created($0["birthDate"]) })

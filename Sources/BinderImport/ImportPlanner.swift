@@ -1,3 +1,4 @@
+import Foundation
 import BinderCore
 import BinderFormat
 
@@ -57,9 +58,13 @@ public struct ImportPlanner {
     public var documentsFolder: String
     public var importDate: String
 
-    public init(documentsFolder: String = "documents", importDate: String) {
+    /// Seconds since 1970: the time in a conflict copy's name.
+    public var now: Int64
+
+    public init(documentsFolder: String = "documents", importDate: String, now: Int64 = Int64(Date().timeIntervalSince1970)) {
         self.documentsFolder = documentsFolder
         self.importDate = importDate
+        self.now = now
     }
 
     public func plan(_ sources: [SourceDocument], existing: [ExistingRecord]) -> ImportPlan {
@@ -94,8 +99,22 @@ public struct ImportPlanner {
                             plan.updated.append(existing[index])
                         }
                         made.append(Self.shown(existing[index].gitPath) + " (already there, now also from \(record.source.organisation))")
-                    } else {
+                        continue
+                    }
+                    switch version(of: record, over: existing[index], taken: &taken) {
+                    case .unchanged:
                         plan.unchanged += 1
+                    case .updated(let updated):
+                        existing[index] = updated
+                        if let listed = plan.updated.firstIndex(where: { $0.gitPath == updated.gitPath }) {
+                            plan.updated[listed] = updated
+                        } else {
+                            plan.updated.append(updated)
+                        }
+                        made.append(Self.shown(updated.gitPath) + " (brought up to date: a newer version)")
+                    case .conflictCopy(let copy):
+                        plan.created.append(copy)
+                        made.append(Self.shown(copy.gitPath) + " (a newer version beside \(Self.shown(existing[index].gitPath)), which you edited)")
                     }
                     continue
                 }

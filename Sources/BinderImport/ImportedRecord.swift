@@ -41,6 +41,9 @@ public struct ImportSource: Sendable, Equatable {
     public var entryID: String?
     /// The day of the import (YYYY-MM-DD).
     public var importDate: String
+    /// When the document was written (C-CDA `effectiveTime`, a Bundle's `timestamp`): which of
+    /// two versions from one organisation is the newer.
+    public var documentDate: String?
 
     var json: JSONValue {
         var object: JSONObject = ["organisation": .string(organisation), "format": .string(format), "importDate": .string(importDate)]
@@ -48,6 +51,7 @@ public struct ImportSource: Sendable, Equatable {
         if let version { object["version"] = .string(version) }
         if let author { object["author"] = .string(author) }
         if let entryID { object["entryId"] = .string(entryID) }
+        if let documentDate { object["documentDate"] = .string(documentDate) }
         return .object(object)
     }
 }

@@ -173,3 +173,57 @@ final class TakenNamesTests: XCTestCase {
         XCTAssertFalse(plan.newFolders.contains("conditions"), "its .meta.json is there")
     }
 }
+
+/// A newer version from the same organisation brings the record it made up to date; one the
+/// patient edited since keeps their words and gets the new version beside it as a conflict copy;
+/// an older version changes nothing.
+final class NewerVersionTests: XCTestCase {
+    let planner = ImportPlanner(importDate: "2026-12-06", now: 1_796_342_400)  // 2026-12-04 00:00 UTC
+
+    /// The binder after the first CCD, and the second download with hypertension resolved.
+    func binderAndResolvedDownload(edited: Bool, secondIsOlder: Bool = false) throws -> ([ExistingRecord], SourceDocument) {
+        let first = planner.plan([try ImportFixtures.read("ccd.xml")], existing: [])
+        var binder = first.created.map { ExistingRecord(gitPath: $0.gitPath, document: $0.document) }
+        if edited, let index = binder.firstIndex(where: { $0.gitPath == "conditions/2019-03-12-essential-hypertension.json" }) {
+            binder[index].document.value += "\nMy own note.\n"
+            binder[index].document.metadata["updated"] = "2025-01-01T10:00:00.000Z"
+        }
+        var second = try ImportFixtures.read("ccd-second-download.xml")
+        let index = try XCTUnwrap(second.records.firstIndex { $0.title == "Essential hypertension" })
+        second.records[index].status = "completed"
+        second.records[index].body = second.records[index].body.replacingOccurrences(of: "Status: active", with: "Status: completed")
+        if secondIsOlder {
+            for i in second.records.indices { second.records[i].source.documentDate = "2024-01-01" }
+        }
+        return (binder, second)
+    }
+
+    func testAnUneditedRecordIsBroughtUpToDate() throws {
+        let (binder, second) = try binderAndResolvedDownload(edited: false)
+        let plan = planner.plan([second], existing: binder)
+        let updated = try XCTUnwrap(plan.updated.first { $0.gitPath == "conditions/2019-03-12-essential-hypertension.json" })
+        XCTAssertEqual(updated.document.metadata["status"], "completed")
+        XCTAssertTrue(updated.document.value.contains("- Status: completed"))
+        let sources = updated.document.metadata["provenance"]?.objectValue?["sources"]?.arrayValue ?? []
+        XCTAssertEqual(sources.count, 1)
+        XCTAssertEqual(sources.first?.objectValue?["documentId"], "2.16.840.1.113883.19.5.99999.1^DOC-0002")
+        XCTAssertFalse(plan.created.contains { $0.gitPath.contains("(conflict") })
+    }
+
+    func testAnEditedRecordKeepsItsWordsAndGetsAConflictCopy() throws {
+        let (binder, second) = try binderAndResolvedDownload(edited: true)
+        let plan = planner.plan([second], existing: binder)
+        XCTAssertFalse(plan.updated.contains { $0.gitPath == "conditions/2019-03-12-essential-hypertension.json" })
+        let copy = try XCTUnwrap(plan.created.first { $0.gitPath.hasPrefix("conditions/") })
+        XCTAssertEqual(copy.gitPath, "conditions/2019-03-12-essential-hypertension (conflict 2026-12-04 0000).json")
+        XCTAssertEqual(copy.document.metadata["conflict_of"], "conditions/2019-03-12-essential-hypertension.json")
+        XCTAssertTrue(copy.document.value.contains("- Status: completed"))
+    }
+
+    func testAnOlderVersionChangesNothing() throws {
+        let (binder, second) = try binderAndResolvedDownload(edited: false, secondIsOlder: true)
+        let plan = planner.plan([second], existing: binder)
+        XCTAssertTrue(plan.updated.isEmpty)
+        XCTAssertFalse(plan.created.contains { $0.gitPath.hasPrefix("conditions/") })
+    }
+}
