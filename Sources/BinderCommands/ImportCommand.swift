@@ -33,7 +33,7 @@ struct ImportCommand: ParsableCommand {
     var json = false
     @Flag(help: "Import a document about a different person than the binder's patient-info.")
     var force = false
-    @Option(help: "Refuse a source larger than this many bytes (default: 64 MiB).")
+    @Option(help: "Refuse a source larger than this many bytes (64 MiB).")
     var maxSize: Int = ImportLimits.defaultMaximumBytes
     @OptionGroup var passphrase: PassphraseOptions
 
