@@ -1,7 +1,8 @@
 // fuse-floor: what FUSE alone costs. Serves a copy of a folder, held in memory, read-only,
 // through the libfuse high-level API with binder's options (keep_cache, cached folders, 60 s
 // timeouts, the multi-threaded loop, noflush); nothing is decrypted, parsed or looked up in git.
-// Built and driven by scripts/fuse-floor (see docs/BENCHMARKS.md, "The FUSE floor").
+// Built and driven by scripts/fuse-floor (see docs/BENCHMARKS.md, "The FUSE floor"), and by
+// scripts/bench for its floor columns (plain, and NO_OPEN=1 beside the read-only rows).
 // With LINKS=N in the environment it also serves /links: N symbolic links in one folder, as
 // .binder/timeline is; with CACHE_SYMLINKS=1 the kernel keeps the links' targets.
 // With NO_OPEN=1 open answers ENOSYS, after which the kernel sends no OPEN and no RELEASE for
