@@ -270,9 +270,11 @@ final class ControlViewReader: Sendable {
     /// A second instance of `repository` for one walk over the whole history: such a walk reads
     /// every commit's trees (minutes, in a folder of 100,000 records with thousands of commits),
     /// and on the view's own instance it would hold that instance's lock, and every save and
-    /// every read of a record not cached, throughout. Freed with the walk, packs and all.
+    /// every read of a record not cached, throughout. Freed with the walk, packs and all: its
+    /// packs are its own (`GitRepository.openForWalk`), so the delta bases the walk caches do
+    /// not stay in the view's instance.
     static func walker(of repository: GitRepository) throws(GitError) -> GitRepository {
-        try GitRepository.open(path: repository.gitDirectory)
+        try GitRepository.openForWalk(path: repository.gitDirectory)
     }
 
     /// `2026-02-09T101500Z-1a2b3c4`: the commit's UTC time and short id.

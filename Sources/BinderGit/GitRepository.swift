@@ -80,25 +80,73 @@ public final class GitRepository: @unchecked Sendable {
     /// The work tree of a non-bare repository, without a trailing slash; nil when bare.
     public let workTree: String?
 
-    private init(_ repo: RepositoryHandle) throws(GitError) {
+    /// Whether this instance reads packs of its own rather than those every instance of the
+    /// process shares (`openForWalk`). Immutable after init.
+    let ownsPacks: Bool
+
+    private init(_ repo: RepositoryHandle, ownPacks: Bool = false) throws(GitError) {
+        let gitDirectory = Self.trimmedPath(git_repository_path(repo.pointer))
+        if ownPacks {
+            // Given before anything asks for the repository's database (libgit2 makes its
+            // default one, with the shared packs, at the first such request).
+            let own = try Self.databaseWithOwnPacks(gitDirectory: gitDirectory)
+            try check(git_repository_set_odb(repo.pointer, own.pointer), "open object database")
+        }
         var odbPointer: OpaquePointer?
         try check(git_repository_odb(&odbPointer, repo.pointer), "open object database")
         self.repo = repo
         self.odb = OdbHandle(odbPointer!)
+        self.ownsPacks = ownPacks
         self.isBare = git_repository_is_bare(repo.pointer) == 1
-        self.gitDirectory = Self.trimmedPath(git_repository_path(repo.pointer))
+        self.gitDirectory = gitDirectory
         self.workTree = git_repository_workdir(repo.pointer).map { Self.trimmedPath($0) }
     }
 
     /// Opens the repository at `path`: a bare repository's directory, a `.git`
     /// directory, or a work tree. Parent directories are not searched.
     public static func open(path: String) throws(GitError) -> GitRepository {
+        try GitRepository(handle(path: path))
+    }
+
+    /// The libgit2 repository at `path`, parent directories not searched.
+    private static func handle(path: String) throws(GitError) -> RepositoryHandle {
         _ = LibGit2.ready
         GitError.clearLast()
         var pointer: OpaquePointer?
         try check(git_repository_open_ext(&pointer, path, GIT_REPOSITORY_OPEN_NO_SEARCH.rawValue, nil),
                   "open repository '\(path)'")
-        return try GitRepository(RepositoryHandle(pointer!))
+        return RepositoryHandle(pointer!)
+    }
+
+    /// Opens the repository at `path` for one walk over its history, with packs of its own.
+    /// libgit2 shares an open pack between all the instances of a process, by its file's
+    /// name, and with it the pack's cache of delta bases (up to 16 MiB a pack), freed only
+    /// when no instance has the pack open any more. A walk over every commit's trees on a
+    /// second instance (`.binder/deleted`, a record's versions) so filled the caches of the
+    /// packs the view's own instance keeps open: 35 MiB more in the mount's daemon at 10,000
+    /// records and 15,000 commits, for as long as it ran (docs/BENCHMARKS.md). This instance
+    /// names its packs `objects/./pack/…`, the same files under a name no other instance
+    /// uses, so its caches go with it.
+    public static func openForWalk(path: String) throws(GitError) -> GitRepository {
+        try GitRepository(handle(path: path), ownPacks: true)
+    }
+
+    /// An object database of the repository at `gitDirectory` as libgit2's default one is
+    /// (its packs first, then its loose objects), whose packs no other instance shares (see
+    /// `openForWalk`). The database owns both backends once added. (Adding fails only when out
+    /// of memory; the backend then leaks, as in `GitPacks.packsDatabase`.)
+    private static func databaseWithOwnPacks(gitDirectory: String) throws(GitError) -> OdbHandle {
+        var odbPointer: OpaquePointer?
+        try check(git_odb_new(&odbPointer), "open object database")
+        let odb = OdbHandle(odbPointer!)
+        var packs: OpaquePointer?
+        try check(git_odb_backend_pack(&packs, gitDirectory + "/objects/."), "open packs")
+        // libgit2's own priorities: packs (2) are searched before loose objects (1).
+        try check(git_odb_add_backend(odb.pointer, packs, 2), "open packs")
+        var loose: OpaquePointer?
+        try check(git_odb_backend_loose(&loose, gitDirectory + "/objects", -1, 0, 0, 0), "open loose objects")
+        try check(git_odb_add_backend(odb.pointer, loose, 1), "open loose objects")
+        return odb
     }
 
     /// Creates a new, empty repository at `path` (creating missing folders),
@@ -150,15 +198,7 @@ public final class GitRepository: @unchecked Sendable {
     private func forgetRemovedPacksLocked() {
         let removals = Self.packRemovals.load(ordering: .acquiring)
         guard removals != packRemovalsSeen else { return }
-        var fresh: OpaquePointer?
-        guard git_repository_open_ext(&fresh, gitDirectory, GIT_REPOSITORY_OPEN_NO_SEARCH.rawValue, nil) == 0, let fresh else { return }
-        var odbPointer: OpaquePointer?
-        let opened = git_repository_odb(&odbPointer, fresh) == 0
-        // Freed first: freeing a repository disowns its database, which `set_odb` below then
-        // gives to this one.
-        git_repository_free(fresh)
-        guard opened, let odbPointer else { return }
-        let replacement = OdbHandle(odbPointer)
+        guard let replacement = ownsPacks ? try? Self.databaseWithOwnPacks(gitDirectory: gitDirectory) : sharedDatabase() else { return }
         guard git_repository_set_odb(repo.pointer, replacement.pointer) == 0 else { return }
         // Freeing the old databases unmaps the packs removed and empties their object caches:
         // 4-10 ms after a fold at 10,000 records, which the save that came first waited for
@@ -168,6 +208,20 @@ public final class GitRepository: @unchecked Sendable {
         commitStaging = nil
         packRemovalsSeen = removals
         Self.replacedDatabases.async { replaced.free() }
+    }
+
+    /// A fresh object database of this repository as `open` makes it (the process's shared
+    /// packs); nil when it cannot be opened now.
+    private func sharedDatabase() -> OdbHandle? {
+        var fresh: OpaquePointer?
+        guard git_repository_open_ext(&fresh, gitDirectory, GIT_REPOSITORY_OPEN_NO_SEARCH.rawValue, nil) == 0, let fresh else { return nil }
+        var odbPointer: OpaquePointer?
+        let opened = git_repository_odb(&odbPointer, fresh) == 0
+        // Freed first: freeing a repository disowns its database, which `set_odb` then gives
+        // to this one.
+        git_repository_free(fresh)
+        guard opened, let odbPointer else { return nil }
+        return OdbHandle(odbPointer)
     }
 
     /// Returns once every object database replaced so far is freed (its removed packs closed
