@@ -64,14 +64,14 @@ enum CCDAReader {
             guard depth < ImportLimits.maximumDepth else { return }
             switch node.name {
             case "paragraph", "caption", "content" where node.children.isEmpty:
-                if let line = CCDAValues.clean(node.allText) { lines.append(line) }
+                if let line = CCDAValues.collapsed(node.allText) { lines.append(line) }
             case "item":
-                if let line = CCDAValues.clean(node.allText) { lines.append("- " + line) }
+                if let line = CCDAValues.collapsed(node.allText) { lines.append("- " + line) }
             case "tr":
-                let cells = node.children.map { CCDAValues.clean($0.allText) ?? "" }
+                let cells = node.children.map { CCDAValues.collapsed($0.allText) ?? "" }
                 if cells.contains(where: { !$0.isEmpty }) { lines.append(cells.joined(separator: " | ")) }
             default:
-                let own = CCDAValues.clean(node.text)
+                let own = CCDAValues.collapsed(node.text)
                 if let own, node.children.isEmpty || depth == 0 { lines.append(own) }
                 for child in node.children { walk(child, depth: depth + 1) }
             }

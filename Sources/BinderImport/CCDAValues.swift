@@ -60,9 +60,15 @@ enum CCDAValues {
         return clean(element.allText)
     }
 
+    /// A name or value: whitespace collapsed, at most 500 characters (a title, a table cell).
     static func clean(_ text: String) -> String? {
+        collapsed(text).map { String($0.prefix(500)) }
+    }
+
+    /// Text with its whitespace collapsed, whole (a section's narrative).
+    static func collapsed(_ text: String) -> String? {
         let collapsed = text.split(whereSeparator: \.isWhitespace).joined(separator: " ")
-        return collapsed.isEmpty ? nil : String(collapsed.prefix(500))
+        return collapsed.isEmpty ? nil : collapsed
     }
 
     /// An HL7 TS (`20120806`, `201208061530-0500`) as a record's `created`: the day alone when

@@ -71,11 +71,13 @@ public struct ImportPlanner {
         var plan = ImportPlan()
         var existing = existing
         var taken = Set(existing.map(\.gitPath))
-        var pending: [(identity: ClinicalIdentity, index: Int)] = []
+        // This import's new records (by index into plan.created), and the binder's clinical ones.
+        var pending = IdentityIndex()
         var existingFolders = Set(existing.flatMap { Self.ancestors(of: $0.folder) })
         // Computed once: an identity reads the record's title and codes (adding a source changes neither).
         // An attachment's reference is no clinical item (its name is taken all the same).
-        let existingIdentities = existing.map { $0.isClinical ? $0.identity : nil }
+        var existingIdentities = IdentityIndex()
+        for (index, record) in existing.enumerated() where record.isClinical { existingIdentities.insert(record.identity, at: index) }
         for source in sources {
             var made: [String] = []
             let before = (plan.created.count, plan.updated.count)
@@ -83,13 +85,13 @@ public struct ImportPlanner {
                 // No date of its own (an allergy, a policy): the day the document was written, not the import's.
                 if record.created == nil { record.created = source.created.map { String($0.prefix(10)) } }
                 let identity = record.identity
-                if let match = pending.first(where: { $0.identity.isSameItem(as: identity) }) {
-                    if Self.addSource(record.source, to: &plan.created[match.index].document) {
-                        made.append(Self.shown(plan.created[match.index].gitPath) + " (also named here)")
+                if let match = pending.first(sameAs: identity) {
+                    if Self.addSource(record.source, to: &plan.created[match].document) {
+                        made.append(Self.shown(plan.created[match].gitPath) + " (also named here)")
                     }
                     continue
                 }
-                if let index = existingIdentities.firstIndex(where: { $0?.isSameItem(as: identity) == true }) {
+                if let index = existingIdentities.first(sameAs: identity) {
                     var document = existing[index].document
                     if Self.addSource(record.source, to: &document) {
                         existing[index].document = document
@@ -125,7 +127,7 @@ public struct ImportPlanner {
                     path = preferred
                 }
                 plan.created.append(fitted(record, at: path))
-                pending.append((identity, plan.created.count - 1))
+                pending.insert(identity, at: plan.created.count - 1)
                 made.append(Self.shown(path))
             }
             plan.skipped += source.skipped
@@ -136,7 +138,7 @@ public struct ImportPlanner {
                 let record = sourceRecord(source, made: made)
                 let identity = ClinicalIdentity(folder: documentsFolder, codes: [], day: record.created.map { String($0.prefix(10)) },
                                                 title: record.title, distinguishing: nil)
-                if existingIdentities.contains(where: { $0?.isSameItem(as: identity) == true }) && !broughtSomething {
+                if existingIdentities.first(sameAs: identity) != nil && !broughtSomething {
                     plan.unchanged += 1
                 } else {
                     let path = freePath(folder: documentsFolder, day: String((record.created ?? importDate).prefix(10)), title: record.title, taken: &taken)

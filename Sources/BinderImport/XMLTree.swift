@@ -68,7 +68,9 @@ enum XMLTree {
         // Foundation's parser force-unwraps every name as UTF-8, and libxml2 (in recovery mode)
         // passes on names that are not: such bytes would trap, so they are refused here.
         if let line = firstNonUTF8Line(bytes) { throw .notUTF8(file: file, line: line) }
-        let parser = XMLParser(data: Data(bytes))
+        // Fed in chunks from a stream: given all at once, libxml2 refuses a document over 10 MB
+        // ("huge input lookup") as an internal error.
+        let parser = XMLParser(stream: InputStream(data: Data(bytes)))
         parser.shouldResolveExternalEntities = false
         parser.shouldProcessNamespaces = true
         parser.shouldReportNamespacePrefixes = false

@@ -95,10 +95,18 @@ final class ImportPlannerTests: XCTestCase {
             (id("conditions", [(sct, "1")]), id("allergies", [(sct, "1")]), false, "another folder"),
             (id("conditions", [], title: "Back acne"), id("conditions/skin", [(sct, "2")], title: "back  ACNE"), true, "the same name, uncoded"),
             (id("conditions", [(sct, "1")], title: "Asthma"), id("conditions", [(sct, "2")], title: "Asthma"), false, "same name, codes differ"),
+            (id("labs", [("loinc", "24323-8"), ("loinc", "2345-7")], day: "2024-01-01"),
+             id("labs", [("loinc", "51990-0"), ("loinc", "2345-7")], day: "2024-01-01"), false, "two panels of a day sharing a row"),
+            (id("labs", [("loinc", "24323-8"), ("loinc", "2345-7")], day: "2024-01-01"),
+             id("labs", [("loinc", "24323-8")], day: "2024-01-01"), true, "a panel by its own code"),
         ]
         for (a, b, same, what) in rows {
             XCTAssertEqual(a.isSameItem(as: b), same, what)
             XCTAssertEqual(b.isSameItem(as: a), same, what + " (reversed)")
+            // The index finds exactly what a scan finds.
+            var index = IdentityIndex()
+            index.insert(a, at: 0)
+            XCTAssertEqual(index.first(sameAs: b) != nil, same, what + " (index)")
         }
     }
 }

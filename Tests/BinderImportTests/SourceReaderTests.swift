@@ -94,6 +94,19 @@ final class SourceReaderTests: XCTestCase {
         }
     }
 
+    /// Given to libxml2 all at once, a document over 10 MB was refused as an internal error
+    /// ("huge input lookup"): it is fed in chunks.
+    func testADocumentOver10MBIsRead() throws {
+        let paragraph = "<paragraph>" + String(repeating: "Walks every day. ", count: 60) + "</paragraph>\n"
+        let section = "<templateId root=\"2.16.840.1.113883.10.20.22.2.17\"/><title>SOCIAL HISTORY</title><text>"
+            + String(repeating: paragraph, count: 11_000) + "</text>"
+        let bytes = ImportFixtures.ccd(section: section)
+        XCTAssertGreaterThan(bytes.count, 10_500_000)
+        let document = try SourceReader.parse(bytes, file: "big.xml", importDate: "2026-12-06")
+        XCTAssertEqual(document.narrative.first?.title, "SOCIAL HISTORY")
+        XCTAssertGreaterThan(document.narrative.first?.text.utf8.count ?? 0, 10_000_000, "the narrative whole")
+    }
+
     func testNestingPastTheLimitIsRefused() {
         let deep = String(repeating: "<a>", count: 300) + String(repeating: "</a>", count: 300)
         XCTAssertThrowsError(try parse("<ClinicalDocument xmlns=\"urn:hl7-org:v3\">" + deep + "</ClinicalDocument>", file: "deep.xml")) { error in
