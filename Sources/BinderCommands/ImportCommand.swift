@@ -21,7 +21,7 @@ struct ImportCommand: ParsableCommand {
         commit, or nothing when any source cannot be read. The binder must not be mounted for now: unmount it first.
         """)
 
-    @Argument(help: "The files to import (C-CDA XML, FHIR JSON or NDJSON).")
+    @Argument(help: "The files to import (C-CDA XML, FHIR JSON or NDJSON), or folders of them (a folder's FHIR files are one source).")
     var sources: [String]
     @Option(help: "A binder's name or path (default: the only local binder).")
     var binder: String?
@@ -56,7 +56,7 @@ struct ImportCommand: ParsableCommand {
         let progress = isatty(2) != 0 ? ProgressLine() : nil
         for (index, source) in sources.enumerated() {
             progress?.update("Reading \(index + 1) of \(sources.count): \(source)")
-            do { documents.append(try SourceReader.read(path: source, file: source, maximumBytes: maxSize, importDate: importDate)) } catch {
+            do { documents += try SourceReader.sources(path: source, file: source, maximumBytes: maxSize, importDate: importDate) } catch {
                 throw CommandFailure("\(error) (nothing was imported)")
             }
         }

@@ -142,7 +142,7 @@ public struct ImportPlanner {
                     plan.unchanged += 1
                 } else {
                     let path = freePath(folder: documentsFolder, day: String((record.created ?? importDate).prefix(10)), title: record.title, taken: &taken)
-                    let extensionName = source.format == .ccda ? "xml" : "json"
+                    let extensionName = source.keptExtension
                     var attachments = [ImportedAttachment(fileName: NameWords.words(record.title) + "." + extensionName, format: extensionName,
                                                           bytes: source.bytes)]
                     var document = self.document(for: record)

@@ -3,7 +3,10 @@
 public struct SourceDocument: Sendable {
     public var file: String
     public var format: SourceFormat
+    /// What is kept of the source: the file's bytes (a folder's resources, as NDJSON).
     public var bytes: [UInt8]
+    /// The kept copy's extension: `xml`, `json`, or `ndjson` for a folder's resources.
+    public var keptExtension: String
     public var title: String
     public var organisation: String
     public var created: String?
@@ -19,6 +22,7 @@ public struct SourceDocument: Sendable {
         self.file = file
         self.format = format
         self.bytes = bytes
+        keptExtension = format == .ccda ? "xml" : "json"
         self.title = title
         self.organisation = organisation
         self.created = created

@@ -12,13 +12,28 @@ public enum SourceReader {
         return try parse(bytes, file: file, importDate: importDate)
     }
 
-    /// Parses bytes already read.
-    public static func parse(_ bytes: [UInt8], file: String, importDate: String) throws(ImportError) -> SourceDocument {
+    /// The sources at `path`: a file's, or a folder's (`SourceFolder`).
+    public static func sources(path: String, file: String, maximumBytes: Int = ImportLimits.defaultMaximumBytes,
+                               importDate: String) throws(ImportError) -> [SourceDocument] {
+        var status = stat()
+        if stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR {
+            return try SourceFolder.read(path: path, file: file, maximumBytes: maximumBytes, importDate: importDate)
+        }
+        return [try read(path: path, file: file, maximumBytes: maximumBytes, importDate: importDate)]
+    }
+
+    /// The first byte after a byte-order mark and white space, or nil.
+    static func firstByte(_ bytes: [UInt8]) -> UInt8? {
         var start = 0
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { start = 3 }
         while start < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[start]) { start += 1 }
-        guard start < bytes.count else { throw .notRecognised(file: file) }
-        switch bytes[start] {
+        return start < bytes.count ? bytes[start] : nil
+    }
+
+    /// Parses bytes already read.
+    public static func parse(_ bytes: [UInt8], file: String, importDate: String) throws(ImportError) -> SourceDocument {
+        guard let first = firstByte(bytes) else { throw .notRecognised(file: file) }
+        switch first {
         case UInt8(ascii: "<"):
             let root = try XMLTree.parse(bytes, file: file)
             guard CCDAReader.isClinicalDocument(root) else { throw .notRecognised(file: file) }

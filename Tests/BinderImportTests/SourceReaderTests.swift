@@ -147,3 +147,41 @@ final class SourceReaderTests: XCTestCase {
         }
     }
 }
+
+/// A folder as a source: its FHIR files one source together (references resolved across them,
+/// the resources kept once as NDJSON), a C-CDA in it a source of its own, other files listed.
+final class SourceFolderTests: XCTestCase {
+    func testAFolderOfResourcesIsOneSource() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("binder-import-folder-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let bundle = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(try ImportFixtures.bytes("fhir-bundle.json"))) as? [String: Any])
+        for (index, entry) in (bundle["entry"] as? [[String: Any]] ?? []).enumerated() {
+            // Apple Health's way: one resource a file, referring to each other as Type/id.
+            var resource = try XCTUnwrap(entry["resource"] as? [String: Any])
+            if var reference = resource["medicationReference"] as? [String: Any] { reference["reference"] = "Medication/med-1"; resource["medicationReference"] = reference }
+            if let members = resource["hasMember"] as? [[String: Any]] {
+                resource["hasMember"] = members.map { ["reference": "Observation/" + (($0["reference"] as? String) ?? "").dropFirst("urn:uuid:".count)] }
+            }
+            try JSONSerialization.data(withJSONObject: resource).write(to: folder.appendingPathComponent("resource-\(index).json"))
+        }
+        try Data(try ImportFixtures.bytes("ccd.xml")).write(to: folder.appendingPathComponent("ccd.xml"))
+        try Data("not a record".utf8).write(to: folder.appendingPathComponent("notes.txt"))
+        try Data("x".utf8).write(to: folder.appendingPathComponent(".DS_Store"))
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("inner"), withIntermediateDirectories: true)
+
+        let sources = try SourceReader.sources(path: folder.path, file: "records", importDate: "2026-12-06")
+        XCTAssertEqual(sources.map(\.format), [.fhir, .ccda])
+        XCTAssertEqual(sources[0].records.count, 9)
+        XCTAssertTrue(sources[0].records.contains { $0.codes.contains { $0.code == "197361" } }, "medicationReference resolved across files")
+        XCTAssertEqual(sources[0].keptExtension, "ndjson")
+        XCTAssertEqual(String(decoding: sources[0].bytes, as: UTF8.self).split(separator: "\n").count, 17)
+        XCTAssertEqual(Set(sources[0].skipped.filter { $0.file.hasPrefix("records/") }.map(\.what)), ["inner", "notes.txt"])
+        XCTAssertEqual(sources[1].file, "records/ccd.xml")
+
+        XCTAssertThrowsError(try SourceReader.sources(path: folder.path, file: "records", maximumBytes: 30_000, importDate: "2026-12-06")) { error in
+            guard case .tooLarge(let file, _, 30_000)? = error as? ImportError else { return XCTFail("\(error)") }
+            XCTAssertEqual(file, "records")
+        }
+    }
+}
