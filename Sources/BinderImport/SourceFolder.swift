@@ -1,36 +1,79 @@
 import BinderFormat
 import Foundation
 
-/// A folder as a source (Apple Health's `clinical-records/`, a bulk export's files): its FHIR
-/// JSON files are one source together (their references resolve across files, and the folder's
-/// resources are kept once, as NDJSON); a C-CDA in it is a source of its own; any other file is
-/// left out and listed. Only the folder's own files are read (no subfolders, no hidden files),
-/// within the size limit in total.
+/// A folder as a source (Apple Health's export folder or its `clinical-records/`, a bulk
+/// export's files): its FHIR JSON files are one source together (their references resolve
+/// across files, and the resources are kept once, as NDJSON); a C-CDA in it is a source of its
+/// own; any other file is left out and listed: one over the size limit, XML that declares a
+/// DOCTYPE (Apple Health's `export.xml` of samples: never parsed), anything not C-CDA or FHIR.
+/// Subfolders are read to `maximumDepth`; links and hidden files never. The size limit bounds
+/// each file and the total read.
 public enum SourceFolder {
+    public static let maximumDepth = 3
+
     public static func read(path: String, file: String, maximumBytes: Int = ImportLimits.defaultMaximumBytes,
                             importDate: String) throws(ImportError) -> [SourceDocument] {
-        let names: [String]
-        do { names = try FileManager.default.contentsOfDirectory(atPath: path).filter { !$0.hasPrefix(".") }.sorted() } catch {
-            throw .unreadable(file: file, errno: (error as NSError).code == NSFileReadNoPermissionError ? EACCES : EIO)
+        var walk = Walk(root: file, maximumBytes: maximumBytes, importDate: importDate)
+        try walk.read(folder: path, shown: file, depth: 0)
+        if !walk.resources.isEmpty {
+            let kept = walk.resources.map { JSONValue.object($0).serialized() }.joined(separator: "\n") + "\n"
+            var folder = try FHIRReader.read(walk.resources, file: file, bytes: Array(kept.utf8), importDate: importDate)
+            folder.keptExtension = "ndjson"
+            folder.skipped += walk.skipped
+            walk.documents.insert(folder, at: 0)
+        } else if var first = walk.documents.first {
+            first.skipped += walk.skipped
+            walk.documents[0] = first
+        } else {
+            throw .notRecognised(file: file)
         }
+        return walk.documents
+    }
+
+    private struct Walk {
+        /// The folder as named on the command line: the total's limit is the folder's.
+        let root: String
+        let maximumBytes: Int
+        let importDate: String
         var documents: [SourceDocument] = []
         var resources: [JSONObject] = []
         var skipped: [SkippedItem] = []
         var total = 0
-        for name in names {
-            let member = path + "/" + name, shown = file + "/" + name
-            var status = stat()
-            guard lstat(member, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
-                skipped.append(SkippedItem(file: shown, what: name, reason: "not a regular file (subfolders and links are not read)"))
-                continue
+
+        mutating func read(folder path: String, shown: String, depth: Int) throws(ImportError) {
+            let names: [String]
+            do { names = try FileManager.default.contentsOfDirectory(atPath: path).filter { !$0.hasPrefix(".") }.sorted() } catch {
+                throw .unreadable(file: shown, errno: EACCES)
             }
-            let bytes = try SourceReader.load(path: member, file: shown, maximumBytes: maximumBytes)
+            for name in names {
+                let member = path + "/" + name, memberShown = shown + "/" + name
+                var status = stat()
+                guard lstat(member, &status) == 0 else { continue }
+                switch status.st_mode & S_IFMT {
+                case S_IFDIR where depth + 1 < SourceFolder.maximumDepth:
+                    try read(folder: member, shown: memberShown, depth: depth + 1)
+                case S_IFREG:
+                    try readFile(member, shown: memberShown, name: name, size: Int(status.st_size))
+                default:
+                    skipped.append(SkippedItem(file: memberShown, what: name, reason: "not a regular file or too deep (not read)"))
+                }
+            }
+        }
+
+        mutating func readFile(_ path: String, shown: String, name: String, size: Int) throws(ImportError) {
+            guard size <= maximumBytes else {
+                return skipped.append(SkippedItem(file: shown, what: name, reason: "\(size) bytes, over the size limit (not read)"))
+            }
+            let bytes = try SourceReader.load(path: path, file: shown, maximumBytes: maximumBytes)
             total += bytes.count
-            if total > maximumBytes { throw .tooLarge(file: file, bytes: total, limit: maximumBytes) }
+            if total > maximumBytes { throw .tooLarge(file: root, bytes: total, limit: maximumBytes) }
             switch SourceReader.firstByte(bytes) {
             case UInt8(ascii: "<")?:
                 do { documents.append(try SourceReader.parse(bytes, file: shown, importDate: importDate)) } catch .notRecognised {
-                    skipped.append(SkippedItem(file: shown, what: name, reason: "not C-CDA or FHIR JSON"))
+                    skipped.append(SkippedItem(file: shown, what: name, reason: "XML that is not C-CDA"))
+                } catch .declarationRefused {
+                    // Apple Health's export.xml declares its DTD: a folder's file is left unread, not the import refused.
+                    skipped.append(SkippedItem(file: shown, what: name, reason: "XML with a DOCTYPE (not parsed; Apple Health's samples are not imported)"))
                 }
             case UInt8(ascii: "{")?:
                 do { resources += try SourceReader.jsonResources(bytes, file: shown) } catch .notRecognised {
@@ -40,18 +83,5 @@ public enum SourceFolder {
                 skipped.append(SkippedItem(file: shown, what: name, reason: "not C-CDA or FHIR JSON"))
             }
         }
-        if !resources.isEmpty {
-            let kept = resources.map { JSONValue.object($0).serialized() }.joined(separator: "\n") + "\n"
-            var folder = try FHIRReader.read(resources, file: file, bytes: Array(kept.utf8), importDate: importDate)
-            folder.keptExtension = "ndjson"
-            folder.skipped += skipped
-            documents.insert(folder, at: 0)
-        } else if var first = documents.first {
-            first.skipped += skipped
-            documents[0] = first
-        } else if !skipped.isEmpty || names.isEmpty {
-            throw .notRecognised(file: file)
-        }
-        return documents
     }
 }

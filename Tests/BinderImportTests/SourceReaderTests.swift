@@ -168,15 +168,22 @@ final class SourceFolderTests: XCTestCase {
         try Data(try ImportFixtures.bytes("ccd.xml")).write(to: folder.appendingPathComponent("ccd.xml"))
         try Data("not a record".utf8).write(to: folder.appendingPathComponent("notes.txt"))
         try Data("x".utf8).write(to: folder.appendingPathComponent(".DS_Store"))
-        try FileManager.default.createDirectory(at: folder.appendingPathComponent("inner"), withIntermediateDirectories: true)
+        // Apple Health's export folder: export.xml (samples, with a DTD) beside clinical-records/.
+        try Data("<?xml version=\"1.0\"?>\n<!DOCTYPE HealthData [<!ELEMENT HealthData ANY>]>\n<HealthData/>\n".utf8)
+            .write(to: folder.appendingPathComponent("export.xml"))
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("clinical-records"), withIntermediateDirectories: true)
+        try Data(#"{"resourceType": "Procedure", "id": "p9", "status": "completed", "code": {"text": "Tonsillectomy"}, "performedDateTime": "1995-06-01"}"#.utf8)
+            .write(to: folder.appendingPathComponent("clinical-records/procedure.json"))
+        try FileManager.default.createSymbolicLink(at: folder.appendingPathComponent("link.json"), withDestinationURL: URL(fileURLWithPath: "/etc/passwd"))
 
         let sources = try SourceReader.sources(path: folder.path, file: "records", importDate: "2026-12-06")
         XCTAssertEqual(sources.map(\.format), [.fhir, .ccda])
-        XCTAssertEqual(sources[0].records.count, 9)
+        XCTAssertEqual(sources[0].records.count, 10, "\(sources[0].records.map(\.title))")
+        XCTAssertTrue(sources[0].records.contains { $0.title == "Tonsillectomy" }, "a subfolder's file")
         XCTAssertTrue(sources[0].records.contains { $0.codes.contains { $0.code == "197361" } }, "medicationReference resolved across files")
         XCTAssertEqual(sources[0].keptExtension, "ndjson")
-        XCTAssertEqual(String(decoding: sources[0].bytes, as: UTF8.self).split(separator: "\n").count, 17)
-        XCTAssertEqual(Set(sources[0].skipped.filter { $0.file.hasPrefix("records/") }.map(\.what)), ["inner", "notes.txt"])
+        XCTAssertEqual(String(decoding: sources[0].bytes, as: UTF8.self).split(separator: "\n").count, 18)
+        XCTAssertEqual(Set(sources[0].skipped.filter { $0.file.hasPrefix("records/") }.map(\.what)), ["export.xml", "link.json", "notes.txt"])
         XCTAssertEqual(sources[1].file, "records/ccd.xml")
 
         XCTAssertThrowsError(try SourceReader.sources(path: folder.path, file: "records", maximumBytes: 30_000, importDate: "2026-12-06")) { error in
