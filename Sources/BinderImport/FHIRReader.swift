@@ -93,7 +93,8 @@ struct FHIRReader {
             var mapper = FHIRResourceMapper(resource: resource, reader: self, source: entrySource)
             switch type {
             case "Condition": mapper.condition()
-            case "MedicationStatement", "MedicationRequest": mapper.medication()
+            // MedicationOrder: DSTU2's MedicationRequest (Apple Health's older clinical records).
+            case "MedicationStatement", "MedicationRequest", "MedicationOrder": mapper.medication()
             case "AllergyIntolerance": mapper.allergy()
             case "Immunization": mapper.immunization()
             case "Observation":

@@ -57,7 +57,7 @@ struct FHIRResourceMapper {
         let doseAndRate = FHIRValues.array(dosage?["doseAndRate"]).first?.objectValue
         let dose = FHIRValues.object(doseAndRate?["doseQuantity"]).flatMap(FHIRValues.quantityText)
         let started = resource["effectiveDateTime"] ?? FHIRValues.object(resource["effectivePeriod"])?["start"] ?? resource["authoredOn"]
-            ?? resource["dateAsserted"]
+            ?? resource["dateAsserted"] ?? resource["dateWritten"]
         var lines = line("Status", status)
         lines += line("Dose", dose)
         lines += line("Instructions", FHIRValues.string(dosage?["text"]))
@@ -67,19 +67,21 @@ struct FHIRResourceMapper {
     }
 
     mutating func allergy() {
-        let codes = FHIRValues.codes(resource["code"])
+        // DSTU2 names the substance `substance`, its status `status`, its onset `onset`.
+        let substance = resource["code"] ?? resource["substance"]
+        let codes = FHIRValues.codes(substance)
         // SNOMED CT's "no known allergy" family: a statement of none, not an allergy.
         let none: Set<String> = ["716186003", "409137002", "428607008", "429625007", "428197003"]
         if codes.contains(where: { $0.system == "http://snomed.info/sct" && none.contains($0.code) }) {
             return skip("allergies", "no known allergies")
         }
-        guard let name = FHIRValues.name(resource["code"]) else { return skip("allergies", "no substance named") }
+        guard let name = FHIRValues.name(substance) else { return skip("allergies", "no substance named") }
         if isRefuted() { return skip(name, "refuted or entered in error") }
         let reactions = FHIRValues.array(resource["reaction"]).compactMap(\.objectValue)
         let manifestations = reactions.flatMap { FHIRValues.array($0["manifestation"]) }.compactMap { FHIRValues.name($0) }
         let severity = reactions.lazy.compactMap { FHIRValues.string($0["severity"]) }.first ?? FHIRValues.string(resource["criticality"])
-        let status = FHIRValues.code(resource["clinicalStatus"])
-        let since = resource["onsetDateTime"] ?? resource["recordedDate"]
+        let status = FHIRValues.code(resource["clinicalStatus"]) ?? FHIRValues.string(resource["status"])
+        let since = resource["onsetDateTime"] ?? resource["onset"] ?? resource["recordedDate"]
         var lines = line("Status", status)
         lines += line("Type", FHIRValues.string(resource["type"]))
         lines += line("Reaction", manifestations.isEmpty ? nil : manifestations.joined(separator: ", "))
@@ -92,7 +94,8 @@ struct FHIRResourceMapper {
         guard let name = FHIRValues.name(resource["vaccineCode"]) else { return skip(nil, "it names no vaccine") }
         let status = FHIRValues.string(resource["status"])
         if status == "not-done" || status == "entered-in-error" { return skip(name, "not given (status \(status ?? ""))") }
-        let date = resource["occurrenceDateTime"]
+        if resource["wasNotGiven"]?.boolValue == true { return skip(name, "not given (wasNotGiven)") }
+        let date = resource["occurrenceDateTime"] ?? resource["date"]
         var lines = line("Date", FHIRValues.shown(date))
         lines += line("Status", status)
         lines += line("Lot", FHIRValues.string(resource["lotNumber"]))

@@ -26,8 +26,10 @@ enum FHIRValues {
     }
 
     /// The first coding's code (statuses: `clinicalStatus`, `verificationStatus`).
+    /// (DSTU2 writes some of these as a plain code string: that string.)
     static func code(_ concept: JSONValue?) -> String? {
-        array(object(concept)?["coding"]).lazy.compactMap { string($0.objectValue?["code"]) }.first
+        if let plain = concept?.stringValue { return string(.string(plain)) }
+        return array(object(concept)?["coding"]).lazy.compactMap { string($0.objectValue?["code"]) }.first
     }
 
     /// A FHIR date or dateTime as a record's `created`: a day stays a day (`2012-08` → its first

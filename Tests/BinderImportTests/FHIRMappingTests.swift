@@ -47,6 +47,24 @@ final class FHIRMappingTests: XCTestCase {
         XCTAssertEqual(document.skipped.map(\.what), ["Diabetes mellitus"])
     }
 
+    /// DSTU2, as older Apple Health clinical records are: MedicationOrder, an allergy's
+    /// `substance` and string status, an immunization's `date` and `wasNotGiven`.
+    func testDSTU2ResourcesAreRead() throws {
+        let lines = [
+            #"{"resourceType": "MedicationOrder", "id": "m", "dateWritten": "2016-04-02", "status": "active", "medicationCodeableConcept": {"coding": [{"system": "http://www.nlm.nih.gov/research/umls/rxnorm", "code": "197361", "display": "Amlodipine 5 MG Oral Tablet"}]}}"#,
+            #"{"resourceType": "AllergyIntolerance", "id": "a", "status": "confirmed", "onset": "2001-05-01", "substance": {"coding": [{"system": "http://www.nlm.nih.gov/research/umls/rxnorm", "code": "7980", "display": "Penicillin G"}]}}"#,
+            #"{"resourceType": "Immunization", "id": "i", "status": "completed", "date": "2015-10-01", "wasNotGiven": false, "vaccineCode": {"coding": [{"system": "http://hl7.org/fhir/sid/cvx", "code": "140", "display": "Influenza"}]}}"#,
+            #"{"resourceType": "Immunization", "id": "j", "status": "completed", "date": "2015-10-01", "wasNotGiven": true, "vaccineCode": {"text": "Zoster"}}"#,
+            #"{"resourceType": "Condition", "id": "c", "clinicalStatus": "active", "verificationStatus": "refuted", "code": {"text": "Gout"}}"#,
+        ]
+        let document = try SourceReader.parse(Array(lines.joined(separator: "\n").utf8), file: "dstu2.ndjson", importDate: "2026-12-06")
+        XCTAssertEqual(document.records.map { "\($0.folder) \($0.title) \($0.created ?? "-")" }, [
+            "medications Amlodipine 5 MG Oral Tablet 2016-04-02", "allergies Penicillin G 2001-05-01", "immunizations Influenza 2015-10-01",
+        ])
+        XCTAssertEqual(document.records[1].status, "confirmed")
+        XCTAssertEqual(document.skipped.map(\.what), ["Zoster", "Gout"])
+    }
+
     func testFHIRDatesBecomeCreated() {
         let rows: [(String, String?)] = [
             ("2019-03-12", "2019-03-12"), ("2019-03", "2019-03-01"), ("2019", "2019-01-01"),
