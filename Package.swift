@@ -31,8 +31,6 @@ let package = Package(
         .package(url: "https://github.com/JohnSundell/Ink", from: "0.6.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
-        // `binder serve --database`: the server's state in PostgreSQL (issue 42).
-        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
@@ -73,8 +71,7 @@ let package = Package(
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
         ]),
         // `binder serve`: the same protocol, self-hosted (Hummingbird for HTTP; git's own
-        // upload/receive-pack; CompressNIO inflates gzip request bodies within a limit;
-        // PostgresNIO for the database store).
+        // upload/receive-pack; CompressNIO inflates gzip request bodies within a limit).
         .target(name: "BinderServer", dependencies: [
             "BinderCrypto", "BinderGit", "BinderSystem",
             .product(name: "Logging", package: "swift-log"),
@@ -83,7 +80,6 @@ let package = Package(
             .product(name: "CompressNIO", package: "compress-nio"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-            .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
         // `binder export`: PDF (Pango over Cairo), one-file HTML (Ink), a FHIR R4 document Bundle.
         .target(name: "BinderExport", dependencies: [
@@ -91,7 +87,10 @@ let package = Package(
             .product(name: "Ink", package: "Ink"),
         ]),
         // `binder import`: C-CDA (Foundation's XMLParser) and FHIR R4 JSON made records, committed through BinderWriter.
-        .target(name: "BinderImport", dependencies: ["BinderCore", "BinderCrypto", "BinderFormat", "BinderGit"]),
+        .target(name: "BinderImport", dependencies: ["BinderCore", "BinderCrypto", "BinderFormat", "BinderGit",
+                                                     // Raw DEFLATE of SMART Health Cards, within a cap.
+                                                     .product(name: "CompressNIO", package: "compress-nio"),
+                                                     .product(name: "NIOCore", package: "swift-nio")]),
         .target(name: "BinderCommands", dependencies: [
             "BinderExport", "BinderImport", "BinderCore", "BinderFUSE", "BinderGit", "BinderFormat", "BinderSystem", "BinderCrypto",
             "BinderSync", "BinderServer", "CQREncode", "CZBar",

@@ -20,9 +20,11 @@ enum FHIRValues {
     }
 
     /// A CodeableConcept's name: `text`, else a coding's `display`.
+    /// (A SMART Health Card gives codes alone, to keep its QR code small: then "CVX 207".)
     static func name(_ concept: JSONValue?) -> String? {
         guard let concept = object(concept) else { return nil }
         return string(concept["text"]) ?? array(concept["coding"]).lazy.compactMap { string($0.objectValue?["display"]) }.first
+            ?? codes(.object(concept)).first.map { (CCDAValues.systemNames[$0.system] ?? $0.system) + " " + $0.code }
     }
 
     /// The first coding's code (statuses: `clinicalStatus`, `verificationStatus`).

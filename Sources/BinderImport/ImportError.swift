@@ -19,13 +19,16 @@ public enum ImportError: Error, Sendable, Equatable, CustomStringConvertible {
     case malformedJSON(file: String, line: Int, reason: String)
     /// A structure nested deeper than `ImportLimits.maximumDepth`.
     case tooDeep(file: String, line: Int)
+    /// A SMART Health Card's payload inflates past `limit` (a card is a few KB).
+    case payloadTooLarge(file: String, limit: Int)
     /// The document is about someone else than the binder's `patient-info` (refused without `--force`).
     case differentPatient(file: String, reason: String)
 
     public var file: String {
         switch self {
         case .unreadable(let file, _), .tooLarge(let file, _, _), .notRecognised(let file), .declarationRefused(let file, _), .notUTF8(let file, _),
-             .malformedXML(let file, _, _, _), .malformedJSON(let file, _, _), .tooDeep(let file, _), .differentPatient(let file, _):
+             .malformedXML(let file, _, _, _), .malformedJSON(let file, _, _), .tooDeep(let file, _), .differentPatient(let file, _),
+             .payloadTooLarge(let file, _):
             return file
         }
     }
@@ -35,13 +38,14 @@ public enum ImportError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unreadable(let file, let errno): return "\(file): cannot read it (errno \(errno))"
         case .tooLarge(let file, let bytes, let limit):
             return "\(file): \(bytes) bytes is over the import limit of \(limit) bytes (--max-size raises it)"
-        case .notRecognised(let file): return "\(file): format not recognised (binder imports C-CDA XML and FHIR R4 JSON)"
+        case .notRecognised(let file): return "\(file): format not recognised (binder imports C-CDA XML, FHIR R4 JSON and SMART Health Cards)"
         case .declarationRefused(let file, let line):
             return "\(file), line \(line): a DOCTYPE or ENTITY declaration is refused (entities are never expanded or fetched)"
         case .notUTF8(let file, let line): return "\(file), line \(line): not UTF-8 text (binder reads C-CDA documents in UTF-8)"
         case .malformedXML(let file, let line, let column, let reason): return "\(file), line \(line), column \(column): malformed XML: \(reason)"
         case .malformedJSON(let file, let line, let reason): return "\(file), line \(line): malformed JSON: \(reason)"
         case .tooDeep(let file, let line): return "\(file), line \(line): nested deeper than \(ImportLimits.maximumDepth) levels"
+        case .payloadTooLarge(let file, let limit): return "\(file): a health card's payload inflates past \(limit) bytes (refused)"
         case .differentPatient(let file, let reason):
             return "\(file) is about a different person than this binder's patient-info (\(reason)); --force imports it anyway"
         }

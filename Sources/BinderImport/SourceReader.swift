@@ -39,8 +39,17 @@ public enum SourceReader {
             guard CCDAReader.isClinicalDocument(root) else { throw .notRecognised(file: file) }
             return CCDAReader.read(root, file: file, bytes: bytes, importDate: importDate)
         case UInt8(ascii: "{"):
+            if let card = (try? JSONValue.parse(bytes))?.objectValue, let jwss = SmartHealthCard.credentials(card) {
+                return try SmartHealthCard.read(jwss: jwss, file: file, bytes: bytes, importDate: importDate)
+            }
             let resources = try jsonResources(bytes, file: file)
             return try FHIRReader.read(resources, file: file, bytes: bytes, importDate: importDate)
+        case UInt8(ascii: "s"), UInt8(ascii: "S"):
+            // An shc:/ string (a QR code's text, pasted or scanned).
+            let text = String(decoding: bytes, as: UTF8.self)
+            guard text.lowercased().hasPrefix("shc:/") else { throw .notRecognised(file: file) }
+            return try SmartHealthCard.read(jwss: [try SmartHealthCard.jws(fromNumeric: text, file: file)], file: file, bytes: bytes,
+                                            importDate: importDate)
         default:
             throw .notRecognised(file: file)
         }
