@@ -10,7 +10,8 @@ struct ServeCommand: ParsableCommand {
         discussion: """
         Repositories are kept as DIR/<repoId>.git, created by their owner's first push (a push that \
         brings a branch; ids are lowercase letters, digits, '-', '_' and '.'). Tokens are HS256 JWTs \
-        signed with a secret kept in DIR/.binder-serve (--rotate-secret revokes them all). Bodies are \
+        signed with a secret kept in DIR/.binder-serve (--rotate-secret revokes them all) or read from \
+        --token-secret-file. Bodies are \
         read only after the token is checked, within limits counted after decompression; each user \
         has a quota of repositories and bytes; logins are rate-limited per address; slow or idle \
         connections are closed. Serve over https by putting a TLS proxy in front; clients refuse plain \
@@ -29,6 +30,15 @@ struct ServeCommand: ParsableCommand {
     var tokenLifetime: Int64 = 86_400
     @Flag(name: .customLong("rotate-secret"), help: "Make a new token-signing secret, revoking every token issued so far.")
     var rotateSecret = false
+    @Option(name: .customLong("token-secret-file"),
+            help: ArgumentHelp("Sign tokens with the secret in FILE (at least 32 bytes, private to its owner; e.g. openssl rand -hex 32), not DIR/.binder-serve's: give every replica the same file.",
+                               valueName: "FILE"))
+    var tokenSecretFile: String?
+    /// The database URL's file (issue 42; hidden until the database store serves git too). The
+    /// URL never comes from argv: this file, else BINDER_DATABASE_URL; a password missing from
+    /// it is read from PostgreSQL's password file (PGPASSFILE or ~/.pgpass).
+    @Option(name: .customLong("database-url-file"), help: .hidden)
+    var databaseURLFile: String?
     @Option(name: .customLong("max-repos-per-user"), help: "Repositories one user may own.")
     var maxReposPerUser: Int = 100
     @Option(name: .customLong("max-bytes-per-user"), help: "Bytes one user's repositories may take on disk.")
@@ -68,6 +78,12 @@ struct ServeCommand: ParsableCommand {
         umask(0o077)
         try? FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         if chmod(root, 0o700) != 0 && errno != ENOENT { throw CommandFailure("--repos \(root): cannot make it private: \(String(cString: strerror(errno)))") }
+        let database: PostgresLocation?
+        do { database = try PostgresLocation.configured(urlFile: databaseURLFile, environment: ProcessInfo.processInfo.environment) } catch {
+            throw CommandFailure("the database: \(error)")
+        }
+        // Read once: the git processes the server spawns get a copy of the environment.
+        unsetenv("BINDER_DATABASE_URL")
         var logger = Logger(label: "binder.serve") { label in StreamLogHandler.standardError(label: label) }
         logger.logLevel = .info
         let server: BinderServer
@@ -78,7 +94,8 @@ struct ServeCommand: ParsableCommand {
                                                bodyWindow: .seconds(bodyTimeout))
             server = try BinderServer(options: .init(repositories: root, host: host, port: port, tokenLifetime: tokenLifetime,
                                                      rotateSecret: rotateSecret, publicURL: publicURL, faultRate: faultRate,
-                                                     limits: limits, connections: connections),
+                                                     limits: limits, connections: connections, tokenSecretFile: tokenSecretFile,
+                                                     database: database),
                                       logger: logger)
         } catch { throw CommandFailure("\(error)") }
         do {

@@ -1,3 +1,4 @@
+import BinderCrypto
 import Dispatch
 import Foundation
 import Hummingbird
@@ -17,6 +18,13 @@ public final class BinderServer: Sendable {
         public var port: Int
         public var tokenLifetime: Int64
         public var rotateSecret: Bool
+        /// The operator's token-signing secret (`--token-secret-file`), shared by every
+        /// replica; nil: `<repos>/.binder-serve/jwt-secret`, made at first start.
+        public var tokenSecretFile: String?
+        /// The database (issue 42, not finished): when set, login challenges, scan sessions and
+        /// the login rate counters are kept there, shared by every replica; repositories stay
+        /// in `repositories` until the database store serves git.
+        public var database: PostgresLocation?
         /// The URL clients reach the server at: put in QR payloads, and the server every login
         /// event must name (NIP-42's `relay` tag). Required unless `host` is a loopback address.
         public var publicURL: String?
@@ -29,12 +37,14 @@ public final class BinderServer: Sendable {
         public init(repositories: String, host: String = "127.0.0.1", port: Int = 8417, tokenLifetime: Int64 = 86_400,
                     rotateSecret: Bool = false, publicURL: String? = nil, faultRate: Double = 0,
                     limits: ServeLimits = ServeLimits(), connections: ConnectionLimits = ConnectionLimits(),
-                    maxConnections: Int = 4096) {
+                    maxConnections: Int = 4096, tokenSecretFile: String? = nil, database: PostgresLocation? = nil) {
             self.repositories = repositories
             self.host = host
             self.port = port
             self.tokenLifetime = tokenLifetime
             self.rotateSecret = rotateSecret
+            self.tokenSecretFile = tokenSecretFile
+            self.database = database
             self.publicURL = publicURL
             self.faultRate = faultRate
             self.limits = limits
@@ -55,12 +65,44 @@ public final class BinderServer: Sendable {
         guard options.publicURL != nil || Self.isLoopback(options.host) else {
             throw ServerError.publicURLRequired(host: options.host)
         }
-        let storage = try ServerStorage.folder(root: options.repositories, limits: options.limits)
-        let secret = try TokenAuthority.loadSecret(at: RepositoryStore(root: options.repositories).serverFolder + "/jwt-secret",
-                                                   rotate: options.rotateSecret)
+        let secret = try Self.tokenSecret(options)
+        var storage = try ServerStorage.folder(root: options.repositories, limits: options.limits)
+        if let location = options.database {
+            let database = try Self.openDatabase(location, logger: logger)
+            storage = ServerStorage(repositories: storage.repositories, challenges: PostgresChallenges(storage: database),
+                                    scans: PostgresScanSessions(storage: database),
+                                    counters: PostgresRateCounters(storage: database, perMinute: options.limits.loginsPerMinute))
+        }
         routes = Routes(environment: ServeEnvironment(storage: storage, tokens: TokenAuthority(secret: secret, lifetime: options.tokenLifetime),
                                                       limits: options.limits, logger: logger, publicURL: options.publicURL),
                         faultRate: options.faultRate)
+    }
+
+    /// The token-signing secret: the operator's file, else the one kept in the repositories' folder.
+    private static func tokenSecret(_ options: Options) throws -> SecureBytes {
+        guard let file = options.tokenSecretFile else {
+            return try TokenAuthority.loadSecret(at: RepositoryStore(root: options.repositories).serverFolder + "/jwt-secret",
+                                                 rotate: options.rotateSecret)
+        }
+        guard !options.rotateSecret else { throw ServerError.rotateWithSecretFile }
+        do { return try TokenAuthority.readSecret(fromFile: file) } catch { throw ServerError.setup(error.description) }
+    }
+
+    /// The database store, opened and migrated before the server listens (init is synchronous).
+    private static func openDatabase(_ location: PostgresLocation, logger: Logger) throws -> PostgresStorage {
+        let opened = Mutex<Result<PostgresStorage, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            do {
+                let storage = try await PostgresStorage.start(location, logger: logger)
+                opened.withLock { $0 = .success(storage) }
+            } catch { opened.withLock { $0 = .failure(error) } }
+            done.signal()
+        }
+        done.wait()
+        do { return try (opened.withLock { $0 } ?? .failure(PostgresStorageError.unavailable(detail: "no answer"))).get() } catch {
+            throw ServerError.setup("\(location): \(error)")
+        }
     }
 
     /// Binds and serves until `SIGINT`/`SIGTERM`; `ready` is told the bound port first.
@@ -169,9 +211,14 @@ enum ServerError: Error, CustomStringConvertible {
     case setup(String)
     /// Listening beyond loopback without `Options.publicURL`.
     case publicURLRequired(host: String)
+    /// `--rotate-secret` cannot rotate the operator's file.
+    case rotateWithSecretFile
     var description: String {
         switch self {
         case .setup(let why): return why
+        case .rotateWithSecretFile:
+            return "--rotate-secret makes a new secret in the repositories' folder; with --token-secret-file, "
+                + "put a new secret in that file on every replica instead"
         case .publicURLRequired(let host):
             return "--public-url is required when listening on \(host), beyond loopback: give the URL clients reach this "
                 + "server at (e.g. https://binder.example.org), so that a login signed for another server is refused"

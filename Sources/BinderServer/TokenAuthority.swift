@@ -4,7 +4,9 @@ import Foundation
 
 /// Issues and checks the server's bearer tokens: HS256 JWTs (`{"alg":"HS256","typ":"JWT"}`)
 /// whose payload names the user's public key, signed with a 32-byte secret that lives in
-/// `<repos>/.binder-serve/jwt-secret` (0600). Rotating the secret revokes every token.
+/// `<repos>/.binder-serve/jwt-secret` (0600), or with the secret of the operator's file
+/// (`--token-secret-file`, the same file for every replica: configuration, never a database
+/// row, so that a dump cannot mint tokens). Rotating the secret revokes every token.
 final class TokenAuthority: Sendable {
     struct Claims: Codable, Sendable {
         let pubkey: String
@@ -75,6 +77,35 @@ final class TokenAuthority: Sendable {
         return fresh
     }
 
+    /// The secret in the operator's file `path` (`--token-secret-file`): its bytes as they are
+    /// (one trailing newline dropped), at least 32 of them, e.g. `openssl rand -hex 32 > FILE`.
+    /// The file must be private to its owner (like PostgreSQL's password file) and is never
+    /// written: replicas share it, and one that made its own would refuse the others' tokens.
+    static func readSecret(fromFile path: String) throws(TokenSecretFileError) -> SecureBytes {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw .unreadable(path: path, errno: errno) }
+        defer { close(fd) }
+        var status = stat()
+        guard fstat(fd, &status) == 0 else { throw .unreadable(path: path, errno: errno) }
+        guard status.st_mode & S_IFMT == S_IFREG else { throw .notAFile(path: path) }
+        guard status.st_mode & 0o077 == 0 else { throw .notPrivate(path: path) }
+        var bytes = [UInt8](repeating: 0, count: 4097)
+        defer { secureZero(&bytes) }
+        var count = 0
+        while count < bytes.count {
+            let got = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
+            if got < 0 && errno == EINTR { continue }
+            guard got >= 0 else { throw .unreadable(path: path, errno: errno) }
+            if got == 0 { break }
+            count += got
+        }
+        guard count < bytes.count else { throw .tooLong(path: path) }
+        if count > 0 && bytes[count - 1] == UInt8(ascii: "\n") { count -= 1 }
+        if count > 0 && bytes[count - 1] == UInt8(ascii: "\r") { count -= 1 }
+        guard count >= 32 else { throw .tooShort(path: path, count: count) }
+        do { return try SecureBytes(copying: Array(bytes[..<count])) } catch { throw .noSecretMemory(path: path) }
+    }
+
     /// The JOSE header: only HS256 is accepted.
     private struct Header: Codable {
         let alg: String
@@ -115,5 +146,29 @@ final class TokenAuthority: Sendable {
         guard let claims = try? JSONDecoder().decode(Claims.self, from: Data(payload)) else { throw .malformed }
         guard claims.exp > now else { throw .expired }
         return claims
+    }
+}
+
+/// Why `--token-secret-file` was refused.
+enum TokenSecretFileError: Error, Equatable, CustomStringConvertible {
+    case unreadable(path: String, errno: Int32)
+    case notAFile(path: String)
+    /// Group or others may read it: whoever reads it can make tokens for any key.
+    case notPrivate(path: String)
+    case tooShort(path: String, count: Int)
+    case tooLong(path: String)
+    case noSecretMemory(path: String)
+
+    var description: String {
+        switch self {
+        case .unreadable(let path, let code): return "--token-secret-file \(path): \(String(cString: strerror(code)))"
+        case .notAFile(let path): return "--token-secret-file \(path): not a regular file"
+        case .notPrivate(let path):
+            return "--token-secret-file \(path): group or others may read it (whoever reads it can make tokens): chmod 600 \(path)"
+        case .tooShort(let path, let count):
+            return "--token-secret-file \(path): \(count) bytes; at least 32 are needed (e.g. openssl rand -hex 32 > \(path))"
+        case .tooLong(let path): return "--token-secret-file \(path): longer than 4096 bytes"
+        case .noSecretMemory(let path): return "--token-secret-file \(path): no secret memory to hold it"
+        }
     }
 }

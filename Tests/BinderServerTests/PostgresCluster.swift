@@ -97,23 +97,29 @@ final class PostgresCluster: Sendable {
     private static func run(_ arguments: [String]) throws {
         let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("binder-pg-output-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let argv = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, arguments[0], &actions, nil, argv, environ)
-        guard spawned == 0 else { throw Failure.command(arguments, spawned, "cannot start") }
+        let pid = try spawn(arguments, output: outputPath)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
         guard status == 0 else {
             let text = String(decoding: FileManager.default.contents(atPath: outputPath) ?? Data(), as: UTF8.self)
             throw Failure.command(arguments, status, text)
         }
+    }
+
+    /// Starts `arguments` (stdin /dev/null, stdout and stderr into `output`); the caller waits for it.
+    static func spawn(_ arguments: [String], output: String) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let argv = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, arguments[0], &actions, nil, argv, environ)
+        guard spawned == 0 else { throw Failure.command(arguments, spawned, "cannot start") }
+        return pid
     }
 
     /// A port nothing listens on now (bound to 0, read, closed).
@@ -130,4 +136,11 @@ final class PostgresCluster: Sendable {
         guard bound else { throw Failure.command(["bind"], errno, "cannot find a free port") }
         return Int(UInt16(bigEndian: address.sin_port))
     }
+}
+
+/// A new empty folder under the temporary directory, for one test (the caller removes it).
+func makeTemporaryFolder(_ prefix: String) throws -> String {
+    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    return folder
 }

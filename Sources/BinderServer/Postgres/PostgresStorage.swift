@@ -33,10 +33,13 @@ final class PostgresStorage: Sendable {
         var statementTimeout: Duration = .seconds(30)
         /// Connections this replica opens at most.
         var maximumConnections: Int = 16
+        /// Longest the start (first connection and migration) may take.
+        var startTimeout: Duration = .seconds(60)
 
-        init(statementTimeout: Duration = .seconds(30), maximumConnections: Int = 16) {
+        init(statementTimeout: Duration = .seconds(30), maximumConnections: Int = 16, startTimeout: Duration = .seconds(60)) {
             self.statementTimeout = statementTimeout
             self.maximumConnections = maximumConnections
+            self.startTimeout = startTimeout
         }
     }
 
@@ -70,7 +73,20 @@ final class PostgresStorage: Sendable {
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         let pool = Task { await client.run() }
         do {
-            let applied = try await PostgresSchema.migrate(client, logger: logger)
+            // The pool retries a refused connection (a wrong password too) for ever: bounded here.
+            let applied = try await withThrowingTaskGroup(of: [Int]?.self) { group in
+                group.addTask { try await PostgresSchema.migrate(client, logger: logger) }
+                group.addTask {
+                    try await Task.sleep(for: limits.startTimeout)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let applied = first else {
+                    throw PostgresStorageError.unavailable(detail: "no connection within \(limits.startTimeout) "
+                                                           + "(is the server running, are the URL and the password right?)")
+                }
+                return applied
+            }
             if !applied.isEmpty { logger.info("database migrated", metadata: ["versions": "\(applied)"]) }
             return PostgresStorage(client: client, pool: pool, logger: logger, appliedMigrations: applied)
         } catch {
