@@ -1,4 +1,4 @@
-import BinderGit
+import BinderCore
 import BinderSystem
 import Foundation
 
@@ -25,7 +25,13 @@ struct BinderLocator {
         throw CommandFailure("no binder named '\(argument)' (looked in \(state.bindersDirectory)); give a name from 'binder list' or a path")
     }
 
-    func open(_ argument: String) throws -> (repository: GitRepository, path: String) {
+    func open(_ argument: String) throws -> (repository: LocalBinder.Repository, path: String) {
+        let binder = try binder(argument)
+        return (binder.repository, binder.path)
+    }
+
+    /// The binder `argument` names, opened.
+    func binder(_ argument: String) throws -> LocalBinder {
         let path = try resolve(argument)
         // Before git opens anything: a FIFO where git expects a file would hang the command.
         let gitDirectory = FileManager.default.fileExists(atPath: path + "/.git") ? path + "/.git" : path
@@ -35,7 +41,7 @@ struct BinderLocator {
                                  + blocking.joined(separator: ", ") + "; remove it")
         }
         do {
-            return (try GitRepository.open(path: path), path)
+            return try LocalBinder.open(path: path)
         } catch {
             throw CommandFailure("\(path) is not a binder (not a git repository)")
         }

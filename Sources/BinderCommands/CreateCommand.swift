@@ -1,6 +1,5 @@
 import ArgumentParser
 import BinderCore
-import BinderGit
 import BinderSystem
 import Foundation
 
@@ -66,8 +65,8 @@ struct CreateCommand: ParsableCommand {
 }
 
 /// The author of binder's commits: BINDER_AUTHOR_NAME / BINDER_AUTHOR_EMAIL, else the apps' default.
-func commitAuthor() -> Signature {
+func commitAuthor() -> LocalBinder.Author {
     let env = ProcessInfo.processInfo.environment
-    return Signature(name: env["BINDER_AUTHOR_NAME"] ?? BinderCreator.defaultAuthor.name,
+    return LocalBinder.Author(name: env["BINDER_AUTHOR_NAME"] ?? BinderCreator.defaultAuthor.name,
                      email: env["BINDER_AUTHOR_EMAIL"] ?? BinderCreator.defaultAuthor.email)
 }

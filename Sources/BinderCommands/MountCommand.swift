@@ -2,7 +2,6 @@ import ArgumentParser
 import BinderCore
 import BinderCrypto
 import BinderFUSE
-import BinderGit
 import BinderSync
 import BinderSystem
 import Foundation
@@ -129,7 +128,7 @@ struct MountCommand: ParsableCommand {
 
     /// Checks that the mountpoint and the repository may be mounted, and takes the binder's
     /// writer lock (removing git locks a dead process left).
-    private func prepareToMount(_ repository: GitRepository, path: String, name: String, mountpoint: String,
+    private func prepareToMount(_ repository: LocalBinder.Repository, path: String, name: String, mountpoint: String,
                                 logPath: String) throws -> WriterLock? {
         try prepareMountpoint(mountpoint)
         if !force {
@@ -165,7 +164,7 @@ struct MountCommand: ParsableCommand {
     }
 
     /// The user's key, and the binder's conversation key, checked against the binder.
-    private func unlock(_ repository: GitRepository, path: String, state: StateDirectory) throws -> (SecretKey, NIP44.ConversationKey) {
+    private func unlock(_ repository: LocalBinder.Repository, path: String, state: StateDirectory) throws -> (SecretKey, NIP44.ConversationKey) {
         if case .file(let file) = passphraseSource {
             printDetail("key: from the kernel keyring if unlocked, else with the passphrase in \(file)")
         }
@@ -180,7 +179,7 @@ struct MountCommand: ParsableCommand {
     }
 
     /// `--foreground`: mounts in this process and serves until unmounted.
-    private func runForeground(repository: GitRepository, path: String, name: String, mountpoint: String, key: SecretKey,
+    private func runForeground(repository: LocalBinder.Repository, path: String, name: String, mountpoint: String, key: SecretKey,
                                conversationKey: NIP44.ConversationKey, cacheBytes: Int, state: StateDirectory, logPath: String,
                                writerLock: WriterLock?) throws {
         let logger = FileLogHandler.logger(label: "binder.mount", path: logPath, echo: true, notify: notifyTitle(name))
@@ -251,7 +250,7 @@ struct MountCommand: ParsableCommand {
 
     /// The binder's writer lock, or the refusal naming who holds it. A read-only mount of a
     /// binder on a read-only disk (nothing can write it) goes without.
-    private func takeWriterLock(_ repository: GitRepository, name: String, path: String) throws -> WriterLock? {
+    private func takeWriterLock(_ repository: LocalBinder.Repository, name: String, path: String) throws -> WriterLock? {
         do {
             return try WriterLock.acquire(gitDirectory: repository.gitDirectory)
         } catch .held(let holder) {
@@ -264,7 +263,7 @@ struct MountCommand: ParsableCommand {
         }
     }
 
-    private func makeMount(repository: GitRepository, key: NIP44.ConversationKey, name: String, mountpoint: String,
+    private func makeMount(repository: LocalBinder.Repository, key: NIP44.ConversationKey, name: String, mountpoint: String,
                            cacheBytes: Int, logger: Logger) throws -> (FUSEMount, BinderView) {
         // Before the view loads its listing index: memory stays that of the folders shown.
         if !Allocator.tuneForDaemon() { logger.warning("the allocator kept its defaults (mallopt refused)") }
@@ -287,7 +286,7 @@ struct MountCommand: ParsableCommand {
 
     /// The detached daemon: key from fd 3, readiness (or the reason it failed) on fd 4, the
     /// writer lock its launcher took on `--writer-lock-fd`.
-    private func runDaemonChild(repository: GitRepository, path: String, name: String, mountpoint: String, cacheBytes: Int,
+    private func runDaemonChild(repository: LocalBinder.Repository, path: String, name: String, mountpoint: String, cacheBytes: Int,
                                 logPath: String) throws {
         let logger = FileLogHandler.logger(label: "binder.mount", path: logPath, echo: false, notify: notifyTitle(name))
         let report = DaemonProcess.report
@@ -323,7 +322,7 @@ struct MountCommand: ParsableCommand {
     /// Serves a mounted binder until it is unmounted: its shares' notes, background sync, the
     /// idle locker and the control socket around the FUSE loop (the same for `--foreground` and
     /// the daemon; `ready` says so to whoever waits). Returns the loop's status.
-    private func serve(_ mount: FUSEMount, view: BinderView, repository: GitRepository, path: String, mountpoint: String,
+    private func serve(_ mount: FUSEMount, view: BinderView, repository: LocalBinder.Repository, path: String, mountpoint: String,
                        key: SecretKey, state: StateDirectory, writerLock: WriterLock?, logger: Logger,
                        ready: () -> Void) -> Int32 {
         let shares = MountShares(key: key, binderPath: path, view: view, state: state,
@@ -356,7 +355,7 @@ struct MountCommand: ParsableCommand {
     /// sync`), else from the moment `binder sync` names one through the control channel. The
     /// view is served meanwhile; the first pull starts now. Each pass first brings home the
     /// doctor's notes of the binder's active shares (`MountShares`).
-    private func startSync(view: BinderView, repository: GitRepository, path: String, key: SecretKey, shares: MountShares,
+    private func startSync(view: BinderView, repository: LocalBinder.Repository, path: String, key: SecretKey, shares: MountShares,
                            state: StateDirectory, logger: Logger) -> MountSync {
         func off(_ reason: String) -> MountSync {
             view.setSyncHooks(onCommit: nil, status: { "sync: off (\(reason))\n" })

@@ -1,6 +1,5 @@
 import BinderCore
 import BinderCrypto
-import BinderGit
 import BinderSync
 import BinderSystem
 import Foundation
@@ -67,7 +66,7 @@ struct ListReport {
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: state.bindersDirectory)) ?? []).sorted()
         for name in names {
             let path = state.bindersDirectory + "/" + name
-            guard let repository = try? GitRepository.open(path: path) else { continue }
+            guard let repository = try? LocalBinder.open(path: path).repository else { continue }
             let target = SyncTarget.read(repository)
             report.local.append(Local(name: name, path: path, lastCommit: BinderHistory(repository).lastCommitTime(),
                                       target: target, pendingCommits: SyncRecord.pendingCommits(repository)))
@@ -173,7 +172,7 @@ struct StatusReport {
     /// What a running mount of the binder says of its own sync; nil when it is not mounted.
     var mount: MountSyncReport?
 
-    static func gather(_ repository: GitRepository, path: String, state: StateDirectory) -> StatusReport {
+    static func gather(_ repository: LocalBinder.Repository, path: String, state: StateDirectory) -> StatusReport {
         let name = BinderLocator.displayName(path)
         let logPath = state.logPath(name)
         let hasLog = FileManager.default.fileExists(atPath: logPath)

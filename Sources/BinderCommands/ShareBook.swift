@@ -1,6 +1,5 @@
 import BinderCore
 import BinderCrypto
-import BinderGit
 import BinderSync
 import BinderSystem
 import Foundation
@@ -81,7 +80,7 @@ struct ShareBook: Sendable {
     /// Brings the doctor's new notes into `binder`, the share's binder (StagingCopy,
     /// DoctorNotes): the paths written. The caller is the binder's writer (holds its writer
     /// lock, or is its mount); the commit is a compare-and-swap on `main` all the same.
-    func collect(_ share: Share, into binder: GitRepository, accounts: Accounts, state: StateDirectory) throws -> [String] {
+    func collect(_ share: Share, into binder: LocalBinder.Repository, accounts: Accounts, state: StateDirectory) throws -> [String] {
         guard let secrets = share.secrets else { throw CommandFailure("share \(share.record.id) was made with another key") }
         let record = share.record
         // Kept between collections (only ciphertext under the throwaway key): each fetch brings
@@ -92,17 +91,17 @@ struct ShareBook: Sendable {
                                                     attributes: [.posixPermissions: 0o700])
             let client = try ServerClient(server: record.server)
             let session = ServerSession(client: client, key: key, accounts: accounts)
-            let staging: GitRepository
-            if let kept = try? GitRepository.open(path: stagingPath) { staging = kept } else {
+            let staging: LocalBinder.Repository
+            if let kept = try? LocalBinder.open(path: stagingPath) { staging = kept.repository } else {
                 try? FileManager.default.removeItem(atPath: stagingPath)
-                staging = try GitRepository.create(path: stagingPath, bare: true)
+                staging = try LocalBinder.create(path: stagingPath).repository
             }
-            let tip: ObjectID?
+            let tip: LocalBinder.CommitID?
             do { tip = try StagingPush.fetch(into: staging, repoId: record.id, session: session) } catch {
                 if Self.isGone(error) { return [] }   // removed (expired): nothing left to collect
                 throw error
             }
-            guard let tip, let since = ObjectID(hex: record.collected ?? record.snapshot), tip != since else { return [] }
+            guard let tip, let since = LocalBinder.CommitID(hex: record.collected ?? record.snapshot), tip != since else { return [] }
             let throwaway = try ShareKey(hex: secrets.ephemeralPrivkey)
             let written = try DoctorNotes.collect(from: staging, since: since, tip: tip, throwaway: throwaway.conversationKey,
                                                   into: binder, key: BinderKey.conversationKey(owner: key), author: commitAuthor())
@@ -256,8 +255,8 @@ final class MountShares: Sendable {
     }
 
     private func collectLocked(_ share: ShareBook.Share) throws -> [String] {
-        let binder: GitRepository
-        do { binder = try GitRepository.open(path: binderPath) } catch { throw CommandFailure("cannot open \(binderPath): \(error)") }
+        let binder: LocalBinder.Repository
+        do { binder = try LocalBinder.open(path: binderPath).repository } catch { throw CommandFailure("cannot open \(binderPath): \(error)") }
         let written = try book.collect(share, into: binder, accounts: accounts, state: state)
         if !written.isEmpty { _ = try view.adoptBranchTip() }
         return written

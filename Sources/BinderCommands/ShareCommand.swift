@@ -1,7 +1,6 @@
 import ArgumentParser
 import BinderCore
 import BinderCrypto
-import BinderGit
 import BinderSync
 import BinderSystem
 import BinderExport
@@ -120,14 +119,14 @@ struct ShareCommand: ParsableCommand {
     /// The records chosen, copied under the throwaway key into a staging repository and pushed
     /// as `repoId`, before any session opens: the doctor never scans a repository not there
     /// yet. The local copy (ciphertext under the throwaway key only) goes once pushed.
-    private func pushStagingCopy(of repository: GitRepository, key: NIP44.ConversationKey, throwaway: ShareKey,
+    private func pushStagingCopy(of repository: LocalBinder.Repository, key: NIP44.ConversationKey, throwaway: ShareKey,
                                  repoId: String, session: ServerSession, state: StateDirectory) throws -> StagingCopy.Result {
         let stagingPath = state.root + "/shares/" + repoId + ".git"
         try FileManager.default.createDirectory(atPath: state.root + "/shares", withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         defer { try? FileManager.default.removeItem(atPath: stagingPath) }
         do {
-            let staging = try GitRepository.create(path: stagingPath, bare: true)
+            let staging = try LocalBinder.create(path: stagingPath).repository
             let copy = try StagingCopy.make(from: repository, key: key, selection: paths, staging: staging,
                                             throwaway: throwaway.conversationKey)
             try StagingPush.push(repository: staging, repoId: repoId, session: session)
@@ -210,8 +209,8 @@ struct ShareCommand: ParsableCommand {
     /// the writer lock and the view), else here under the writer lock.
     private func collectAsWriter(_ share: ShareBook.Share, book: ShareBook, accounts: Accounts, state: StateDirectory) throws -> [String] {
         let record = share.record
-        let binder: GitRepository
-        do { binder = try GitRepository.open(path: record.binder) } catch {
+        let binder: LocalBinder.Repository
+        do { binder = try LocalBinder.open(path: record.binder).repository } catch {
             throw CommandFailure("the binder of share \(record.id) is gone (\(record.binder))")
         }
         let name = BinderLocator.displayName(record.binder)

@@ -1,6 +1,5 @@
 import ArgumentParser
 import BinderCore
-import BinderGit
 import BinderSync
 import BinderSystem
 import Foundation
@@ -117,7 +116,7 @@ final class ProgressPrinter: Sendable {
 
     init(force: Bool = false) { enabled = force || isatty(2) == 1 }
 
-    func report(_ progress: TransferProgress) {
+    func report(_ progress: SyncEngine.Progress) {
         guard enabled else { return }
         let done = progress.totalObjects > 0 && progress.receivedObjects == progress.totalObjects
         let text = (progress.pushing ? "Sending " : "Receiving ")
@@ -127,7 +126,7 @@ final class ProgressPrinter: Sendable {
         if finished.withLock({ finished in defer { finished = true }; return !finished }) { line.finish(text) }
     }
 
-    var callback: (@Sendable (TransferProgress) -> Void)? {
+    var callback: (@Sendable (SyncEngine.Progress) -> Void)? {
         guard enabled else { return nil }
         return { @Sendable [self] progress in self.report(progress) }
     }
@@ -196,7 +195,7 @@ struct CloneCommand: ParsableCommand {
         do {
             // Bare, as `binder create` makes them: one layout for every binder (a clone made
             // before, with a work tree, is read and synced all the same).
-            let repository = try GitRepository.create(path: path, bare: true)
+            let repository = try LocalBinder.create(path: path).repository
             try target.write(repository)
             let engine = try SyncEngine(repositoryPath: path, key: BinderKey.conversationKey(owner: key), session: session,
                                         target: target, author: commitAuthor(), logger: quietLogger("binder.clone"),

@@ -8,20 +8,17 @@ final class CommandImportsTests: XCTestCase {
     /// File → the imports it may have, and why.
     static let allowed: [String: (imports: Set<String>, why: String)] = [
         "BinderCommand.swift": (["BinderCrypto"], "catches SecureMemoryError to say 'out of secret memory'"),
-        "BinderLocator.swift": (["BinderGit"], "where a command gets its binder's GitRepository handle, passed on to the core"),
-        "CreateCommand.swift": (["BinderGit"], "commitAuthor(): the Signature of the user's commits, from the environment"),
         "DaemonLauncher.swift": (["BinderCrypto"], "hands the daemon its secret in SecureBytes"),
         "ImportCommand.swift": (["BinderCrypto", "BinderGit"], "the import's conversation key and the commit it made (ObjectID)"),
         "KeyCommands.swift": (["BinderCrypto"], "key management: generate, import (nsec, hex, ncryptsec), NIP-49"),
         "KeyPassphraseCommand.swift": (["BinderCrypto"], "key management: the key under a new passphrase (NIP-49)"),
         "KeyStore.swift": (["BinderCrypto"], "key management: the key file (NIP-49) and the public key"),
         "LockCommands.swift": (["BinderCrypto"], "key management: the key cached in the kernel keyring"),
-        "MountCommand.swift": (["BinderCrypto", "BinderGit"], "the daemon's key (SecretKey, SecureBytes) and the repository handle it serves"),
+        "MountCommand.swift": (["BinderCrypto"], "the daemon's key: SecretKey, handed over in SecureBytes"),
         "OpenShareCommand.swift": (["BinderCrypto"], "the payload handed to the daemon in SecureBytes; the share's key passed to the view"),
-        "Reports.swift": (["BinderCrypto", "BinderGit"], "list opens each local binder (GitRepository) and logs in with the user's key"),
-        "ShareBook.swift": (["BinderCrypto", "BinderGit"], "the user's key; the staging repository fetched for --collect"),
-        "ShareCommand.swift": (["BinderCrypto", "BinderGit"], "the user's key; the staging repository made and pushed"),
-        "SyncCommands.swift": (["BinderGit"], "clone makes the bare repository it fetches into"),
+        "Reports.swift": (["BinderCrypto"], "list logs in to the server with the user's key (SecretKey)"),
+        "ShareBook.swift": (["BinderCrypto"], "the user's key (SecretKey) that seals the book's secrets and collects"),
+        "ShareCommand.swift": (["BinderCrypto"], "the user's key (SecretKey) and the binder's conversation key the staging copy is read with"),
     ]
 
     func testOnlyTheFilesInTheTableImportGitOrCrypto() throws {
