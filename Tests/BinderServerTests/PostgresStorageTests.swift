@@ -53,6 +53,22 @@ import Testing
         }
     }
 
+    @Test func aStatementPastItsTimeoutIsCancelledByTheServer() async throws {
+        let location = try PostgresLocation(url: try PostgresCluster.shared().database().url)
+        let storage = try await PostgresStorage.start(location, limits: .init(statementTimeout: .seconds(1)), logger: Self.logger)
+        do {
+            try await storage.perform("a long query") { client in try await client.exec("SELECT pg_sleep(30)", logger: Self.logger) }
+            Issue.record("a 30 s statement ran past a 1 s statement_timeout")
+        } catch {
+            guard case .backend(let operation, let detail) = error else { throw error }
+            #expect(operation == "a long query")
+            #expect(detail.contains("57014"), "\(detail)")   // SQLSTATE query_canceled
+        }
+        // The pool goes on serving.
+        #expect(try await storage.client.rows("SELECT 1", as: Int.self, logger: Self.logger) == [1])
+        await storage.shutdown()
+    }
+
     @Test func eightCreatorsOfOneRefThroughTwoReplicasOneWins() async throws {
         try await Self.withReplicas(2) { replicas in
             let records = replicas.map(PostgresRepositories.init)

@@ -17,7 +17,7 @@ struct PostgresRepositories {
         guard RepositoryID.isValid(id) else { throw .backend(operation: "cannot create the repository", detail: "invalid id") }
         let logger = storage.logger
         let created = try await storage.transaction("cannot create the repository") { connection in
-            try await connection.query("INSERT INTO binder_owners (pubkey) VALUES (\(owner)) ON CONFLICT DO NOTHING", logger: logger)
+            try await connection.exec("INSERT INTO binder_owners (pubkey) VALUES (\(owner)) ON CONFLICT DO NOTHING", logger: logger)
             var rows = 0
             for try await _ in try await connection.query("""
                 INSERT INTO binder_repositories (id, owner) VALUES (\(id), \(owner)) ON CONFLICT DO NOTHING RETURNING 1
@@ -116,7 +116,7 @@ struct PostgresRepositories {
             var rows = 0
             for try await _ in try await connection.query(query, logger: logger).decode(Int.self) { rows += 1 }
             if rows == 1 {
-                try await connection.query("UPDATE binder_repositories SET modified_at = now() WHERE id = \(repository)",
+                try await connection.exec("UPDATE binder_repositories SET modified_at = now() WHERE id = \(repository)",
                                            logger: logger)
             }
             return rows == 1
@@ -142,7 +142,7 @@ struct PostgresRepositories {
     func noteShareEnds(_ repository: String, at time: Int64) async throws(StorageError) {
         let logger = storage.logger
         try await storage.perform("cannot record the share's end") { client in
-            try await client.query("""
+            try await client.exec("""
                 UPDATE binder_repositories SET share_ends = GREATEST(COALESCE(share_ends, \(time)), \(time)) WHERE id = \(repository)
                 """, logger: logger)
         }

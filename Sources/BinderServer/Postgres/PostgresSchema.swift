@@ -107,8 +107,8 @@ enum PostgresSchema {
     /// finds everything applied. Returns the versions this call applied.
     static func migrate(_ client: PostgresClient, logger: Logger) async throws -> [Int] {
         try await client.withTransaction(logger: logger) { connection in
-            try await connection.query("SELECT pg_advisory_xact_lock(\(migrationLock))", logger: logger)
-            try await connection.query("""
+            try await connection.exec("SELECT pg_advisory_xact_lock(\(migrationLock))", logger: logger)
+            try await connection.exec("""
                 CREATE TABLE IF NOT EXISTS binder_schema_migrations (
                     version integer PRIMARY KEY,
                     applied_at timestamptz NOT NULL DEFAULT now())
@@ -124,9 +124,9 @@ enum PostgresSchema {
             var done: [Int] = []
             for migration in migrations where !applied.contains(migration.version) {
                 for statement in migration.statements {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    try await connection.exec(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
-                try await connection.query("INSERT INTO binder_schema_migrations (version) VALUES (\(migration.version))",
+                try await connection.exec("INSERT INTO binder_schema_migrations (version) VALUES (\(migration.version))",
                                            logger: logger)
                 done.append(migration.version)
             }

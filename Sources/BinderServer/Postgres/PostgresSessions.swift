@@ -15,13 +15,13 @@ struct PostgresChallenges: ChallengeStorage {
         let challenge = Hex.encode(randomBytes(32))
         let expiry = now + lifetime, keep = Int64(perClient - 1), logger = storage.logger
         try await storage.transaction("cannot make a challenge") { connection in
-            try await connection.query("DELETE FROM binder_challenges WHERE expires_at <= \(now)", logger: logger)
-            try await connection.query("""
+            try await connection.exec("DELETE FROM binder_challenges WHERE expires_at <= \(now)", logger: logger)
+            try await connection.exec("""
                 DELETE FROM binder_challenges WHERE challenge IN (
                     SELECT challenge FROM binder_challenges WHERE address = \(address)
                     ORDER BY expires_at DESC OFFSET \(keep))
                 """, logger: logger)
-            try await connection.query("""
+            try await connection.exec("""
                 INSERT INTO binder_challenges (challenge, address, expires_at) VALUES (\(challenge), \(address), \(expiry))
                 """, logger: logger)
         }
@@ -49,7 +49,7 @@ struct PostgresScanSessions: ScanSessionStorage {
         let token = "sctk_" + Hex.encode(randomBytes(32))
         let digest = Self.digest(token), expiry = now + lifetime, logger = storage.logger
         try await storage.perform("cannot open a scan session") { client in
-            try await client.query("""
+            try await client.exec("""
                 INSERT INTO binder_scan_sessions (token_digest, repository, owner, expires_at)
                 VALUES (\(digest), \(repoId), \(owner), \(expiry))
                 """, logger: logger)
@@ -156,7 +156,7 @@ struct PostgresRateCounters: RateCounters {
                 """, as: Int.self, logger: logger).first ?? Int.max
             // Rows of windows long past are dropped now and then, by whichever request draws it.
             if Int.random(in: 0..<256) == 0 {
-                try await client.query("""
+                try await client.exec("""
                     DELETE FROM binder_rate_counters
                     WHERE window_start < extract(epoch FROM clock_timestamp())::bigint - 2 * \(window)
                     """, logger: logger)

@@ -143,11 +143,24 @@ final class PostgresStorage: Sendable {
 }
 
 extension PostgresClient {
+    /// Runs `query` to its end, its rows read and dropped: an error the server sends after the
+    /// first row (a statement timeout, say) is thrown here, not lost with an unread sequence.
+    func exec(_ query: PostgresQuery, logger: Logger) async throws {
+        for try await _ in try await self.query(query, logger: logger) {}
+    }
+
     /// The rows of `query` decoded as `Row`, all of them (callers bound the count in SQL).
     func rows<Row: Sendable>(_ query: PostgresQuery, as type: Row.Type, logger: Logger) async throws -> [Row]
         where Row: PostgresDecodable {
         var result: [Row] = []
         for try await row in try await self.query(query, logger: logger).decode(Row.self) { result.append(row) }
         return result
+    }
+}
+
+extension PostgresConnection {
+    /// Runs `query` to its end, its rows read and dropped (see `PostgresClient.exec`).
+    func exec(_ query: PostgresQuery, logger: Logger) async throws {
+        for try await _ in try await self.query(query, logger: logger) {}
     }
 }
