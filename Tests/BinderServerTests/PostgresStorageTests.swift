@@ -138,6 +138,44 @@ import Testing
         }
     }
 
+    @Test func racingCreationsAndPushesThroughTwoReplicasStayWithinTheQuota() async throws {
+        try await Self.withReplicas(2) { replicas in
+            let records = replicas.map(PostgresRepositories.init)
+            let owner = String(repeating: "6", count: 64)
+            // Eight creations at once, three allowed: exactly three pass, whichever replica runs them.
+            let created = await withTaskGroup(of: StorageError?.self) { group in
+                for index in 0..<8 {
+                    group.addTask {
+                        do throws(StorageError) {
+                            try await records[index % 2].create("repo-\(index)", owner: owner, repositoryLimit: 3)
+                            return nil
+                        } catch { return error }
+                    }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(created.filter { $0 == nil }.count == 3)
+            #expect(created.compactMap { $0 }.allSatisfy { $0 == .repositoryQuota(limit: 3) })
+            #expect(try await records[1].usage(owner: owner).repositories == 3)
+            // Eight pushes of 300 bytes at once against 1,000 bytes: three are counted, the rest refused.
+            let repository = try await records[0].ids(owner: owner)[0]
+            let pushed = await withTaskGroup(of: StorageError?.self) { group in
+                for index in 0..<8 {
+                    group.addTask {
+                        do throws(StorageError) {
+                            try await records[index % 2].addBytes(300, to: repository, byteLimit: 1000)
+                            return nil
+                        } catch { return error }
+                    }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(pushed.filter { $0 == nil }.count == 3)
+            #expect(pushed.compactMap { $0 }.allSatisfy { $0 == .storageQuotaUsedUp })
+            #expect(try await records[1].usage(owner: owner) == StorageUsage(repositories: 3, bytes: 900))
+        }
+    }
+
     @Test func aChallengeIssuedByOneReplicaIsConsumedOnceThroughAnother() async throws {
         try await Self.withReplicas(2) { replicas in
             let issuing = PostgresChallenges(storage: replicas[0]), answering = PostgresChallenges(storage: replicas[1])

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import PostgresNIO
 
 /// Repositories, their owners and refs in the database: the part of `RepositoryStorage` and
@@ -12,21 +13,68 @@ import PostgresNIO
 struct PostgresRepositories {
     let storage: PostgresStorage
 
-    /// Records the repository `id` owned by `owner`; `.idTaken` when it exists already.
-    func create(_ id: String, owner: String) async throws(StorageError) {
+    /// Records the repository `id` owned by `owner`: `.idTaken` when it exists already,
+    /// `.repositoryQuota` when `owner` has `repositoryLimit` already. The count is taken with
+    /// the owner's row locked, so of two creations racing through two replicas only those
+    /// within the quota pass (the push's transaction calls the same steps, `createRow`).
+    func create(_ id: String, owner: String, repositoryLimit: Int = .max) async throws(StorageError) {
         guard RepositoryID.isValid(id) else { throw .backend(operation: "cannot create the repository", detail: "invalid id") }
         let logger = storage.logger
-        let created = try await storage.transaction("cannot create the repository") { connection in
-            try await connection.exec("INSERT INTO binder_owners (pubkey) VALUES (\(owner)) ON CONFLICT DO NOTHING", logger: logger)
-            var rows = 0
-            for try await _ in try await connection.query("""
-                INSERT INTO binder_repositories (id, owner) VALUES (\(id), \(owner)) ON CONFLICT DO NOTHING RETURNING 1
-                """, logger: logger).decode(Int.self) {
-                rows += 1
-            }
-            return rows == 1
+        try await storage.transaction("cannot create the repository") { connection in
+            try await Self.createRow(id, owner: owner, repositoryLimit: repositoryLimit, on: connection, logger: logger)
         }
-        guard created else { throw .idTaken(id) }
+    }
+
+    /// `create`'s steps inside the caller's transaction.
+    static func createRow(_ id: String, owner: String, repositoryLimit: Int, on connection: PostgresConnection,
+                          logger: Logger) async throws {
+        try await lockOwner(owner, on: connection, logger: logger)
+        var owned = 0
+        for try await count in try await connection.query("SELECT count(*) FROM binder_repositories WHERE owner = \(owner)",
+                                                          logger: logger).decode(Int.self) {
+            owned = count
+        }
+        guard owned < repositoryLimit else { throw StorageError.repositoryQuota(limit: repositoryLimit) }
+        var rows = 0
+        for try await _ in try await connection.query("""
+            INSERT INTO binder_repositories (id, owner) VALUES (\(id), \(owner)) ON CONFLICT DO NOTHING RETURNING 1
+            """, logger: logger).decode(Int.self) {
+            rows += 1
+        }
+        guard rows == 1 else { throw StorageError.idTaken(id) }
+    }
+
+    /// Makes `owner`'s row if missing and locks it until the transaction ends: the quota checks
+    /// of one owner's pushes take turns, whichever replica runs them.
+    static func lockOwner(_ owner: String, on connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.exec("INSERT INTO binder_owners (pubkey) VALUES (\(owner)) ON CONFLICT DO NOTHING", logger: logger)
+        try await connection.exec("SELECT 1 FROM binder_owners WHERE pubkey = \(owner) FOR UPDATE", logger: logger)
+    }
+
+    /// Counts `bytes` more against `repository`'s owner: `.storageQuotaUsedUp` (and nothing
+    /// counted) when the owner's repositories would take more than `byteLimit`. Checked with
+    /// the owner's row locked, as a push's objects will be inside its transaction.
+    func addBytes(_ bytes: Int64, to repository: String, byteLimit: Int64) async throws(StorageError) {
+        let logger = storage.logger
+        try await storage.transaction("cannot count the repository's bytes") { connection in
+            var owner: String?
+            for try await found in try await connection.query("SELECT owner FROM binder_repositories WHERE id = \(repository)",
+                                                              logger: logger).decode(String.self) {
+                owner = found
+            }
+            guard let owner else { throw StorageError.backend(operation: "cannot count the repository's bytes", detail: "no such repository") }
+            try await Self.lockOwner(owner, on: connection, logger: logger)
+            var used: Int64 = 0
+            for try await sum in try await connection.query("""
+                SELECT COALESCE(sum(bytes), 0)::bigint FROM binder_repositories WHERE owner = \(owner)
+                """, logger: logger).decode(Int64.self) {
+                used = sum
+            }
+            guard used <= byteLimit - bytes else { throw StorageError.storageQuotaUsedUp }
+            try await connection.exec("""
+                UPDATE binder_repositories SET bytes = bytes + \(bytes), modified_at = now() WHERE id = \(repository)
+                """, logger: logger)
+        }
     }
 
     /// The owner of `id`; nil when there is no such repository.
