@@ -80,7 +80,7 @@ struct ServeCommand: ParsableCommand {
         if chmod(root, 0o700) != 0 && errno != ENOENT { throw CommandFailure("--repos \(root): cannot make it private: \(String(cString: strerror(errno)))") }
         let database: PostgresLocation?
         do { database = try PostgresLocation.configured(urlFile: databaseURLFile, environment: ProcessInfo.processInfo.environment) } catch {
-            throw CommandFailure("the database: \(error)")
+            throw CommandFailure("\(error)")
         }
         // Read once: the git processes the server spawns get a copy of the environment.
         unsetenv("BINDER_DATABASE_URL")
