@@ -100,26 +100,26 @@ struct MountCommand: ParsableCommand {
         }
         let state = StateDirectory()
         let mountpoint = URL(fileURLWithPath: self.mountpoint).standardizedFileURL.path
-        let (repository, path) = try BinderLocator(state: state).open(binder)
-        let name = BinderLocator.displayName(path)
+        let local = try BinderLocator(state: state).binder(binder)
+        let name = BinderLocator.displayName(local.path)
         try state.ensureExists()
         try FileManager.default.createDirectory(atPath: state.logsDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         let logPath = state.logPath(name)
 
         if daemonChild {
-            return try runDaemonChild(repository: repository, path: path, name: name, mountpoint: mountpoint, cacheBytes: cacheBytes,
+            return try runDaemonChild(local, name: name, mountpoint: mountpoint, cacheBytes: cacheBytes,
                                       logPath: logPath)
         }
-        let writerLock = try prepareToMount(repository, path: path, name: name, mountpoint: mountpoint, logPath: logPath)
-        let (key, conversationKey) = try unlock(repository, path: path, state: state)
+        let writerLock = try prepareToMount(local, name: name, mountpoint: mountpoint, logPath: logPath)
+        let (key, conversationKey) = try unlock(local, state: state)
         if foreground {
-            return try runForeground(repository: repository, path: path, name: name, mountpoint: mountpoint, key: key,
+            return try runForeground(local, name: name, mountpoint: mountpoint, key: key,
                                      conversationKey: conversationKey, cacheBytes: cacheBytes, state: state, logPath: logPath,
                                      writerLock: writerLock)
         }
         let progress = ProgressLine()
-        let firstMount = FirstMountListing.isDue(gitDirectory: repository.gitDirectory, line: progress)
+        let firstMount = FirstMountListing.isDue(gitDirectory: local.gitDirectory, line: progress)
         try spawnDaemon(key: key, logPath: logPath, mountpoint: mountpoint, writerLock: writerLock)
         printInfo("Mounted \(name) at \(mountpoint)" + (idleSeconds.map { " (locks after \(formatDuration($0)) idle)" } ?? ""))
         printInfo("Unmount with: binder unmount \(mountpoint)   (log: \(logPath))")
@@ -128,15 +128,15 @@ struct MountCommand: ParsableCommand {
 
     /// Checks that the mountpoint and the repository may be mounted, and takes the binder's
     /// writer lock (removing git locks a dead process left).
-    private func prepareToMount(_ repository: LocalBinder.Repository, path: String, name: String, mountpoint: String,
+    private func prepareToMount(_ local: LocalBinder, name: String, mountpoint: String,
                                 logPath: String) throws -> WriterLock? {
         try prepareMountpoint(mountpoint)
         if !force {
-            do { try BinderCreator.checkLooksLikeBinder(repository) } catch let error as BinderCreator.NotABinder {
-                throw notABinder(path, error)
-            } catch { throw CommandFailure("cannot mount \(path): \(error)") }
+            do { try BinderCreator.checkLooksLikeBinder(local.repository) } catch let error as BinderCreator.NotABinder {
+                throw notABinder(local.path, error)
+            } catch { throw CommandFailure("cannot mount \(local.path): \(error)") }
         }
-        let writerLock = try takeWriterLock(repository, name: name, path: path)
+        let writerLock = try takeWriterLock(local, name: name)
         if !force && !mountOptions.nonempty { try checkEmpty(mountpoint) }
         // Named as the holder at once; the daemon adds its own pid and control socket when ready.
         writerLock?.record(WriterLock.Holder(pid: getpid(), command: "mount", mountpoint: mountpoint))
@@ -144,18 +144,18 @@ struct MountCommand: ParsableCommand {
             // The writer lock is held: no binder process is in the middle of a git update, so a
             // git lock file nobody has open was left by a process that died.
             let logger = FileLogHandler.logger(label: "binder.mount", path: logPath, echo: false)
-            for lock in GitLockFiles.removeStale(gitDirectory: repository.gitDirectory) {
+            for lock in GitLockFiles.removeStale(gitDirectory: local.gitDirectory) {
                 logger.warning("removed a stale git lock", metadata: ["file": "\(lock.name)"])
                 printOut("Removed a stale git lock left by a process that stopped: \(lock)")
             }
             // Likewise a pack nobody is writing that never reached its name (a fold cut off by
             // an unmount or a kill): nothing else would ever remove it.
-            let temporary = GitTemporaryPacks.removeStale(gitDirectory: repository.gitDirectory)
+            let temporary = GitTemporaryPacks.removeStale(gitDirectory: local.gitDirectory)
             if !temporary.names.isEmpty {
                 logger.info("removed unfinished pack files", metadata: ["files": "\(temporary.names.count)", "bytes": "\(temporary.bytes)"])
             }
             // A loose object cut short would hang libgit2 (RepositoryCare): out of its sight first.
-            for object in RepositoryCare.moveDamagedObjectsAside(gitDirectory: repository.gitDirectory) {
+            for object in RepositoryCare.moveDamagedObjectsAside(gitDirectory: local.gitDirectory) {
                 logger.warning("a damaged git object was moved aside (files that need it read as errors)", metadata: ["object": "\(object)"])
                 printOut("Moved aside a damaged git object, objects/\(object) (kept in binder/damaged-objects; files that need it cannot be read)")
             }
@@ -164,30 +164,30 @@ struct MountCommand: ParsableCommand {
     }
 
     /// The user's key, and the binder's conversation key, checked against the binder.
-    private func unlock(_ repository: LocalBinder.Repository, path: String, state: StateDirectory) throws -> (SecretKey, NIP44.ConversationKey) {
+    private func unlock(_ local: LocalBinder, state: StateDirectory) throws -> (SecretKey, NIP44.ConversationKey) {
         if case .file(let file) = passphraseSource {
             printDetail("key: from the kernel keyring if unlocked, else with the passphrase in \(file)")
         }
         let key = try KeyStore(state: state).secretKey(passphrase: passphraseSource)
         let conversationKey = try BinderKey.conversationKey(owner: key)
-        do { try BinderCreator.checkIsBinder(repository, key: conversationKey) } catch let error as BinderCreator.NotABinder {
-            if !force { throw notABinder(path, error) }
+        do { try BinderCreator.checkIsBinder(local.repository, key: conversationKey) } catch let error as BinderCreator.NotABinder {
+            if !force { throw notABinder(local.path, error) }
         } catch {
-            throw CommandFailure("cannot mount \(path): \(error)")
+            throw CommandFailure("cannot mount \(local.path): \(error)")
         }
         return (key, conversationKey)
     }
 
     /// `--foreground`: mounts in this process and serves until unmounted.
-    private func runForeground(repository: LocalBinder.Repository, path: String, name: String, mountpoint: String, key: SecretKey,
+    private func runForeground(_ local: LocalBinder, name: String, mountpoint: String, key: SecretKey,
                                conversationKey: NIP44.ConversationKey, cacheBytes: Int, state: StateDirectory, logPath: String,
                                writerLock: WriterLock?) throws {
         let logger = FileLogHandler.logger(label: "binder.mount", path: logPath, echo: true, notify: notifyTitle(name))
-        let (mount, view) = try makeMount(repository: repository, key: conversationKey, name: name, mountpoint: mountpoint,
+        let (mount, view) = try makeMount(repository: local.repository, key: conversationKey, name: name, mountpoint: mountpoint,
                                           cacheBytes: cacheBytes, logger: logger)
         try mountOrFail(mount, mountpoint: mountpoint)
-        logger.info("mounted", metadata: ["binder": "\(path)", "mountpoint": "\(mountpoint)"])
-        let status = serve(mount, view: view, repository: repository, path: path, mountpoint: mountpoint, key: key,
+        logger.info("mounted", metadata: ["binder": "\(local.path)", "mountpoint": "\(mountpoint)"])
+        let status = serve(mount, view: view, binder: local, mountpoint: mountpoint, key: key,
                            state: state, writerLock: writerLock, logger: logger) {
             if !Verbosity.isQuiet { printErr("Mounted \(name) at \(mountpoint). Press Ctrl-C to unmount.") }
         }
@@ -250,16 +250,16 @@ struct MountCommand: ParsableCommand {
 
     /// The binder's writer lock, or the refusal naming who holds it. A read-only mount of a
     /// binder on a read-only disk (nothing can write it) goes without.
-    private func takeWriterLock(_ repository: LocalBinder.Repository, name: String, path: String) throws -> WriterLock? {
+    private func takeWriterLock(_ local: LocalBinder, name: String) throws -> WriterLock? {
         do {
-            return try WriterLock.acquire(gitDirectory: repository.gitDirectory)
+            return try WriterLock.acquire(gitDirectory: local.gitDirectory)
         } catch .held(let holder) {
             throw CommandFailure("\(name) is already \(holder): a binder has one writer at a time"
                                  + (holder.mountpoint == nil ? "; try again when it has finished" : "; unmount it first"))
         } catch .system(_, let code) where isReadOnly && code == EROFS {
             return nil
         } catch {
-            throw CommandFailure("cannot mount \(path): \(error)")
+            throw CommandFailure("cannot mount \(local.path): \(error)")
         }
     }
 
@@ -286,7 +286,7 @@ struct MountCommand: ParsableCommand {
 
     /// The detached daemon: key from fd 3, readiness (or the reason it failed) on fd 4, the
     /// writer lock its launcher took on `--writer-lock-fd`.
-    private func runDaemonChild(repository: LocalBinder.Repository, path: String, name: String, mountpoint: String, cacheBytes: Int,
+    private func runDaemonChild(_ local: LocalBinder, name: String, mountpoint: String, cacheBytes: Int,
                                 logPath: String) throws {
         let logger = FileLogHandler.logger(label: "binder.mount", path: logPath, echo: false, notify: notifyTitle(name))
         let report = DaemonProcess.report
@@ -302,15 +302,15 @@ struct MountCommand: ParsableCommand {
         do {
             var writerLock: WriterLock?
             if let writerLockFD {
-                do { writerLock = try WriterLock.inherited(fd: writerLockFD, gitDirectory: repository.gitDirectory) } catch {
+                do { writerLock = try WriterLock.inherited(fd: writerLockFD, gitDirectory: local.gitDirectory) } catch {
                     throw CommandFailure("the mount daemon did not get the binder's writer lock: \(error)")
                 }
             }
-            let (mount, view) = try makeMount(repository: repository, key: BinderKey.conversationKey(owner: key), name: name,
+            let (mount, view) = try makeMount(repository: local.repository, key: BinderKey.conversationKey(owner: key), name: name,
                                               mountpoint: mountpoint, cacheBytes: cacheBytes, logger: logger)
             try mountOrFail(mount, mountpoint: mountpoint)
             logger.info("mounted", metadata: ["mountpoint": "\(mountpoint)", "pid": "\(getpid())"])
-            _ = serve(mount, view: view, repository: repository, path: path, mountpoint: mountpoint, key: key,
+            _ = serve(mount, view: view, binder: local, mountpoint: mountpoint, key: key,
                       state: StateDirectory(), writerLock: writerLock, logger: logger) { report(.ready) }
         } catch let failure as CommandFailure {
             logger.error("mount failed: \(failure.message)")
@@ -322,12 +322,12 @@ struct MountCommand: ParsableCommand {
     /// Serves a mounted binder until it is unmounted: its shares' notes, background sync, the
     /// idle locker and the control socket around the FUSE loop (the same for `--foreground` and
     /// the daemon; `ready` says so to whoever waits). Returns the loop's status.
-    private func serve(_ mount: FUSEMount, view: BinderView, repository: LocalBinder.Repository, path: String, mountpoint: String,
+    private func serve(_ mount: FUSEMount, view: BinderView, binder local: LocalBinder, mountpoint: String,
                        key: SecretKey, state: StateDirectory, writerLock: WriterLock?, logger: Logger,
                        ready: () -> Void) -> Int32 {
-        let shares = MountShares(key: key, binderPath: path, view: view, state: state,
+        let shares = MountShares(key: key, binderPath: local.path, view: view, state: state,
                                  interval: max(1, syncInterval), logger: logger)
-        let sync = startSync(view: view, repository: repository, path: path, key: key, shares: shares, state: state, logger: logger)
+        let sync = startSync(view: view, binder: local, key: key, shares: shares, state: state, logger: logger)
         let locker = MountLocker(activity: mount.activity, mountpoint: mountpoint, idleSeconds: idleSeconds, logger: logger)
         let control = startControl(sync: sync, shares: shares, locker: locker, state: state, logger: logger)
         writerLock?.record(WriterLock.Holder(pid: getpid(), command: "mount", mountpoint: mountpoint, control: control?.path))
@@ -355,7 +355,7 @@ struct MountCommand: ParsableCommand {
     /// sync`), else from the moment `binder sync` names one through the control channel. The
     /// view is served meanwhile; the first pull starts now. Each pass first brings home the
     /// doctor's notes of the binder's active shares (`MountShares`).
-    private func startSync(view: BinderView, repository: LocalBinder.Repository, path: String, key: SecretKey, shares: MountShares,
+    private func startSync(view: BinderView, binder local: LocalBinder, key: SecretKey, shares: MountShares,
                            state: StateDirectory, logger: Logger) -> MountSync {
         func off(_ reason: String) -> MountSync {
             view.setSyncHooks(onCommit: nil, status: { "sync: off (\(reason))\n" })
@@ -365,12 +365,12 @@ struct MountCommand: ParsableCommand {
         let author = commitAuthor(), accounts = Accounts(path: state.accountsFile)
         do {
             let scheduler = try SyncScheduler(
-                view: view, repositoryPath: path,
+                view: view, repositoryPath: local.path,
                 options: .init(pollInterval: max(1, syncInterval), maxBackoff: max(1, syncMaxBackoff)), logger: logger,
                 beforePass: { shares.pass() },
                 makeEngine: { target in
                     let session = ServerSession(client: try ServerClient(server: target.server), key: key, accounts: accounts)
-                    return try SyncEngine(repositoryPath: path, key: BinderKey.conversationKey(owner: key), session: session,
+                    return try SyncEngine(repositoryPath: local.path, key: BinderKey.conversationKey(owner: key), session: session,
                                           target: target, author: author, logger: logger)
                 })
             Task { await scheduler.start() }

@@ -172,18 +172,19 @@ struct StatusReport {
     /// What a running mount of the binder says of its own sync; nil when it is not mounted.
     var mount: MountSyncReport?
 
-    static func gather(_ repository: LocalBinder.Repository, path: String, state: StateDirectory) -> StatusReport {
+    static func gather(_ binder: LocalBinder, state: StateDirectory) -> StatusReport {
+        let repository = binder.repository, path = binder.path
         let name = BinderLocator.displayName(path)
         let logPath = state.logPath(name)
         let hasLog = FileManager.default.fileExists(atPath: logPath)
         let target = SyncTarget.read(repository)
-        return StatusReport(path: path, name: name, mounts: WriterLock.mountPoints(gitDirectory: repository.gitDirectory),
+        return StatusReport(path: path, name: name, mounts: WriterLock.mountPoints(gitDirectory: binder.gitDirectory),
                             logPath: logPath, hasLog: hasLog,
                             lastLoggedError: hasLog ? StatusCommand.lastError(inLog: logPath) : nil,
                             target: target, record: target == nil ? SyncRecord() : SyncRecord.load(repository),
                             pendingCommits: SyncRecord.pendingCommits(repository),
                             openConflicts: ConflictNames.openConflicts(BinderHistory(repository).tipPaths()),
-                            mount: WriterLock.mountControl(gitDirectory: repository.gitDirectory).map { MountSyncReport.ask(control: $0.control, holder: $0.holder) })
+                            mount: WriterLock.mountControl(gitDirectory: binder.gitDirectory).map { MountSyncReport.ask(control: $0.control, holder: $0.holder) })
     }
 
     func printText() {

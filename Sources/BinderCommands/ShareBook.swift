@@ -80,7 +80,7 @@ struct ShareBook: Sendable {
     /// Brings the doctor's new notes into `binder`, the share's binder (StagingCopy,
     /// DoctorNotes): the paths written. The caller is the binder's writer (holds its writer
     /// lock, or is its mount); the commit is a compare-and-swap on `main` all the same.
-    func collect(_ share: Share, into binder: LocalBinder.Repository, accounts: Accounts, state: StateDirectory) throws -> [String] {
+    func collect(_ share: Share, into binder: LocalBinder, accounts: Accounts, state: StateDirectory) throws -> [String] {
         guard let secrets = share.secrets else { throw CommandFailure("share \(share.record.id) was made with another key") }
         let record = share.record
         // Kept between collections (only ciphertext under the throwaway key): each fetch brings
@@ -104,7 +104,7 @@ struct ShareBook: Sendable {
             guard let tip, let since = LocalBinder.CommitID(hex: record.collected ?? record.snapshot), tip != since else { return [] }
             let throwaway = try ShareKey(hex: secrets.ephemeralPrivkey)
             let written = try DoctorNotes.collect(from: staging, since: since, tip: tip, throwaway: throwaway.conversationKey,
-                                                  into: binder, key: BinderKey.conversationKey(owner: key), author: commitAuthor())
+                                                  into: binder.repository, key: BinderKey.conversationKey(owner: key), author: commitAuthor())
             try update { records in
                 for index in records.indices where records[index].id == record.id { records[index].collected = tip.hex }
             }
@@ -255,8 +255,8 @@ final class MountShares: Sendable {
     }
 
     private func collectLocked(_ share: ShareBook.Share) throws -> [String] {
-        let binder: LocalBinder.Repository
-        do { binder = try LocalBinder.open(path: binderPath).repository } catch { throw CommandFailure("cannot open \(binderPath): \(error)") }
+        let binder: LocalBinder
+        do { binder = try LocalBinder.open(path: binderPath) } catch { throw CommandFailure("cannot open \(binderPath): \(error)") }
         let written = try book.collect(share, into: binder, accounts: accounts, state: state)
         if !written.isEmpty { _ = try view.adoptBranchTip() }
         return written

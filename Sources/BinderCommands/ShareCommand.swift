@@ -209,8 +209,8 @@ struct ShareCommand: ParsableCommand {
     /// the writer lock and the view), else here under the writer lock.
     private func collectAsWriter(_ share: ShareBook.Share, book: ShareBook, accounts: Accounts, state: StateDirectory) throws -> [String] {
         let record = share.record
-        let binder: LocalBinder.Repository
-        do { binder = try LocalBinder.open(path: record.binder).repository } catch {
+        let binder: LocalBinder
+        do { binder = try LocalBinder.open(path: record.binder) } catch {
             throw CommandFailure("the binder of share \(record.id) is gone (\(record.binder))")
         }
         let name = BinderLocator.displayName(record.binder)

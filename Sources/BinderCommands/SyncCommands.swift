@@ -232,7 +232,8 @@ struct SyncCommand: ParsableCommand {
 
     func run() throws {
         let state = StateDirectory()
-        let (repository, path) = try BinderLocator(state: state).open(try defaultBinder(binder, state: state))
+        let local = try BinderLocator(state: state).binder(try defaultBinder(binder, state: state))
+        let repository = local.repository, path = local.path
         let accounts = Accounts(path: state.accountsFile)
         let key = try KeyStore(state: state).secretKey(passphrase: passphrase.source)
         let conversationKey = try BinderKey.conversationKey(owner: key)
@@ -263,7 +264,7 @@ struct SyncCommand: ParsableCommand {
         // One writer per binder: a mounted binder is synced by its mount (the command asks it);
         // otherwise this command holds the writer lock while it syncs.
         let writerLock: WriterLock
-        do { writerLock = try WriterLock.acquire(gitDirectory: repository.gitDirectory) } catch .held(let holder) {
+        do { writerLock = try WriterLock.acquire(gitDirectory: local.gitDirectory) } catch .held(let holder) {
             return try syncThroughMount(holder, path: path, configured: configured, chosen: chosen)
         } catch {
             throw CommandFailure("cannot sync \(path): \(error)")
@@ -342,8 +343,7 @@ struct StatusCommand: ParsableCommand {
 
     func run() throws {
         let state = StateDirectory()
-        let (repository, path) = try BinderLocator(state: state).open(try defaultBinder(binder, state: state))
-        let report = StatusReport.gather(repository, path: path, state: state)
+        let report = StatusReport.gather(try BinderLocator(state: state).binder(try defaultBinder(binder, state: state)), state: state)
         if json { try report.printJSON() } else { report.printTextWithMount() }
     }
 }
