@@ -172,6 +172,11 @@ public struct GitHistory: Sendable {
     /// The repository whose handle this owner uses, under its lock.
     let repository: GitRepository
 
+    /// Commits a walk reads between two drops of its packs' caches (`dropPackCachesLocked`,
+    /// on a walker with packs of its own): the caches then stay a few MiB, and the walk keeps
+    /// most of what they save it (a tree's delta chain runs through the commits just before).
+    static let commitsPerCacheDrop = 512
+
     /// The first-parent history of `branch`, newest first, at most `limit`
     /// commits; empty when the branch does not exist.
     public func log(branch: String = "main", limit: Int = Int.max) throws(GitError) -> [CommitInfo] {
@@ -248,7 +253,8 @@ public struct GitHistory: Sendable {
             let commits: [ObjectID]
             if let line { commits = line } else { commits = try walkLocked(from: tip) }
             var versions: [PathVersion] = []
-            for id in commits {
+            for (walked, id) in commits.enumerated() {
+                if walked > 0 && walked % Self.commitsPerCacheDrop == 0 { repository.dropPackCachesLocked() }
                 guard let current = try blob(id) else { continue }
                 let commit = try repository.objects.lookupCommitLocked(id)
                 let parents = (0..<git_commit_parentcount(commit.pointer)).map { ObjectID(git_commit_parent_id(commit.pointer, $0)) }
@@ -282,7 +288,8 @@ public struct GitHistory: Sendable {
             var newest: [DeletedFile] = []
             var seen = Set<String>()
             var trees = RecentTrees()
-            for id in commits {
+            for (walked, id) in commits.enumerated() {
+                if walked > 0 && walked % Self.commitsPerCacheDrop == 0 { repository.dropPackCachesLocked() }
                 let commit = try repository.objects.lookupCommitLocked(id)
                 let tree = ObjectID(git_commit_tree_id(commit.pointer))
                 for index in 0..<git_commit_parentcount(commit.pointer) {

@@ -74,4 +74,29 @@ final class WalkerPackTests: XCTestCase {
         XCTAssertEqual(try view.history.commits(from: tip).count, 40)
         XCTAssertEqual(try mappings(of: index), 2, "the walker's new database has packs of its own too")
     }
+
+    /// A walk longer than `commitsPerCacheDrop` drops its packs' caches on the way (a fresh
+    /// database of its own, mid-walk) and answers what an ordinary instance answers.
+    func testAWalkPastTheCacheDropAnswersTheSame() throws {
+        let tmp = try TemporaryDirectory()
+        let path = tmp.sub("r.git")
+        let repo = try GitRepository.create(path: path, bare: true)
+        var parent: ObjectID?
+        let commits = GitHistory.commitsPerCacheDrop * 2 + 100
+        for i in 0..<commits {
+            let blob = try repo.objects.writeBlob(Array("{\"value\":\"v\(i)\"}\n".utf8))
+            var changes: [TreeChange] = [.write(path: "notes/n\(i % 50).json", blob: blob), .write(path: "visits/record.json", blob: blob)]
+            if i % 97 == 0, i > 0 { changes.append(.delete(path: "notes/n\((i - 1) % 50).json")) }
+            parent = try repo.commits.commitChanges(onto: parent, changes: changes, message: "Save \(i)",
+                                                    author: Signature(name: "T", email: "t@example.com"))
+        }
+        _ = try git("repack", "-a", "-d", "-q", in: path)
+        let tip = try XCTUnwrap(parent)
+        let ordinary = try GitRepository.open(path: path)
+        let walker = try GitRepository.openForWalk(path: path)
+        XCTAssertEqual(try walker.history.removals(from: tip).deleted, try ordinary.history.removals(from: tip).deleted)
+        let versions = try walker.history.versions(of: "visits/record.json", from: tip)
+        XCTAssertEqual(versions.count, commits)
+        XCTAssertEqual(versions.map(\.blob), try ordinary.history.versions(of: "visits/record.json", from: tip).map(\.blob))
+    }
 }
