@@ -31,6 +31,8 @@ let package = Package(
         .package(url: "https://github.com/JohnSundell/Ink", from: "0.6.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
+        // `binder serve --database`: the server's state in PostgreSQL (issue 42).
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
@@ -71,7 +73,8 @@ let package = Package(
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
         ]),
         // `binder serve`: the same protocol, self-hosted (Hummingbird for HTTP; git's own
-        // upload/receive-pack; CompressNIO inflates gzip request bodies within a limit).
+        // upload/receive-pack; CompressNIO inflates gzip request bodies within a limit;
+        // PostgresNIO for the database store).
         .target(name: "BinderServer", dependencies: [
             "BinderCrypto", "BinderGit", "BinderSystem",
             .product(name: "Logging", package: "swift-log"),
@@ -80,6 +83,7 @@ let package = Package(
             .product(name: "CompressNIO", package: "compress-nio"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+            .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
         // `binder export`: PDF (Pango over Cairo), one-file HTML (Ink), a FHIR R4 document Bundle.
         .target(name: "BinderExport", dependencies: [
