@@ -114,7 +114,7 @@ let package = Package(
                                                          .product(name: "Logging", package: "swift-log"),
                                                          .product(name: "SystemPackage", package: "swift-system"),
                                                          .product(name: "PropertyBased", package: "swift-property-based")]),
-        .testTarget(name: "BinderGitTests", dependencies: ["BinderGit"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "BinderGitTests", dependencies: ["BinderGit", "BinderSystem"], resources: [.copy("Fixtures")]),
         .testTarget(name: "BinderExportTests", dependencies: ["BinderExport", "BinderFormat"]),
         // The sync client against an in-process server (no mount): BinderServer's app, driven on loopback.
         .testTarget(name: "BinderSyncTests", dependencies: ["BinderSync", "BinderServer", "BinderCrypto", "BinderGit",

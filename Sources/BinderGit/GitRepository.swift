@@ -83,13 +83,18 @@ public final class GitRepository: @unchecked Sendable {
     /// Whether this instance reads packs of its own rather than those every instance of the
     /// process shares (`openForWalk`). Immutable after init.
     let ownsPacks: Bool
+    /// How many object databases with packs of its own this instance opened (`ownsPacks`): a
+    /// new one must name its packs otherwise than the one it replaces, which is still open
+    /// while it is made (libgit2 would hand it the same packs, caches and all), so the names
+    /// alternate between `objects/.` and `objects/./.`. Guarded by `lock`.
+    private var ownDatabasesOpened = 1
 
     private init(_ repo: RepositoryHandle, ownPacks: Bool = false) throws(GitError) {
         let gitDirectory = Self.trimmedPath(git_repository_path(repo.pointer))
         if ownPacks {
             // Given before anything asks for the repository's database (libgit2 makes its
             // default one, with the shared packs, at the first such request).
-            let own = try Self.databaseWithOwnPacks(gitDirectory: gitDirectory)
+            let own = try Self.databaseWithOwnPacks(gitDirectory: gitDirectory, spelling: 0)
             try check(git_repository_set_odb(repo.pointer, own.pointer), "open object database")
         }
         var odbPointer: OpaquePointer?
@@ -135,12 +140,12 @@ public final class GitRepository: @unchecked Sendable {
     /// (its packs first, then its loose objects), whose packs no other instance shares (see
     /// `openForWalk`). The database owns both backends once added. (Adding fails only when out
     /// of memory; the backend then leaks, as in `GitPacks.packsDatabase`.)
-    private static func databaseWithOwnPacks(gitDirectory: String) throws(GitError) -> OdbHandle {
+    private static func databaseWithOwnPacks(gitDirectory: String, spelling: Int) throws(GitError) -> OdbHandle {
         var odbPointer: OpaquePointer?
         try check(git_odb_new(&odbPointer), "open object database")
         let odb = OdbHandle(odbPointer!)
         var packs: OpaquePointer?
-        try check(git_odb_backend_pack(&packs, gitDirectory + "/objects/."), "open packs")
+        try check(git_odb_backend_pack(&packs, gitDirectory + (spelling % 2 == 0 ? "/objects/." : "/objects/./.")), "open packs")
         // libgit2's own priorities: packs (2) are searched before loose objects (1).
         try check(git_odb_add_backend(odb.pointer, packs, 2), "open packs")
         var loose: OpaquePointer?
@@ -198,7 +203,7 @@ public final class GitRepository: @unchecked Sendable {
     private func forgetRemovedPacksLocked() {
         let removals = Self.packRemovals.load(ordering: .acquiring)
         guard removals != packRemovalsSeen else { return }
-        guard let replacement = ownsPacks ? try? Self.databaseWithOwnPacks(gitDirectory: gitDirectory) : sharedDatabase() else { return }
+        guard let replacement = ownsPacks ? nextDatabaseWithOwnPacksLocked() : sharedDatabase() else { return }
         guard git_repository_set_odb(repo.pointer, replacement.pointer) == 0 else { return }
         // Freeing the old databases unmaps the packs removed and empties their object caches:
         // 4-10 ms after a fold at 10,000 records, which the save that came first waited for
@@ -217,11 +222,19 @@ public final class GitRepository: @unchecked Sendable {
     /// daemon's peak. A walk calls this every `GitHistory.commitsPerCacheDrop` commits. Lock
     /// held; nothing for an instance whose packs are shared (others may be using them).
     func dropPackCachesLocked() {
-        guard ownsPacks, let fresh = try? Self.databaseWithOwnPacks(gitDirectory: gitDirectory),
+        guard ownsPacks, let fresh = nextDatabaseWithOwnPacksLocked(),
               git_repository_set_odb(repo.pointer, fresh.pointer) == 0 else { return }
         // Freed here, not on `replacedDatabases`: no other instance reads these packs.
         odb = fresh
         commitStaging = nil
+    }
+
+    /// A new object database with packs of its own, named otherwise than the one in use (see
+    /// `ownDatabasesOpened`); nil when it cannot be opened now. Lock held.
+    private func nextDatabaseWithOwnPacksLocked() -> OdbHandle? {
+        guard let fresh = try? Self.databaseWithOwnPacks(gitDirectory: gitDirectory, spelling: ownDatabasesOpened) else { return nil }
+        ownDatabasesOpened += 1
+        return fresh
     }
 
     /// A fresh object database of this repository as `open` makes it (the process's shared

@@ -20,4 +20,8 @@ public enum Allocator {
     public static func tuneForDaemon() -> Bool {
         binder_malloc_tune(Int32(mmapThreshold), Int32(arenaLimit)) == 0
     }
+
+    /// The bytes the C allocator has handed out and not had back (glibc's `mallinfo2`), for
+    /// tests and measurements of what a part of the program keeps (libgit2's caches among them).
+    public static var heapBytesInUse: Int { Int(binder_heap_bytes_in_use()) }
 }

@@ -33,6 +33,8 @@ int binder_malloc_tune(int mmap_threshold, int arena_max) {
     return (a == 1 && b == 1) ? 0 : -1;
 }
 
+size_t binder_heap_bytes_in_use(void) { return mallinfo2().uordblks; }
+
 int binder_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 
 short binder_posix_spawn_setsid(void) { return POSIX_SPAWN_SETSID; }

@@ -10,6 +10,9 @@ int binder_set_nondumpable(void);
 /* mallopt(M_MMAP_THRESHOLD) and mallopt(M_ARENA_MAX) (mallopt's constants are macros); 0 when
    both were taken, -1 otherwise. */
 int binder_malloc_tune(int mmap_threshold, int arena_max);
+/* The bytes the C allocator has handed out and not had back (mallinfo2's uordblks, without its
+   struct): for tests and measurements of what a part of the program keeps. */
+size_t binder_heap_bytes_in_use(void);
 /* Drops from this process's page tables the pages of its code (private, executable mappings
    of files that hold no private copy): they stay in the page cache, and come back at the next
    touch. The bytes of the mappings so released, or -1 when /proc/self/smaps cannot be read. */
