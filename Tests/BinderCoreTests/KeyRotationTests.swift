@@ -261,7 +261,24 @@ final class KeyRotationTests: XCTestCase {
             }
             XCTAssertNil(try GitRepository.open(path: destination).refs.branchTip())
         }
-        let binder = try LocalBinder.open(path: directory.appendingPathComponent("old").path)
+        try FileManager.default.removeItem(at: directory)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let binder = try makeBinder()
+        // A crafted commit: a submodule at the root.
+        let repository = binder.repository
+        let tip = try XCTUnwrap(try repository.refs.branchTip())
+        let root = try repository.commits.commit(tip).tree
+        let crafted = try repository.trees.writeTree(try repository.trees.folderEntries(tree: root, path: "")
+            + [FolderEntry(name: "vendor", mode: 0o160000, id: tip)])
+        let craftedCommit = try repository.commits.writeCommit(tree: crafted, parents: [tip], author: author(1_700_001_000),
+                                                               committer: author(1_700_001_000), message: "crafted\n")
+        try repository.refs.setReference("refs/heads/main", to: craftedCommit, expected: tip, message: "test")
+        let elsewhere = directory.appendingPathComponent("new-crafted").path
+        XCTAssertThrowsError(try KeyRotation(source: binder, oldKey: oldKey, newKey: newKey, destination: elsewhere).run()) { error in
+            guard case KeyRotation.Failure.unsafeEntry(let path, let commit, _)? = error as? KeyRotation.Failure else { return XCTFail("\(error)") }
+            XCTAssertEqual(path, "vendor")
+            XCTAssertEqual(commit, craftedCommit)
+        }
         XCTAssertThrowsError(try KeyRotation(source: binder, oldKey: oldKey, newKey: newKey, destination: binder.path).run()) { error in
             XCTAssertEqual(error as? KeyRotation.Failure, .destinationInUse(binder.path))
         }
