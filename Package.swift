@@ -33,6 +33,8 @@ let package = Package(
         .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
         // `binder serve --database`: the server's state in PostgreSQL (issue 42).
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // SMART Health Cards' ES256 signatures (P-256); postgres-nio brings it already.
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
     ],
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
@@ -94,7 +96,9 @@ let package = Package(
         .target(name: "BinderImport", dependencies: ["BinderCore", "BinderCrypto", "BinderFormat", "BinderGit",
                                                      // Raw DEFLATE of SMART Health Cards, within a cap.
                                                      .product(name: "CompressNIO", package: "compress-nio"),
-                                                     .product(name: "NIOCore", package: "swift-nio")]),
+                                                     .product(name: "NIOCore", package: "swift-nio"),
+                                                     // A SMART Health Card's signature (ES256), checked against its issuer's keys.
+                                                     .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "BinderCommands", dependencies: [
             "BinderExport", "BinderImport", "BinderCore", "BinderFUSE", "BinderGit", "BinderFormat", "BinderSystem", "BinderCrypto",
             "BinderSync", "BinderServer", "CQREncode", "CZBar",

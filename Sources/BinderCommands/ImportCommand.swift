@@ -1,8 +1,6 @@
 import ArgumentParser
 import BinderCore
-import BinderCrypto
 import BinderFormat
-import BinderGit
 import BinderImport
 import BinderSystem
 import Foundation
@@ -10,24 +8,26 @@ import Foundation
 struct ImportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
-        abstract: "Bring records in: C-CDA documents from patient portals and FHIR R4 JSON, each item a record in its folder.",
+        abstract: "Bring records in: C-CDA documents, FHIR R4 JSON, health cards, and folders of PDFs, photos and notes.",
         discussion: """
         Formats are recognised by content: a C-CDA document (CCD, discharge summary, referral…) or FHIR R4 JSON \
         (a Bundle, one resource, or NDJSON). Problems go to conditions/, medications to medications/, allergies to \
         allergies/, immunizations to immunizations/, results and vital signs to labs/ (a panel is one record), \
         procedures to procedures/, encounters to visits/, payers to insurance/; the file itself is kept once as the \
-        attachment of a record in documents/ listing what was made from it. Importing the same records again adds \
+        attachment of a record in documents/ listing what was made from it. A PDF, image, audio or video file becomes \
+        the attachment of a record made for it, a markdown or text file a record (its front matter kept), in documents/ \
+        (or --into), a folder's subfolders naming the categories (labs/, visits/… by name). Importing the same records again adds \
         nothing (items are matched by their codes and dates, not by the ids a portal gives them). One import is one \
         commit, or nothing when any source cannot be read. The binder must not be mounted for now: unmount it first.
         """)
 
-    @Argument(help: "The files to import (C-CDA XML, FHIR JSON or NDJSON), or folders of them (a folder's FHIR files are one source).")
+    @Argument(help: "The files to import (C-CDA XML, FHIR JSON or NDJSON, health cards, PDFs, images, audio, video, notes), or folders of them (a folder's FHIR files are one source); - reads a health card's shc:/ text from standard input.")
     var sources: [String]
     @Option(help: "A binder's name or path (default: the only local binder).")
     var binder: String?
     @Flag(help: "Print the records it would make and store nothing.")
     var dryRun = false
-    @Option(help: "The folder that keeps the imported files themselves (default: documents).")
+    @Option(help: "The folder that keeps the imported files themselves, and the records of PDFs, photos and notes (default: documents).")
     var into: String?
     @Flag(help: "The summary as JSON.")
     var json = false
@@ -35,6 +35,8 @@ struct ImportCommand: ParsableCommand {
     var force = false
     @Option(help: "Refuse a source larger than this many bytes (64 MiB).")
     var maxSize: Int = ImportLimits.defaultMaximumBytes
+    @Option(help: "The health card issuer's public keys (the JWKS it publishes under .well-known): each card's signature is checked, a bad one refused.")
+    var issuerKeys: String?
     @OptionGroup var passphrase: PassphraseOptions
 
     func validate() throws {
@@ -54,16 +56,28 @@ struct ImportCommand: ParsableCommand {
         let started = Date()
         // On a terminal only: a pipe or a log gets the summary alone.
         let progress = isatty(2) != 0 ? ProgressLine() : nil
+        let keys: IssuerKeys?
+        do { keys = try issuerKeys.map { path throws(ImportError) in try IssuerKeys.read(path: path) } } catch {
+            throw CommandFailure("--issuer-keys: \(error) (nothing was imported)")
+        }
         for (index, source) in sources.enumerated() {
             progress?.update("Reading \(index + 1) of \(sources.count): \(source)")
-            do { documents += try SourceReader.sources(path: source, file: source, maximumBytes: maxSize, importDate: importDate) } catch {
+            do {
+                if source == "-" {
+                    documents.append(try SourceReader.standardInput(maximumBytes: maxSize, importDate: importDate, issuerKeys: keys))
+                } else {
+                    documents += try SourceReader.sources(path: source, file: source, maximumBytes: maxSize, importDate: importDate, into: into,
+                                                          issuerKeys: keys)
+                }
+            } catch {
                 throw CommandFailure("\(error) (nothing was imported)")
             }
         }
         let state = StateDirectory()
-        let (repository, path) = try BinderLocator(state: state).open(try defaultBinder(binder, state: state))
+        let local = try BinderLocator(state: state).binder(try defaultBinder(binder, state: state))
+        let path = local.path
         let writerLock: WriterLock
-        do { writerLock = try WriterLock.acquire(gitDirectory: repository.gitDirectory, patience: 0) } catch .held(let holder) {
+        do { writerLock = try WriterLock.acquire(gitDirectory: local.gitDirectory, patience: 0) } catch .held(let holder) {
             guard holder.mountpoint != nil else { throw CommandFailure("\(path) is \(holder): try again when it is done") }
             throw CommandFailure("\(path) is mounted: unmount it ('binder unmount') and import again (import through the mount is not supported yet)")
         } catch {
@@ -71,8 +85,8 @@ struct ImportCommand: ParsableCommand {
         }
         writerLock.record(WriterLock.Holder(pid: getpid(), command: "import"))
         defer { withExtendedLifetime(writerLock) {} }
-        let key = try NIP44.ConversationKey(selfOf: KeyStore(state: state).secretKey(passphrase: passphrase.source))
-        let importer = BinderImporter(repository: repository, key: key, author: commitAuthor())
+        let key = try BinderKey.conversationKey(owner: KeyStore(state: state).secretKey(passphrase: passphrase.source))
+        let importer = BinderImporter(repository: local.repository, key: key, author: commitAuthor())
         let existing = try readBinder(importer)
         let patient = BinderImporter.patient(in: existing)
         for document in documents {
@@ -81,7 +95,7 @@ struct ImportCommand: ParsableCommand {
             }
         }
         let plan = ImportPlanner(documentsFolder: into ?? "documents", importDate: importDate).plan(documents, existing: existing)
-        var commit: ObjectID?
+        var commit: LocalBinder.CommitID?
         if !dryRun {
             progress?.update("Storing \(plan.created.count) records and \(plan.attachmentCount) attachments")
             do { commit = try importer.store(plan) } catch { throw CommandFailure("\(error)") }
@@ -89,9 +103,12 @@ struct ImportCommand: ParsableCommand {
         progress?.finish(dryRun ? "Read \(sources.count) file(s)" : "Read \(sources.count) file(s), stored in one commit")
         let seconds = Date().timeIntervalSince(started)
         if json {
-            printOut(ImportSummary.json(plan, commit: commit, dryRun: dryRun, seconds: seconds))
+            printOut(ImportSummary.json(plan, commit: commit, dryRun: dryRun, seconds: seconds, signatures: documents.compactMap { document in
+                document.signature.map { (document.file, $0) }
+            }))
         } else {
             if dryRun { printOut(ImportSummary.tree(plan)) }
+            for document in documents { if let signature = document.signature { printOut("\(document.file): signature \(signature)") } }
             printOut(ImportSummary.text(plan, dryRun: dryRun))
         }
     }
@@ -138,10 +155,10 @@ enum ImportSummary {
         return lines.joined(separator: "\n")
     }
 
-    static func json(_ plan: ImportPlan, commit: ObjectID?, dryRun: Bool, seconds: Double) -> String {
+    static func json(_ plan: ImportPlan, commit: LocalBinder.CommitID?, dryRun: Bool, seconds: Double, signatures: [(file: String, says: String)] = []) -> String {
         var folders = JSONObject()
         for (folder, count) in plan.createdPerFolder { folders[folder] = JSONValue(count) }
-        let object: JSONObject = [
+        var object: JSONObject = [
             "dryRun": .bool(dryRun),
             "commit": commit.map { .string("\($0)") } ?? .null,
             "created": .array(plan.created.map { .string(BinderNaming.recordName(ofDocument: $0.gitPath)) }),
@@ -152,6 +169,9 @@ enum ImportSummary {
             "skipped": .array(plan.skipped.map { .object(["file": .string($0.file), "what": .string($0.what), "reason": .string($0.reason)]) }),
             "seconds": JSONValue((seconds * 1000).rounded() / 1000),
         ]
+        if !signatures.isEmpty {
+            object["signatures"] = .array(signatures.map { .object(["file": .string($0.file), "signature": .string($0.says)]) })
+        }
         return JSONValue.object(object).serialized()
     }
 }

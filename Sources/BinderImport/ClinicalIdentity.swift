@@ -19,6 +19,8 @@ public struct ClinicalIdentity: Sendable, Equatable {
     let systems: Set<String>
     let name: String
     let distinguishingName: String?
+    /// A file's content hash (`SourceFiles.contentHashSystem`), among any of its codes.
+    let contentHash: String?
 
     /// Folders whose items happen on a day: the same code on another day is another item.
     static let datedFolders: Set<String> = ["labs", "vitals", "immunizations", "procedures", "visits", "documents"]
@@ -36,9 +38,12 @@ public struct ClinicalIdentity: Sendable, Equatable {
         systems = Set(naming.map(\.system))
         name = Self.normalised(title)
         distinguishingName = distinguishing.map(Self.normalised).flatMap { $0.isEmpty ? nil : $0 }
+        contentHash = codes.first { $0.system == SourceFiles.contentHashSystem }?.code
     }
 
     public func isSameItem(as other: ClinicalIdentity) -> Bool {
+        // A file is the same file by its content alone, in any folder, on any day.
+        if let mine = contentHash, let theirs = other.contentHash { return mine == theirs }
         guard top == other.top else { return false }
         if Self.datedFolders.contains(top), day != other.day { return false }
         if let mine = distinguishingName, let theirs = other.distinguishingName, mine != theirs { return false }
@@ -97,6 +102,7 @@ struct IdentityIndex {
     /// Two same items share a naming code, or (no common system) a name, in one top folder
     /// (and on one day where the day tells items apart: a panel repeated every month).
     private static func lookupKeys(_ identity: ClinicalIdentity) -> [String] {
+        if let hash = identity.contentHash { return ["\u{3}" + hash] }
         let scope = identity.top + "\u{0}" + (ClinicalIdentity.datedFolders.contains(identity.top) ? identity.day ?? "" : "")
         return identity.keys.map { scope + "\u{1}" + $0 } + (identity.name.isEmpty ? [] : [scope + "\u{2}" + identity.name])
     }

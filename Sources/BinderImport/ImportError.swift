@@ -21,6 +21,10 @@ public enum ImportError: Error, Sendable, Equatable, CustomStringConvertible {
     case tooDeep(file: String, line: Int)
     /// A SMART Health Card's payload inflates past `limit` (a card is a few KB).
     case payloadTooLarge(file: String, limit: Int)
+    /// A health card whose signature is not the issuer's key's (`--issuer-keys`): altered, or forged.
+    case signatureRefused(file: String)
+    /// A note whose front matter is not YAML binder reads (or not closed by a `---` line).
+    case malformedFrontMatter(file: String, reason: String)
     /// The document is about someone else than the binder's `patient-info` (refused without `--force`).
     case differentPatient(file: String, reason: String)
 
@@ -28,7 +32,7 @@ public enum ImportError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .unreadable(let file, _), .tooLarge(let file, _, _), .notRecognised(let file), .declarationRefused(let file, _), .notUTF8(let file, _),
              .malformedXML(let file, _, _, _), .malformedJSON(let file, _, _), .tooDeep(let file, _), .differentPatient(let file, _),
-             .payloadTooLarge(let file, _):
+             .payloadTooLarge(let file, _), .malformedFrontMatter(let file, _), .signatureRefused(let file):
             return file
         }
     }
@@ -38,7 +42,7 @@ public enum ImportError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unreadable(let file, let errno): return "\(file): cannot read it (errno \(errno))"
         case .tooLarge(let file, let bytes, let limit):
             return "\(file): \(bytes) bytes is over the import limit of \(limit) bytes (--max-size raises it)"
-        case .notRecognised(let file): return "\(file): format not recognised (binder imports C-CDA XML, FHIR R4 JSON and SMART Health Cards)"
+        case .notRecognised(let file): return "\(file): format not recognised (binder imports C-CDA XML, FHIR R4 JSON, SMART Health Cards, PDFs, images, audio, video and UTF-8 text)"
         case .declarationRefused(let file, let line):
             return "\(file), line \(line): a DOCTYPE or ENTITY declaration is refused (entities are never expanded or fetched)"
         case .notUTF8(let file, let line): return "\(file), line \(line): not UTF-8 text (binder reads C-CDA documents in UTF-8)"
@@ -46,6 +50,9 @@ public enum ImportError: Error, Sendable, Equatable, CustomStringConvertible {
         case .malformedJSON(let file, let line, let reason): return "\(file), line \(line): malformed JSON: \(reason)"
         case .tooDeep(let file, let line): return "\(file), line \(line): nested deeper than \(ImportLimits.maximumDepth) levels"
         case .payloadTooLarge(let file, let limit): return "\(file): a health card's payload inflates past \(limit) bytes (refused)"
+        case .signatureRefused(let file):
+            return "\(file): the health card's signature does not verify with the issuer's key (altered or not the issuer's): refused"
+        case .malformedFrontMatter(let file, let reason): return "\(file): its front matter cannot be read: \(reason)"
         case .differentPatient(let file, let reason):
             return "\(file) is about a different person than this binder's patient-info (\(reason)); --force imports it anyway"
         }

@@ -92,6 +92,11 @@ public struct ImportPlanner {
                     continue
                 }
                 if let index = existingIdentities.first(sameAs: identity) {
+                    // A file with the same content: nothing to add (it has no newer version, only other copies).
+                    if !source.keepsSource {
+                        plan.unchanged += 1
+                        continue
+                    }
                     var document = existing[index].document
                     if Self.addSource(record.source, to: &document) {
                         existing[index].document = document
@@ -134,7 +139,10 @@ public struct ImportPlanner {
             // The source itself, once: kept as an attachment of a record listing what it made,
             // unless it brought nothing new (a second download of the same records).
             let broughtSomething = plan.created.count > before.0 || plan.updated.count > before.1
-            if broughtSomething || !source.narrative.isEmpty {
+            if !source.keepsSource {
+                // A file is its record's attachment or text: nothing more to keep.
+                if !broughtSomething { plan.skipped.append(SkippedItem(file: source.file, what: "the file", reason: "the same content as a record already in the binder or another file of this import")) }
+            } else if broughtSomething || !source.narrative.isEmpty {
                 let record = sourceRecord(source, made: made)
                 let identity = ClinicalIdentity(folder: documentsFolder, codes: [], day: record.created.map { String($0.prefix(10)) },
                                                 title: record.title, distinguishing: nil)
@@ -207,6 +215,7 @@ public struct ImportPlanner {
     func sourceRecord(_ source: SourceDocument, made: [String]) -> ImportedRecord {
         var lines = ["- Organisation: " + source.organisation, "- Format: " + source.format.rawValue]
         if let created = source.created { lines.append("- Date: " + String(created.prefix(10))) }
+        if let signature = source.signature { lines.append("- Signature: " + signature) }
         lines.append("- Imported: " + importDate)
         if !made.isEmpty { lines += ["", "## Made from this document", ""] + made.map { "- " + $0 } }
         if !source.skipped.isEmpty {
@@ -234,6 +243,9 @@ public struct ImportPlanner {
             metadata[ClinicalIdentity.topFolder(record.folder) == "insurance" ? "memberId" : "dose"] = .string(distinguishing)
         }
         metadata[Self.provenanceKey] = .object(["sources": .array([record.source.json])])
+        for (key, value) in record.frontMatter ?? [:] where !["imported", "source", "importDate", Self.provenanceKey].contains(key) {
+            metadata[key] = key == "codes" ? .array((value.arrayValue ?? [value]) + (metadata["codes"]?.arrayValue ?? [])) : value
+        }
         return MedicalDocument(value: record.value, metadata: metadata)
     }
 

@@ -78,6 +78,11 @@ public struct ImportedRecord: Sendable {
     /// The view path it had in the binder a FHIR export of binder's came from (checked by
     /// `BinderExportMarks.safeRecordPath`), kept when free.
     public var preferredPath: String?
+    /// A note's own markdown, kept as written: the record's whole text (its title is its heading).
+    public var text: String?
+    /// A note's own front matter, kept over what the import would write (not over the import's
+    /// own keys: `imported`, `source`, `importDate`, `provenance`; its `codes` are kept beside the import's).
+    public var frontMatter: JSONObject?
 
     public init(folder: String, title: String, created: String?, body: String, codes: [ClinicalCode], status: String?,
                 distinguishing: String? = nil, source: ImportSource) {
@@ -92,7 +97,7 @@ public struct ImportedRecord: Sendable {
     }
 
     /// The record's markdown: its title as the first heading, then the body.
-    public var value: String { "# " + title + "\n" + (body.isEmpty ? "" : "\n" + body) }
+    public var value: String { text ?? "# " + title + "\n" + (body.isEmpty ? "" : "\n" + body) }
 
     public var identity: ClinicalIdentity {
         ClinicalIdentity(folder: folder, codes: codes, day: created.map { String($0.prefix(10)) }, title: title,

@@ -7,7 +7,8 @@ import NIOCore
 /// (`{"verifiableCredential": ["<JWS>", …]}`) or an `shc:/` string (numeric, chunked `shc:/1/2/…`
 /// joined). Each JWS's payload is raw DEFLATE (CompressNIO), inflated within `maximumPayload`
 /// (a card is a few KB: a bomb is cut there), and its FHIR bundle read as any other. The
-/// signature is not checked (no issuer keys are given): the card's record says so.
+/// signature is checked against the issuer's keys when they are given (`IssuerKeys`): a bad
+/// one refuses the card; else the card's record says it was not checked.
 enum SmartHealthCard {
     /// The spec limits a QR code's JWS to a few KB; a payload past this is refused.
     static let maximumPayload = 1 << 20
@@ -92,11 +93,17 @@ enum SmartHealthCard {
     }
 
     /// A card read as a source: its bundles' resources (each card's), kept as the file was.
-    static func read(jwss: [String], file: String, bytes: [UInt8], importDate: String) throws(ImportError) -> SourceDocument {
+    static func read(jwss: [String], file: String, bytes: [UInt8], importDate: String, issuerKeys: IssuerKeys? = nil) throws(ImportError) -> SourceDocument {
         var resources: [JSONObject] = []
         var issuers: [String] = []
         var issued: String?
+        var unknownKey = false
         for jws in jwss {
+            switch issuerKeys?.check(jws) {
+            case .invalid?: throw .signatureRefused(file: file)
+            case .noKey?: unknownKey = true
+            case .valid?, nil: break
+            }
             let card = try payload(of: jws, file: file)
             resources.append(card.bundle)
             issuers.append(card.issuer)
@@ -117,7 +124,13 @@ enum SmartHealthCard {
         document.source.documentDate = issued
         // The card as it was: its JSON, or an shc:/ code's text.
         document.keptExtension = bytes.first == UInt8(ascii: "{") ? "json" : "txt"
-        document.skipped.append(SkippedItem(file: file, what: "the card's signature", reason: "not checked (no issuer keys given): what it says is the issuer's unverified"))
+        if issuerKeys == nil || unknownKey {
+            let why = issuerKeys == nil ? "no issuer keys given" : "its key is not among the issuer keys given"
+            document.signature = "not checked (\(why))"
+            document.skipped.append(SkippedItem(file: file, what: "the card's signature", reason: "not checked (\(why)): what it says is the issuer's unverified"))
+        } else {
+            document.signature = "checked (ES256, the issuer's key)"
+        }
         return document
     }
 }

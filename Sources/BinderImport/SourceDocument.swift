@@ -16,6 +16,11 @@ public struct SourceDocument: Sendable {
     /// Sections with text only (no entries binder understands): kept in the document's record.
     public var narrative: [(title: String, text: String)] = []
     public var source: ImportSource
+    /// Whether the file is kept as the attachment of a record listing what it made (false for
+    /// a PDF, a photo or a note: the record made for it is the file's own).
+    public var keepsSource = true
+    /// A health card's signature, for people: `checked (…)` or `not checked (why)`; nil for other formats.
+    public var signature: String?
 
     init(file: String, format: SourceFormat, bytes: [UInt8], title: String, organisation: String, created: String?,
          patient: PatientFacts, source: ImportSource) {
@@ -60,4 +65,6 @@ public struct PatientFacts: Sendable, Equatable {
 public enum SourceFormat: String, Sendable {
     case ccda = "C-CDA"
     case fhir = "FHIR R4"
+    /// A PDF, image, audio or video file, or a text note (`SourceFiles`).
+    case file = "file"
 }

@@ -2,19 +2,22 @@ import BinderFormat
 import Foundation
 
 /// A folder as a source (Apple Health's export folder or its `clinical-records/`, a bulk
-/// export's files): its FHIR JSON files are one source together (their references resolve
-/// across files, and the resources are kept once, as NDJSON); a C-CDA in it is a source of its
-/// own; any other file is left out and listed: one over the size limit, XML that declares a
-/// DOCTYPE (Apple Health's `export.xml` of samples: never parsed), anything not C-CDA or FHIR.
+/// export's files, a folder of PDFs, photos and notes): its FHIR JSON files are one source
+/// together (their references resolve across files, and the resources are kept once, as
+/// NDJSON); a C-CDA in it is a source of its own; a PDF, image, audio, video or text file is
+/// a source of its own (`SourceFiles`), its record in the folder its subfolders name (a known
+/// category by name); any other file is left out and listed: one over the size limit, XML
+/// that declares a DOCTYPE (Apple Health's `export.xml` of samples: never parsed), a format
+/// binder does not import.
 /// Subfolders are read to `maximumDepth`; links and hidden files never. The size limit bounds
 /// each file and the total read.
 public enum SourceFolder {
     public static let maximumDepth = 3
 
     public static func read(path: String, file: String, maximumBytes: Int = ImportLimits.defaultMaximumBytes,
-                            importDate: String) throws(ImportError) -> [SourceDocument] {
-        var walk = Walk(root: file, maximumBytes: maximumBytes, importDate: importDate)
-        try walk.read(folder: path, shown: file, depth: 0)
+                            importDate: String, into: String? = nil) throws(ImportError) -> [SourceDocument] {
+        var walk = Walk(root: file, maximumBytes: maximumBytes, importDate: importDate, into: into)
+        try walk.read(folder: path, shown: file, relative: [])
         if !walk.resources.isEmpty {
             let kept = walk.resources.map { JSONValue.object($0).serialized() }.joined(separator: "\n") + "\n"
             var folder = try FHIRReader.read(walk.resources, file: file, bytes: Array(kept.utf8), importDate: importDate)
@@ -35,12 +38,14 @@ public enum SourceFolder {
         let root: String
         let maximumBytes: Int
         let importDate: String
+        /// Where files' records go (`SourceFiles.folder(for:into:)`).
+        let into: String?
         var documents: [SourceDocument] = []
         var resources: [JSONObject] = []
         var skipped: [SkippedItem] = []
         var total = 0
 
-        mutating func read(folder path: String, shown: String, depth: Int) throws(ImportError) {
+        mutating func read(folder path: String, shown: String, relative: [String]) throws(ImportError) {
             let names: [String]
             do { names = try FileManager.default.contentsOfDirectory(atPath: path).filter { !$0.hasPrefix(".") }.sorted() } catch {
                 throw .unreadable(file: shown, errno: EACCES)
@@ -50,17 +55,18 @@ public enum SourceFolder {
                 var status = stat()
                 guard lstat(member, &status) == 0 else { continue }
                 switch status.st_mode & S_IFMT {
-                case S_IFDIR where depth + 1 < SourceFolder.maximumDepth:
-                    try read(folder: member, shown: memberShown, depth: depth + 1)
+                case S_IFDIR where relative.count + 1 < SourceFolder.maximumDepth:
+                    try read(folder: member, shown: memberShown, relative: relative + [name])
                 case S_IFREG:
-                    try readFile(member, shown: memberShown, name: name, size: Int(status.st_size))
+                    try readFile(member, shown: memberShown, name: name, size: Int(status.st_size), relative: relative,
+                                 modified: Int64(status.st_mtim.tv_sec))
                 default:
                     skipped.append(SkippedItem(file: memberShown, what: name, reason: "not a regular file or too deep (not read)"))
                 }
             }
         }
 
-        mutating func readFile(_ path: String, shown: String, name: String, size: Int) throws(ImportError) {
+        mutating func readFile(_ path: String, shown: String, name: String, size: Int, relative: [String], modified: Int64) throws(ImportError) {
             guard size <= maximumBytes else {
                 return skipped.append(SkippedItem(file: shown, what: name, reason: "\(size) bytes, over the size limit (not read)"))
             }
@@ -80,7 +86,12 @@ public enum SourceFolder {
                     skipped.append(SkippedItem(file: shown, what: name, reason: "JSON that is not FHIR"))
                 }
             default:
-                skipped.append(SkippedItem(file: shown, what: name, reason: "not C-CDA or FHIR JSON"))
+                if let document = try SourceFiles.document(bytes, file: shown, name: name, folder: SourceFiles.folder(for: relative, into: into),
+                                                           modified: modified, importDate: importDate) {
+                    documents.append(document)
+                } else {
+                    skipped.append(SkippedItem(file: shown, what: name, reason: "not a format binder imports"))
+                }
             }
         }
     }

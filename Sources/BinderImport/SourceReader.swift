@@ -12,14 +12,37 @@ public enum SourceReader {
         return try parse(bytes, file: file, importDate: importDate)
     }
 
-    /// The sources at `path`: a file's, or a folder's (`SourceFolder`).
+    /// The sources at `path`: a file's, or a folder's (`SourceFolder`). A file that is not
+    /// C-CDA, FHIR or a health card may be a PDF, an image, audio, video or a note
+    /// (`SourceFiles`): its record goes in `into` (default `documents`).
     public static func sources(path: String, file: String, maximumBytes: Int = ImportLimits.defaultMaximumBytes,
-                               importDate: String) throws(ImportError) -> [SourceDocument] {
+                               importDate: String, into: String? = nil, issuerKeys: IssuerKeys? = nil) throws(ImportError) -> [SourceDocument] {
         var status = stat()
         if stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR {
-            return try SourceFolder.read(path: path, file: file, maximumBytes: maximumBytes, importDate: importDate)
+            return try SourceFolder.read(path: path, file: file, maximumBytes: maximumBytes, importDate: importDate, into: into)
         }
-        return [try read(path: path, file: file, maximumBytes: maximumBytes, importDate: importDate)]
+        let bytes = try load(path: path, file: file, maximumBytes: maximumBytes)
+        do { return [try parse(bytes, file: file, importDate: importDate, issuerKeys: issuerKeys)] } catch .notRecognised {
+            let name = String(file.split(separator: "/").last ?? "")
+            guard let document = try SourceFiles.document(bytes, file: file, name: name, folder: SourceFiles.folder(for: [], into: into),
+                                                          modified: SourceFiles.modified(path: path), importDate: importDate) else {
+                throw .notRecognised(file: file)
+            }
+            return [document]
+        }
+    }
+
+    /// The name standard input goes by in messages and in the card's record.
+    public static let standardInputName = "standard input"
+
+    /// A health card's `shc:/` text from standard input (`-`: a code scanned elsewhere and
+    /// pasted or piped, never in argv); anything else there is refused.
+    public static func standardInput(maximumBytes: Int, importDate: String, issuerKeys: IssuerKeys? = nil) throws(ImportError) -> SourceDocument {
+        let bytes = try load(path: "/dev/stdin", file: standardInputName, maximumBytes: maximumBytes)
+        guard let first = firstByte(bytes), first == UInt8(ascii: "s") || first == UInt8(ascii: "S") else {
+            throw .notRecognised(file: standardInputName)
+        }
+        return try parse(bytes, file: standardInputName, importDate: importDate, issuerKeys: issuerKeys)
     }
 
     /// The first byte after a byte-order mark and white space, or nil.
@@ -31,7 +54,7 @@ public enum SourceReader {
     }
 
     /// Parses bytes already read.
-    public static func parse(_ bytes: [UInt8], file: String, importDate: String) throws(ImportError) -> SourceDocument {
+    public static func parse(_ bytes: [UInt8], file: String, importDate: String, issuerKeys: IssuerKeys? = nil) throws(ImportError) -> SourceDocument {
         guard let first = firstByte(bytes) else { throw .notRecognised(file: file) }
         switch first {
         case UInt8(ascii: "<"):
@@ -40,7 +63,7 @@ public enum SourceReader {
             return CCDAReader.read(root, file: file, bytes: bytes, importDate: importDate)
         case UInt8(ascii: "{"):
             if let card = (try? JSONValue.parse(bytes))?.objectValue, let jwss = SmartHealthCard.credentials(card) {
-                return try SmartHealthCard.read(jwss: jwss, file: file, bytes: bytes, importDate: importDate)
+                return try SmartHealthCard.read(jwss: jwss, file: file, bytes: bytes, importDate: importDate, issuerKeys: issuerKeys)
             }
             let resources = try jsonResources(bytes, file: file)
             return try FHIRReader.read(resources, file: file, bytes: bytes, importDate: importDate)
@@ -49,7 +72,7 @@ public enum SourceReader {
             let text = String(decoding: bytes, as: UTF8.self)
             guard text.lowercased().hasPrefix("shc:/") else { throw .notRecognised(file: file) }
             return try SmartHealthCard.read(jwss: [try SmartHealthCard.jws(fromNumeric: text, file: file)], file: file, bytes: bytes,
-                                            importDate: importDate)
+                                            importDate: importDate, issuerKeys: issuerKeys)
         default:
             throw .notRecognised(file: file)
         }

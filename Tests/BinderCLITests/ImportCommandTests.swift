@@ -125,13 +125,13 @@ final class ImportCommandTests: MountedFixtureTestCase {
                                         + "<ClinicalDocument xmlns=\"urn:hl7-org:v3\"><title>&x;</title></ClinicalDocument>\n")
         let broken = try sandbox.file("broken.xml", "<ClinicalDocument xmlns=\"urn:hl7-org:v3\">\n<title>x\n</ClinicalDocument>\n")
         let badJSON = try sandbox.file("bundle.json", "{\"resourceType\": \"Bundle\",\n\"entry\": [}\n")
-        let unknown = try sandbox.file("notes.txt", "just some notes\n")
+        let unknown = try sandbox.file("data.bin", "\u{0}\u{1}\u{2} no format binder imports\n")
         let rows: [(arguments: [String], message: String)] = [
             ([bomb], "bomb.xml, line 2: a DOCTYPE or ENTITY declaration is refused"),
             ([external], "external.xml, line 2: a DOCTYPE or ENTITY declaration is refused"),
             ([fixture("ccd.xml"), broken], "broken.xml, line "),
             ([badJSON], "bundle.json, line 2: malformed JSON"),
-            ([unknown], "notes.txt: format not recognised"),
+            ([unknown], "data.bin: format not recognised"),
             ([fixture("ccd.xml"), "--max-size", "1000"], "ccd.xml: 25508 bytes is over the import limit of 1000 bytes"),
         ]
         let tree = try tree(), count = try commits()
@@ -263,6 +263,63 @@ final class ImportCommandTests: MountedFixtureTestCase {
         XCTAssertTrue(run.stdout.contains("Reading 1 of 1: "), run.stdout)
         XCTAssertTrue(run.stdout.contains("\u{1B}[KRead 1 file(s), stored in one commit"), run.stdout)
         XCTAssertTrue(run.stdout.contains("Imported 12 records"), run.stdout)
+    }
+
+    /// A folder of a PDF, a photo with a hostile name and a note: a record each in the folder
+    /// its subfolder names, in one commit; a dry run first stores nothing; again adds nothing.
+    func testAFolderOfFilesBecomesRecordsOnceInOneCommit() throws {
+        let folder = binder.sandbox.root.path + "/records"
+        try FileManager.default.createDirectory(atPath: folder + "/Labs", withIntermediateDirectories: true)
+        let pdf = try Data(contentsOf: URL(fileURLWithPath: fixture("discharge-letter.pdf")))
+        try pdf.write(to: URL(fileURLWithPath: folder + "/Labs/cholesterol.pdf"))
+        try Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 1, 2, 3]).write(to: URL(fileURLWithPath: folder + "/rash\u{1B}[2J.png"))
+        try Data("---\ntags: [knee]\n---\n# Knee\n\nBetter since May.\n".utf8).write(to: URL(fileURLWithPath: folder + "/knee.md"))
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_717_243_200)], ofItemAtPath: folder + "/Labs/cholesterol.pdf")
+        let tree = try tree(), count = try commits()
+        let dry = try importing([folder, "--dry-run"])
+        XCTAssertEqual(dry.status, 0, dry.stderr)
+        XCTAssertTrue(dry.stdout.contains("labs/\n  2024-06-01-cholesterol.md\n    + cholesterol.pdf\n"), dry.stdout)
+        XCTAssertTrue(dry.stdout.contains("Would import 3 records (documents 2, labs 1), 2 attachments"), dry.stdout)
+        XCTAssertFalse(dry.stdout.contains("\u{1B}"), "a control character reached the terminal")
+        XCTAssertEqual(try self.tree(), tree)
+        let run = try importing([folder])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        XCTAssertEqual(try commits(), count + 1)
+        let lab = try stored("labs/2024-06-01-cholesterol.json")
+        XCTAssertEqual(lab.type, "lab")
+        XCTAssertEqual(lab.created, "2024-06-01T12:00:00.000Z")
+        XCTAssertEqual(try sidecarBytes("labs/" + (try XCTUnwrap(lab.children.first?.value))), Array(pdf))
+        let noteName = try XCTUnwrap(try git("ls-tree --name-only main documents/").split(separator: "\n").first { $0.hasSuffix("-knee.json") })
+        let note = try stored(String(noteName))
+        XCTAssertEqual(note.value, "# Knee\n\nBetter since May.\n")
+        XCTAssertEqual(note.metadata["tags"], .array(["knee"]))
+        let again = try importing([folder])
+        XCTAssertEqual(again.status, 0, again.stderr)
+        XCTAssertTrue(again.stdout.contains("3 item(s) already in the binder\n"), again.stdout)
+        XCTAssertEqual(try commits(), count + 1)
+    }
+
+    /// `-` reads a card's shc:/ text from standard input (never argv); with the issuer's keys its
+    /// signature is checked and said so; another key's card is refused and nothing stored.
+    func testACardOnStandardInputIsCheckedAgainstTheIssuersKeys() throws {
+        let text = try String(contentsOfFile: fixture("signed-card.shc.txt"), encoding: .utf8)
+        let count = try commits()
+        let arguments = ["import", "-", "--binder", binder.repository, "--passphrase-file", binder.passphraseFile, "--issuer-keys"]
+        let forged = try binder.sandbox.run(arguments + [fixture("other-issuer-keys.json")], stdin: text)
+        XCTAssertEqual(forged.status, 1, forged.stdout)
+        XCTAssertTrue(forged.stderr.contains("standard input: the health card's signature does not verify") && forged.stderr.contains("nothing was imported"),
+                      forged.stderr)
+        XCTAssertEqual(try commits(), count)
+        let notCard = try binder.sandbox.run(arguments + [fixture("issuer-keys.json")], stdin: "# a note\n")
+        XCTAssertEqual(notCard.status, 1)
+        XCTAssertTrue(notCard.stderr.contains("standard input: format not recognised"), notCard.stderr)
+        let run = try binder.sandbox.run(arguments + [fixture("issuer-keys.json")], stdin: text)
+        XCTAssertEqual(run.status, 0, run.stderr)
+        XCTAssertTrue(run.stdout.contains("standard input: signature checked (ES256, the issuer's key)\n"), run.stdout)
+        XCTAssertEqual(try commits(), count + 1)
+        let kept = try XCTUnwrap(try git("ls-tree --name-only main documents/").split(separator: "\n").first { $0.contains("smart-health-card") && $0.hasSuffix(".json") })
+        XCTAssertTrue(try stored(String(kept)).value.contains("- Signature: checked"), String(kept))
+        XCTAssertEqual(try git("ls-tree --name-only main immunizations/").split(separator: "\n").filter { $0.contains("cvx-207") }.count, 2)
     }
 
     func testAMountedBinderIsRefusedForNow() throws {

@@ -9,7 +9,6 @@ final class CommandImportsTests: XCTestCase {
     static let allowed: [String: (imports: Set<String>, why: String)] = [
         "BinderCommand.swift": (["BinderCrypto"], "catches SecureMemoryError to say 'out of secret memory'"),
         "DaemonLauncher.swift": (["BinderCrypto"], "hands the daemon its secret in SecureBytes"),
-        "ImportCommand.swift": (["BinderCrypto", "BinderGit"], "the import's conversation key and the commit it made (ObjectID)"),
         "KeyCommands.swift": (["BinderCrypto"], "key management: generate, import (nsec, hex, ncryptsec), NIP-49"),
         "KeyPassphraseCommand.swift": (["BinderCrypto"], "key management: the key under a new passphrase (NIP-49)"),
         "KeyStore.swift": (["BinderCrypto"], "key management: the key file (NIP-49) and the public key"),
