@@ -8,7 +8,7 @@ import PackageDescription
 //   BinderCommands -> BinderImport -> BinderCore
 //   BinderExport -> BinderSystem (SharedLibrarySymbols: Pango's, Cairo's and libjpeg's entry points, opened at first use)
 // Each C library is imported by exactly one Swift target:
-//   CSodium, CSecp256k1, CCrypto (OpenSSL's libcrypto: SHA-256, SHA-1, Poly1305) -> BinderCrypto; CGit2, CZlib -> BinderGit;
+//   CSodium, CSecp256k1, CCrypto (OpenSSL's libcrypto: SHA-256, SHA-1, Poly1305) -> BinderCrypto; CGit2, CBinderZlib -> BinderGit;
 //   CFuse3 -> BinderFUSE; CLinux -> BinderSystem; CPangoCairo (Pango, Cairo, libjpeg) -> BinderExport;
 //   CQREncode (libqrencode) -> BinderCommands; CZBar (libzbar: reading a QR code in an image) -> BinderCommands.
 let package = Package(
@@ -35,13 +35,16 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // SMART Health Cards' ES256 signatures (P-256); postgres-nio brings it already.
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
+        // Apple Health's export.zip, read in place with its entries checked before they inflate.
+        .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
     ],
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CSecp256k1", pkgConfig: "libsecp256k1", providers: [.apt(["libsecp256k1-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CGit2", pkgConfig: "libgit2", providers: [.apt(["libgit2-dev"])]),
-        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        // Not named CZlib: ZIPFoundation's own zlib module is.
+        .systemLibrary(name: "CBinderZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CFuse3", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
         .target(name: "CLinux"),
         // Opened with dlopen at their first use, not linked (each shim.h says why): their headers
@@ -52,7 +55,7 @@ let package = Package(
 
         .target(name: "BinderCrypto", dependencies: ["CSodium", "CSecp256k1", "CCrypto"]),
         .target(name: "BinderFormat", dependencies: [.product(name: "Yams", package: "Yams")]),
-        .target(name: "BinderGit", dependencies: ["CGit2", "CZlib", "BinderCrypto"]),
+        .target(name: "BinderGit", dependencies: ["CGit2", "CBinderZlib", "BinderCrypto"]),
         .target(name: "BinderCore", dependencies: [
             "BinderCrypto", "BinderFormat", "BinderGit",
             .product(name: "Logging", package: "swift-log"),
@@ -98,7 +101,9 @@ let package = Package(
                                                      .product(name: "CompressNIO", package: "compress-nio"),
                                                      .product(name: "NIOCore", package: "swift-nio"),
                                                      // A SMART Health Card's signature (ES256), checked against its issuer's keys.
-                                                     .product(name: "Crypto", package: "swift-crypto")]),
+                                                     .product(name: "Crypto", package: "swift-crypto"),
+                                                     // Apple Health's export.zip (its own zlib module, CZlib).
+                                                     .product(name: "ZIPFoundation", package: "ZIPFoundation")]),
         .target(name: "BinderCommands", dependencies: [
             "BinderExport", "BinderImport", "BinderCore", "BinderFUSE", "BinderGit", "BinderFormat", "BinderSystem", "BinderCrypto",
             "BinderSync", "BinderServer", "CQREncode", "CZBar",

@@ -1,5 +1,5 @@
 import Synchronization
-internal import CZlib
+internal import CBinderZlib
 
 /// A zlib deflate stream for blobs, kept between saves (`withDeflater`). Setting a stream up
 /// allocates about 270 KB and zeroes it, which took 60 of the 90 µs `compress2` spent on a

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-internal import CZlib
+internal import CBinderZlib
 
 /// Loose objects (`objects/xx/…`, as stock git writes them) checked before libgit2 reads any:
 /// each must be a zlib stream that ends, holding a header (`blob 123\0`) and exactly the bytes

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-internal import CZlib
+internal import CBinderZlib
 internal import BinderCrypto
 
 /// One object for `PackWriter`: its id (`GitObjects.objectID(of:type:)`), kind and content.
@@ -164,10 +164,10 @@ enum PackWriter {
                 BlobDeflater.withDeflater { $0.deflated(bytes, limit: limit) } ?? nil
             }
         case .tree:
-            var length = CZlib.compressBound(UInt(content.count))
+            var length = CBinderZlib.compressBound(UInt(content.count))
             var out = [UInt8](repeating: 0, count: Int(length))
             let rc = out.withUnsafeMutableBufferPointer { out in
-                content.withUnsafeBufferPointer { CZlib.compress2(out.baseAddress!, &length, $0.baseAddress!, UInt(content.count), Z_BEST_SPEED) }
+                content.withUnsafeBufferPointer { CBinderZlib.compress2(out.baseAddress!, &length, $0.baseAddress!, UInt(content.count), Z_BEST_SPEED) }
             }
             guard rc == Z_OK, Int(length) <= limit else { return nil }
             out.removeLast(out.count - Int(length))
@@ -287,7 +287,7 @@ enum Checksum {
     /// CRC-32 of `bytes` continuing one computed over the bytes before them.
     static func crc32(_ bytes: UnsafeRawBufferPointer, continuing crc: UInt32) -> UInt32 {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return crc }
-        return UInt32(truncatingIfNeeded: CZlib.crc32_z(UInt(crc), base.assumingMemoryBound(to: UInt8.self), bytes.count))
+        return UInt32(truncatingIfNeeded: CBinderZlib.crc32_z(UInt(crc), base.assumingMemoryBound(to: UInt8.self), bytes.count))
     }
 
     /// Adler-32, the checksum that ends a zlib stream, 16 bytes at a time: zlib 1.2's goes a
@@ -330,6 +330,6 @@ enum Checksum {
     /// zlib's Adler-32, the oracle `adler32` is tested against.
     static func zlibAdler32(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return 1 }
-        return UInt32(truncatingIfNeeded: CZlib.adler32_z(1, base.assumingMemoryBound(to: UInt8.self), bytes.count))
+        return UInt32(truncatingIfNeeded: CBinderZlib.adler32_z(1, base.assumingMemoryBound(to: UInt8.self), bytes.count))
     }
 }

@@ -21,6 +21,9 @@ public enum ImportError: Error, Sendable, Equatable, CustomStringConvertible {
     case tooDeep(file: String, line: Int)
     /// A SMART Health Card's payload inflates past `limit` (a card is a few KB).
     case payloadTooLarge(file: String, limit: Int)
+    /// A zip archive (Apple Health's `export.zip`) refused whole: a path out of it, too many
+    /// entries, past the size limit, a bomb, damaged.
+    case archiveRefused(file: String, reason: String)
     /// A health card whose signature is not the issuer's key's (`--issuer-keys`): altered, or forged.
     case signatureRefused(file: String)
     /// A note whose front matter is not YAML binder reads (or not closed by a `---` line).
@@ -32,7 +35,7 @@ public enum ImportError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .unreadable(let file, _), .tooLarge(let file, _, _), .notRecognised(let file), .declarationRefused(let file, _), .notUTF8(let file, _),
              .malformedXML(let file, _, _, _), .malformedJSON(let file, _, _), .tooDeep(let file, _), .differentPatient(let file, _),
-             .payloadTooLarge(let file, _), .malformedFrontMatter(let file, _), .signatureRefused(let file):
+             .payloadTooLarge(let file, _), .malformedFrontMatter(let file, _), .signatureRefused(let file), .archiveRefused(let file, _):
             return file
         }
     }
@@ -50,6 +53,7 @@ public enum ImportError: Error, Sendable, Equatable, CustomStringConvertible {
         case .malformedJSON(let file, let line, let reason): return "\(file), line \(line): malformed JSON: \(reason)"
         case .tooDeep(let file, let line): return "\(file), line \(line): nested deeper than \(ImportLimits.maximumDepth) levels"
         case .payloadTooLarge(let file, let limit): return "\(file): a health card's payload inflates past \(limit) bytes (refused)"
+        case .archiveRefused(let file, let reason): return "\(file): zip archive refused: \(reason)"
         case .signatureRefused(let file):
             return "\(file): the health card's signature does not verify with the issuer's key (altered or not the issuer's): refused"
         case .malformedFrontMatter(let file, let reason): return "\(file): its front matter cannot be read: \(reason)"

@@ -21,6 +21,10 @@ public enum SourceReader {
         if stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR {
             return try SourceFolder.read(path: path, file: file, maximumBytes: maximumBytes, importDate: importDate, into: into)
         }
+        if AppleHealthExport.isZip(path: path) {
+            // Read in place (an export is often larger than any one record); its entries are held to the limit.
+            return [try AppleHealthExport.read(path: path, file: file, limits: AppleHealthExport.Limits(bytes: maximumBytes), importDate: importDate)]
+        }
         let bytes = try load(path: path, file: file, maximumBytes: maximumBytes)
         do { return [try parse(bytes, file: file, importDate: importDate, issuerKeys: issuerKeys)] } catch .notRecognised {
             let name = String(file.split(separator: "/").last ?? "")

@@ -322,6 +322,21 @@ final class ImportCommandTests: MountedFixtureTestCase {
         XCTAssertEqual(try git("ls-tree --name-only main immunizations/").split(separator: "\n").filter { $0.contains("cvx-207") }.count, 2)
     }
 
+    /// Apple Health's export.zip: its clinical records in one commit, its samples counted and
+    /// left out; an archive with a '../' path refused and nothing stored.
+    func testAnAppleHealthExportZipGivesItsClinicalRecords() throws {
+        let count = try commits()
+        let slip = try importing([fixture("zip-slip.zip")])
+        XCTAssertEqual(slip.status, 1)
+        XCTAssertTrue(slip.stderr.contains("zip-slip.zip: zip archive refused: an entry's path leads out of the archive"), slip.stderr)
+        XCTAssertEqual(try commits(), count)
+        let run = try importing([fixture("apple-health-export.zip")])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        XCTAssertTrue(run.stdout.contains("export.xml: 1500 samples (steps, heart rate…) are not imported"), run.stdout)
+        XCTAssertEqual(try commits(), count + 1)
+        XCTAssertTrue(codes(try stored("conditions/2012-04-03-asthma.json")).contains("195967001"))
+    }
+
     func testAMountedBinderIsRefusedForNow() throws {
         try binder.mount()
         defer { binder.unmount() }
