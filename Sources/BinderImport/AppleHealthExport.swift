@@ -84,9 +84,10 @@ enum AppleHealthExport {
             && !path.utf8.contains(0)
     }
 
+    /// Every file under a `clinical-records/` folder (Apple writes one FHIR JSON file a record
+    /// there): what it is, its content says (`SourceReader.jsonResources`), not its name.
     static func isClinicalRecord(_ path: String) -> Bool {
-        let parts = path.split(separator: "/")
-        return parts.dropLast().contains("clinical-records") && path.lowercased().hasSuffix(".json")
+        path.split(separator: "/").dropLast().contains("clinical-records")
     }
 
     static func name(of path: String) -> String { String(path.split(separator: "/").last ?? "") }

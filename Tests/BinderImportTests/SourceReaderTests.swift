@@ -177,14 +177,16 @@ final class SourceFolderTests: XCTestCase {
         try FileManager.default.createSymbolicLink(at: folder.appendingPathComponent("link.json"), withDestinationURL: URL(fileURLWithPath: "/etc/passwd"))
 
         let sources = try SourceReader.sources(path: folder.path, file: "records", importDate: "2026-12-06")
-        XCTAssertEqual(sources.map(\.format), [.fhir, .ccda])
+        // A plain text note is a record of its own (a file source), not left out.
+        XCTAssertEqual(sources.map(\.format), [.fhir, .ccda, .file])
         XCTAssertEqual(sources[0].records.count, 10, "\(sources[0].records.map(\.title))")
         XCTAssertTrue(sources[0].records.contains { $0.title == "Tonsillectomy" }, "a subfolder's file")
         XCTAssertTrue(sources[0].records.contains { $0.codes.contains { $0.code == "197361" } }, "medicationReference resolved across files")
         XCTAssertEqual(sources[0].keptExtension, "ndjson")
         XCTAssertEqual(String(decoding: sources[0].bytes, as: UTF8.self).split(separator: "\n").count, 18)
-        XCTAssertEqual(Set(sources[0].skipped.filter { $0.file.hasPrefix("records/") }.map(\.what)), ["export.xml", "link.json", "notes.txt"])
+        XCTAssertEqual(Set(sources[0].skipped.filter { $0.file.hasPrefix("records/") }.map(\.what)), ["export.xml", "link.json"])
         XCTAssertEqual(sources[1].file, "records/ccd.xml")
+        XCTAssertTrue(sources[2].file.hasSuffix("notes.txt"), sources[2].file)
 
         XCTAssertThrowsError(try SourceReader.sources(path: folder.path, file: "records", maximumBytes: 30_000, importDate: "2026-12-06")) { error in
             guard case .tooLarge(let file, _, 30_000)? = error as? ImportError else { return XCTFail("\(error)") }
