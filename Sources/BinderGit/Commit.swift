@@ -325,7 +325,9 @@ public struct GitCommits: Sendable {
         var updates: [git_tree_update] = []
         updates.reserveCapacity(changes.count)
         for change in changes {
-            guard let path = strdup(change.path) else { preconditionFailure("out of memory") }
+            guard let path = strdup(change.path) else {
+                throw .failed(operation: "copy the path '\(change.path)'", code: .other(-1), message: "out of memory", posixErrno: ENOMEM)
+            }
             paths.append(path)
             var update = git_tree_update()
             update.path = UnsafePointer(path)
