@@ -132,6 +132,15 @@ public enum Timestamps {
         }
     }
 
+    /// A calendar day as `YYYY-MM-DD`, or nil when there is no such day (a year outside
+    /// 0000–9999, a 13th month, the 30th of February): imported dates pass through here so
+    /// a record's `created` is always a day the format can hold.
+    public static func day(year: Int, month: Int, day: Int) -> String? {
+        guard (0...9999).contains(year), (1...12).contains(month),
+              (1...daysInMonth(year: year, month: month)).contains(day) else { return nil }
+        return pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2)
+    }
+
     private static func pad(_ value: Int, _ width: Int) -> String {
         let digits = String(value)
         return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits

@@ -119,7 +119,7 @@ enum CCDAValues {
         }
         guard let year = number(0, 4) else { return nil }
         let month = number(4, 2) ?? 1, day = number(6, 2) ?? 1
-        guard (1...12).contains(month), (1...31).contains(day) else { return nil }
+        guard Timestamps.day(year: year, month: month, day: day) != nil else { return nil }
         var parts = TimeParts(year: year, month: month, day: day, precision: min(digits, 8))
         if let hour = number(8, 2), hour < 24 {
             parts.hour = hour

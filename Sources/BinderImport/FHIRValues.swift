@@ -41,11 +41,12 @@ enum FHIRValues {
         let digits = text.utf8.prefix(10)
         guard digits.prefix(4).allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
         if text.utf8.count <= 10 {
-            let parts = text.split(separator: "-")
-            let month = parts.count > 1 ? String(parts[1]) : "01", day = parts.count > 2 ? String(parts[2]) : "01"
-            guard month.count == 2, day.count == 2, Int(month).map({ (1...12).contains($0) }) == true,
-                  Int(day).map({ (1...31).contains($0) }) == true else { return nil }
-            return parts[0] + "-" + month + "-" + day
+            // FHIR's date is YYYY, YYYY-MM or YYYY-MM-DD: exactly four digits of year, two of each other.
+            let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+            guard (1...3).contains(parts.count), parts[0].utf8.count == 4, parts.dropFirst().allSatisfy({ $0.utf8.count == 2 }),
+                  let year = Int(parts[0]), let month = parts.count > 1 ? Int(parts[1]) : 1,
+                  let day = parts.count > 2 ? Int(parts[2]) : 1 else { return nil }
+            return Timestamps.day(year: year, month: month, day: day)
         }
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]

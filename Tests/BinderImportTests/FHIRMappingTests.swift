@@ -70,6 +70,8 @@ final class FHIRMappingTests: XCTestCase {
             ("2019-03-12", "2019-03-12"), ("2019-03", "2019-03-01"), ("2019", "2019-01-01"),
             ("2024-11-02T09:30:00-05:00", "2024-11-02T14:30:00.000Z"), ("2024-11-02T09:30:00.25Z", "2024-11-02T09:30:00.250Z"),
             ("2019-13-01", nil), ("yesterday", nil), ("20", nil),
+            // Found by the import fuzzer: ten digits of year are not a FHIR date.
+            ("0309062634", nil), ("2019-02-30", nil), ("2020-02-29", "2020-02-29"), ("2019-3-1", nil), ("2019-", nil), ("2019-03-", nil),
         ]
         for (text, expected) in rows { XCTAssertEqual(FHIRValues.created(.string(text)), expected, text) }
     }
