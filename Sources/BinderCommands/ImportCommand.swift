@@ -50,12 +50,20 @@ struct ImportCommand: ParsableCommand {
     }
 
     func run() throws {
+        // On a terminal only: a pipe or a log gets the summary alone.
+        let progress = isatty(2) != 0 ? ProgressLine() : nil
+        // Whatever fails, its message starts a line of its own, not the end of a half-drawn one.
+        do { try importSources(progress: progress) } catch {
+            progress?.clear()
+            throw error
+        }
+    }
+
+    private func importSources(progress: ProgressLine?) throws {
         let importDate = String(Timestamps.now().prefix(10))
         // Every source is read and understood before the binder is touched: one bad file stores nothing.
         var documents: [SourceDocument] = []
         let started = Date()
-        // On a terminal only: a pipe or a log gets the summary alone.
-        let progress = isatty(2) != 0 ? ProgressLine() : nil
         let keys: IssuerKeys?
         do { keys = try issuerKeys.map { path throws(ImportError) in try IssuerKeys.read(path: path) } } catch {
             throw CommandFailure("--issuer-keys: \(error) (nothing was imported)")
@@ -85,6 +93,7 @@ struct ImportCommand: ParsableCommand {
         }
         writerLock.record(WriterLock.Holder(pid: getpid(), command: "import"))
         defer { withExtendedLifetime(writerLock) {} }
+        progress?.clear()  // a passphrase prompt starts its own line
         let key = try BinderKey.conversationKey(owner: KeyStore(state: state).secretKey(passphrase: passphrase.source))
         let importer = BinderImporter(repository: local.repository, key: key, author: commitAuthor())
         let existing = try readBinder(importer)

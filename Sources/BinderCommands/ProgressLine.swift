@@ -45,6 +45,16 @@ final class ProgressLine: Sendable {
         emit((isTerminal && open ? "\r\u{1B}[K" : "") + text + "\n")
     }
 
+    /// Erases a terminal line still open (an update not yet finished), so that what is
+    /// printed next (an error) starts at the line's beginning; nothing otherwise.
+    func clear() {
+        let open = drawn.withLock { drawn -> Bool in
+            defer { drawn.open = false }
+            return drawn.open
+        }
+        if isTerminal && open { emit("\r\u{1B}[K") }
+    }
+
     /// "1.2 MB", "340 KB", "12 B".
     static func bytes(_ count: Int) -> String {
         if count >= 1 << 20 { return String(format: "%.1f MB", Double(count) / 1_048_576) }
