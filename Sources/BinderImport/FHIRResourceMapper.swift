@@ -107,13 +107,21 @@ struct FHIRResourceMapper {
     mutating func observation() {
         guard let name = FHIRValues.name(resource["code"]) else { return skip(nil, "it has no name") }
         if isRefuted() { return skip(name, "entered in error") }
-        let members = FHIRValues.array(resource["hasMember"]).compactMap { reader.resolve($0) }
+        let memberIndexes = FHIRValues.array(resource["hasMember"]).compactMap { reader.resolveIndex($0) }
+        let members = memberIndexes.map { reader.resources[$0] }
         let date = resource["effectiveDateTime"] ?? FHIRValues.object(resource["effectivePeriod"])?["start"] ?? resource["issued"]
         var codes = FHIRValues.codes(resource["code"])
         var rows: [JSONObject] = members
+        var shown = Set(memberIndexes)
         if members.isEmpty { rows = FHIRValues.array(resource["component"]).compactMap(\.objectValue) }
-        if rows.isEmpty { rows = [resource] } else if FHIRValues.value(of: resource) != nil { rows.insert(resource, at: 0) }
-        let table = tableLines(rows, codes: &codes)
+        if rows.isEmpty {
+            rows = [resource]
+        } else if FHIRValues.value(of: resource) != nil {
+            // A panel with a value of its own is the first row; its members follow it (appendRows).
+            rows = members.isEmpty ? [resource] + rows : [resource]
+            shown = []
+        }
+        let table = tableLines(rows, shown: shown, codes: &codes)
         let status = FHIRValues.string(resource["status"])
         var lines = line("Date", FHIRValues.shown(date))
         lines += line("Status", status)
@@ -121,16 +129,33 @@ struct FHIRResourceMapper {
         add("labs", name, date, lines, codes, status)
     }
 
-    func tableLines(_ rows: [JSONObject], codes: inout [ClinicalCode]) -> [String] {
+    /// `shown`: the indexes (in the source) of resources among `rows`, not to be shown again as a member.
+    func tableLines(_ rows: [JSONObject], shown: Set<Int>, codes: inout [ClinicalCode]) -> [String] {
         var lines = ["| Test | Value | Reference range | Flag |", "|---|---|---|---|"]
+        var shown = shown
+        appendRows(rows, depth: 0, shown: &shown, lines: &lines, codes: &codes)
+        return lines
+    }
+
+    /// How deep panels inside panels are followed (a report's CBC panel's values are the second level).
+    static let maximumPanelDepth = 3
+
+    /// Each row, then the members of a row that is a panel itself (a report's result with `hasMember`:
+    /// its values are rows, as they are of no record of their own). Each resource is shown once and
+    /// panels are followed `maximumPanelDepth` deep, so a cycle of references in the source ends.
+    func appendRows(_ rows: [JSONObject], depth: Int, shown: inout Set<Int>, lines: inout [String], codes: inout [ClinicalCode]) {
         for row in rows {
             let test = FHIRValues.name(row["code"]) ?? "Result"
             let range = FHIRValues.array(row["referenceRange"]).first?.objectValue.flatMap(FHIRValues.rangeText) ?? ""
             let flag = FHIRValues.array(row["interpretation"]).first.flatMap { FHIRValues.name($0) } ?? ""
             lines.append("| " + [test, FHIRValues.value(of: row) ?? "", range, flag].map(CCDASections.cell).joined(separator: " | ") + " |")
             codes += FHIRValues.codes(row["code"])
+            guard depth < Self.maximumPanelDepth else { continue }
+            let members = FHIRValues.array(row["hasMember"]).compactMap { reader.resolveIndex($0) }.filter { shown.insert($0).inserted }
+            if !members.isEmpty {
+                appendRows(members.map { reader.resources[$0] }, depth: depth + 1, shown: &shown, lines: &lines, codes: &codes)
+            }
         }
-        return lines
     }
 
     mutating func procedure() {
@@ -180,12 +205,13 @@ struct FHIRResourceMapper {
         guard let name = FHIRValues.name(resource["code"]) else { return skip(nil, "it has no name") }
         let date = resource["effectiveDateTime"] ?? FHIRValues.object(resource["effectivePeriod"])?["start"] ?? resource["issued"]
         var codes = FHIRValues.codes(resource["code"])
-        let results = FHIRValues.array(resource["result"]).compactMap { reader.resolve($0) }
+        let resultIndexes = FHIRValues.array(resource["result"]).compactMap { reader.resolveIndex($0) }
+        let results = resultIndexes.map { reader.resources[$0] }
         let status = FHIRValues.string(resource["status"])
         var lines = line("Date", FHIRValues.shown(date))
         lines += line("Status", status)
         lines += line("Conclusion", FHIRValues.string(resource["conclusion"]))
-        if !results.isEmpty { lines += [""] + tableLines(results, codes: &codes) }
+        if !results.isEmpty { lines += [""] + tableLines(results, shown: Set(resultIndexes), codes: &codes) }
         let categories = FHIRValues.array(resource["category"]).flatMap { FHIRValues.codes($0) }.map(\.code)
         let folder = categories.contains("RAD") || categories.contains("LP29684-5") ? "imaging" : "labs"
         add(folder, name, date, lines, codes, status, attachments: attachments(FHIRValues.array(resource["presentedForm"])))

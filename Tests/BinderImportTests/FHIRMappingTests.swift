@@ -65,6 +65,42 @@ final class FHIRMappingTests: XCTestCase {
         XCTAssertEqual(document.skipped.map(\.what), ["Zoster", "Gout"])
     }
 
+    /// A report's results that are panels themselves (SMART Health Cards' example-02: a report of a
+    /// CBC panel and a chemistry panel): their members' values are rows of the report's table with
+    /// their codes, as they are records of no other kind; a cycle of `hasMember` references ends.
+    func testPanelsInsideAReportBringTheirMembersAsRows() throws {
+        func observation(_ id: String, _ code: String, _ name: String, value: String? = nil, members: [String] = []) -> String {
+            let valuePart = value.map { #", "valueQuantity": {"value": \#($0), "unit": "g/dL"}"# } ?? ""
+            let memberPart = members.isEmpty ? "" : #", "hasMember": ["# + members.map { #"{"reference": "Observation/\#($0)"}"# }.joined(separator: ", ") + "]"
+            return #"{"resource": {"resourceType": "Observation", "id": "\#(id)", "status": "final", "code": {"coding": [{"system": "http://loinc.org", "code": "\#(code)", "display": "\#(name)"}]}\#(valuePart)\#(memberPart)}}"#
+        }
+        func report(_ results: [String]) -> String {
+            #"{"resource": {"resourceType": "DiagnosticReport", "id": "r", "status": "final", "effectiveDateTime": "2015-08-16", "code": {"text": "General health panel"}, "result": ["#
+                + results.map { #"{"reference": "Observation/\#($0)"}"# }.joined(separator: ", ") + "]}}"
+        }
+        let rows: [(name: String, entries: [String], table: [String], codes: [String])] = [
+            ("a panel in a report", [report(["cbc"]), observation("cbc", "58410-2", "CBC panel", members: ["hgb", "wbc"]),
+                                     observation("hgb", "718-7", "Hemoglobin", value: "13.2"), observation("wbc", "6690-2", "Leukocytes", value: "6.1")],
+             ["| CBC panel |  |  |  |", "| Hemoglobin | 13.2 g/dL |  |  |", "| Leukocytes | 6.1 g/dL |  |  |"], ["58410-2", "718-7", "6690-2"]),
+            ("a panel with a value and members, alone", [observation("p", "24357-6", "Urinalysis", value: "1", members: ["m"]),
+                                                         observation("m", "5811-5", "Specific gravity", value: "1.02")],
+             ["| Urinalysis | 1 g/dL |  |  |", "| Specific gravity | 1.02 g/dL |  |  |"], ["24357-6", "5811-5"]),
+            ("a cycle of members", [report(["a"]), observation("a", "1-1", "A", members: ["b"]), observation("b", "2-2", "B", members: ["a"])],
+             ["| A |  |  |  |", "| B |  |  |  |"], ["1-1", "2-2"]),
+        ]
+        for row in rows {
+            let text = #"{"resourceType": "Bundle", "type": "collection", "entry": ["# + row.entries.joined(separator: ", ") + "]}"
+            let document = try SourceReader.parse(Array(text.utf8), file: "panels.json", importDate: "2026-12-06")
+            let labs = document.records.filter { $0.folder == "labs" }
+            XCTAssertEqual(labs.count, 1, row.name)
+            guard let record = labs.first else { continue }
+            for line in row.table { XCTAssertTrue(record.value.contains(line), "\(row.name): \(line) not in\n\(record.value)") }
+            XCTAssertTrue(Set(row.codes).isSubset(of: Set(record.codes.map(\.code))), "\(row.name): \(record.codes.map(\.code))")
+            XCTAssertEqual(record.value.components(separatedBy: "\n").filter { $0.hasPrefix("| ") && !$0.hasPrefix("| Test ") }.count, row.table.count,
+                           "\(row.name): each row once\n\(record.value)")
+        }
+    }
+
     func testFHIRDatesBecomeCreated() {
         let rows: [(String, String?)] = [
             ("2019-03-12", "2019-03-12"), ("2019-03", "2019-03-01"), ("2019", "2019-01-01"),
