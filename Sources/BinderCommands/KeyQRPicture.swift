@@ -49,16 +49,25 @@ enum KeyQRPicture {
     /// bytes run from the JPEG start marker to the stream's `endstream`. Nothing else of the PDF
     /// is read (no PDF reader is among binder's libraries). Nil when no picture holds a code.
     static func textInScannedPDF(_ pdf: [UInt8]) throws(QRImageReader.Failure) -> [UInt8]? {
+        try codesInScannedPDF(pdf, maximumBytes: maximumTextBytes, firstPictureOnly: true).first
+    }
+
+    /// The QR codes of a scanner's PDF's JPEG pictures (as `textInScannedPDF` finds them): those
+    /// of the first picture that has any, or of every picture (`firstPictureOnly` false: a
+    /// health card's chunks may be on several pages).
+    static func codesInScannedPDF(_ pdf: [UInt8], maximumBytes: Int, firstPictureOnly: Bool) throws(QRImageReader.Failure) -> [[UInt8]] {
         let end = Array("endstream".utf8)
         var at = 0, tried = 0
+        var codes: [[UInt8]] = []
         while tried < maximumPDFPictures, let start = firstIndex(of: [0xFF, 0xD8, 0xFF], in: pdf, from: at) {
             let stop = firstIndex(of: end, in: pdf, from: start) ?? pdf.count
             at = stop
             tried += 1  // every candidate counts, decodable or not: a crafted file full of markers costs 16 tries
             guard let image = try? GrayImage.decode(Array(pdf[start..<stop]), maximumPixels: maximumPixels) else { continue }
-            do { return try QRImageReader.read(image, maximumBytes: maximumTextBytes) } catch .noCode { continue }
+            codes += try QRImageReader.codes(in: image, maximumBytes: maximumBytes)
+            if firstPictureOnly && !codes.isEmpty { break }
         }
-        return nil
+        return codes
     }
 
     static func firstIndex(of needle: [UInt8], in bytes: [UInt8], from start: Int) -> Int? {

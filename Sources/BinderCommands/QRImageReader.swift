@@ -2,7 +2,7 @@ import BinderExport
 import BinderSystem
 internal import CZBar
 
-/// Reads the text of a QR code in a picture with libzbar: the only user of CZBar. Each zbar
+/// Reads the text of the QR codes in a picture with libzbar: the only user of CZBar. Each zbar
 /// object has one owner that frees it in deinit; nothing of zbar's leaves this file.
 enum QRImageReader {
     enum Failure: Error, CustomStringConvertible {
@@ -20,21 +20,30 @@ enum QRImageReader {
     /// The bytes of the first QR code zbar finds in `image`, at most `maximumBytes` of them
     /// (a longer one is not a scan payload: nil).
     static func read(_ image: GrayImage, maximumBytes: Int) throws(Failure) -> [UInt8] {
+        guard let first = try codes(in: image, maximumBytes: maximumBytes, limit: 1).first else { throw .noCode }
+        return first
+    }
+
+    /// The bytes of each QR code zbar finds in `image` (a picture of a health card's chunks
+    /// holds several), at most `limit` of them, in zbar's order; a code longer than
+    /// `maximumBytes` is given as `maximumBytes + 1` zeros (no scan payload). Empty when none.
+    static func codes(in image: GrayImage, maximumBytes: Int, limit: Int = 64) throws(Failure) -> [[UInt8]] {
         let api = try ZBar.load()
         guard let scanner = Scanner(api) else { throw .scanner("no scanner") }
         guard let picture = Picture(image, api) else { throw .scanner("no image") }
         let found = api.zbar_scan_image(scanner.pointer, picture.pointer)
         guard found >= 0 else { throw .scanner("zbar_scan_image \(found)") }
+        var codes: [[UInt8]] = []
         var symbol = api.zbar_image_first_symbol(picture.pointer)
-        while let current = symbol {
+        while let current = symbol, codes.count < limit {
             if api.zbar_symbol_get_type(current) == ZBAR_QRCODE, let data = api.zbar_symbol_get_data(current) {
                 let count = Int(api.zbar_symbol_get_data_length(current))
-                guard count <= maximumBytes else { return Array(repeating: 0, count: maximumBytes + 1) }
-                return data.withMemoryRebound(to: UInt8.self, capacity: count) { Array(UnsafeBufferPointer(start: $0, count: count)) }
+                codes.append(count > maximumBytes ? Array(repeating: 0, count: maximumBytes + 1)
+                             : data.withMemoryRebound(to: UInt8.self, capacity: count) { Array(UnsafeBufferPointer(start: $0, count: count)) })
             }
             symbol = api.zbar_symbol_next(current)
         }
-        throw .noCode
+        return codes
     }
 
     /// libzbar, opened at the first picture read (`dlopen`: CZBar's shim.h says why it is not

@@ -26,6 +26,8 @@ public enum ImportError: Error, Sendable, Equatable, CustomStringConvertible {
     case archiveRefused(file: String, reason: String)
     /// A health card whose signature is not the issuer's key's (`--issuer-keys`): altered, or forged.
     case signatureRefused(file: String)
+    /// A SMART Health Card that cannot be read: its `shc:/` text, its chunks or its JWS (`fault` says which).
+    case malformedHealthCard(file: String, fault: HealthCardFault)
     /// A note whose front matter is not YAML binder reads (or not closed by a `---` line).
     case malformedFrontMatter(file: String, reason: String)
     /// The document is about someone else than the binder's `patient-info` (refused without `--force`).
@@ -35,7 +37,8 @@ public enum ImportError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .unreadable(let file, _), .tooLarge(let file, _, _), .notRecognised(let file), .declarationRefused(let file, _), .notUTF8(let file, _),
              .malformedXML(let file, _, _, _), .malformedJSON(let file, _, _), .tooDeep(let file, _), .differentPatient(let file, _),
-             .payloadTooLarge(let file, _), .malformedFrontMatter(let file, _), .signatureRefused(let file), .archiveRefused(let file, _):
+             .payloadTooLarge(let file, _), .malformedFrontMatter(let file, _), .signatureRefused(let file), .archiveRefused(let file, _),
+             .malformedHealthCard(let file, _):
             return file
         }
     }
@@ -56,9 +59,60 @@ public enum ImportError: Error, Sendable, Equatable, CustomStringConvertible {
         case .archiveRefused(let file, let reason): return "\(file): zip archive refused: \(reason)"
         case .signatureRefused(let file):
             return "\(file): the health card's signature does not verify with the issuer's key (altered or not the issuer's): refused"
+        case .malformedHealthCard(let file, let fault): return "\(file): not a readable SMART Health Card: \(fault)"
         case .malformedFrontMatter(let file, let reason): return "\(file): its front matter cannot be read: \(reason)"
         case .differentPatient(let file, let reason):
             return "\(file) is about a different person than this binder's patient-info (\(reason)); --force imports it anyway"
+        }
+    }
+}
+
+/// What is wrong with a SMART Health Card (https://spec.smarthealth.cards): its `shc:/` text
+/// (pairs of digits, each a character's code minus 45), its chunks (`shc:/I/N/digits`, all N of
+/// them, each once), or the JWS they spell (`header.payload.signature`, the payload raw DEFLATE
+/// of JSON holding a FHIR bundle).
+public enum HealthCardFault: Sendable, Equatable, CustomStringConvertible {
+    /// `shc:/` with nothing after it.
+    case noDigits
+    /// A character after `shc:/` (or a chunk's marker) that is not a digit.
+    case notDigits
+    /// An odd number of digits: they are read in pairs.
+    case oddDigitCount
+    /// A pair above 77: no character of a JWS (`value` is the pair).
+    case pairOutOfRange(value: Int)
+    /// A chunk's marker that is not `I/N/` with 1 ≤ I ≤ N and N ≥ 2.
+    case badChunkMarker
+    /// Chunks that give different totals (`shc:/1/2/…` with `shc:/2/3/…`).
+    case chunkTotalsDisagree
+    /// Chunks `missing` (1-based) of `total` were not given.
+    case missingChunks([Int], total: Int)
+    /// Chunk `index` of `total` was given twice.
+    case duplicateChunk(index: Int, total: Int)
+    /// A whole code (`shc:/digits`) given with chunks of another.
+    case wholeCodeAmongChunks
+    /// The digits spell no JWS: not three base64url parts, or a header that is not JSON.
+    case notJWS
+    /// The payload is not raw DEFLATE.
+    case payloadNotDeflate
+    /// The payload is not JSON, or holds no `vc.credentialSubject.fhirBundle`.
+    case noFHIRBundle
+
+    public var description: String {
+        switch self {
+        case .noDigits: return "shc:/ with no digits after it"
+        case .notDigits: return "a character that is not a digit after shc:/"
+        case .oddDigitCount: return "an odd number of digits (an shc:/ code is pairs of digits)"
+        case .pairOutOfRange(let value): return "the digit pair \(value) is over 77 (no character of a card)"
+        case .badChunkMarker: return "a chunk is not shc:/I/N/digits with 1 ≤ I ≤ N and N at least 2"
+        case .chunkTotalsDisagree: return "its chunks give different totals (shc:/I/N/: N differs)"
+        case .missingChunks(let missing, let total):
+            let shown = missing.prefix(10).map(String.init).joined(separator: ", ") + (missing.count > 10 ? "…" : "")
+            return "chunk\(missing.count == 1 ? "" : "s") \(shown) of \(total) missing (give every shc:/I/\(total)/ line together)"
+        case .duplicateChunk(let index, let total): return "chunk \(index) of \(total) given twice"
+        case .wholeCodeAmongChunks: return "a whole shc:/ code given with chunks (shc:/I/N/) of another"
+        case .notJWS: return "its text is not a JWS (header.payload.signature in base64url)"
+        case .payloadNotDeflate: return "its payload does not inflate (raw DEFLATE)"
+        case .noFHIRBundle: return "its payload holds no FHIR bundle (vc.credentialSubject.fhirBundle)"
         }
     }
 }

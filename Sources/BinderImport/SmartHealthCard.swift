@@ -4,9 +4,10 @@ import Foundation
 import NIOCore
 
 /// SMART Health Cards (https://spec.smarthealth.cards): a `.smart-health-card` file
-/// (`{"verifiableCredential": ["<JWS>", …]}`) or an `shc:/` string (numeric, chunked `shc:/1/2/…`
-/// joined). Each JWS's payload is raw DEFLATE (CompressNIO), inflated within `maximumPayload`
-/// (a card is a few KB: a bomb is cut there), and its FHIR bundle read as any other. The
+/// (`{"verifiableCredential": ["<JWS>", …]}`) or `shc:/` text (numeric; chunks `shc:/1/2/…`
+/// joined, each given once; what is wrong named by `HealthCardFault`). Each JWS's payload is
+/// raw DEFLATE (CompressNIO), inflated within `maximumPayload` (a card is a few KB: a bomb is
+/// cut there), and its FHIR bundle read as any other. The
 /// signature is checked against the issuer's keys when they are given (`IssuerKeys`): a bad
 /// one refuses the card; else the card's record says it was not checked.
 enum SmartHealthCard {
@@ -19,31 +20,57 @@ enum SmartHealthCard {
         return list.compactMap(\.stringValue)
     }
 
-    /// The JWS of an `shc:/` string: `shc:/` then pairs of digits, each a character's code
-    /// minus 45 (chunks `shc:/I/N/…` in order, joined).
-    static func jws(fromNumeric text: String, file: String) throws(ImportError) -> String {
-        let parts = text.split(whereSeparator: \.isWhitespace).map(String.init).filter { !$0.isEmpty }
-        var chunks: [(Int, String)] = []
-        for part in parts {
-            guard part.lowercased().hasPrefix("shc:/") else { throw .notRecognised(file: file) }
-            let fields = part.dropFirst(5).split(separator: "/").map(String.init)
-            if fields.count == 3, let index = Int(fields[0]) { chunks.append((index, fields[2])) } else if fields.count == 1 {
-                chunks.append((1, fields[0]))
-            } else { throw .malformedJSON(file: file, line: 1, reason: "an shc:/ chunk is not I/N/digits") }
-        }
-        var jws = ""
-        for (_, digits) in chunks.sorted(by: { $0.0 < $1.0 }) {
-            let bytes = Array(digits.utf8)
-            guard bytes.count % 2 == 0, bytes.allSatisfy({ (0x30...0x39).contains($0) }) else {
-                throw .malformedJSON(file: file, line: 1, reason: "an shc:/ code is not pairs of digits")
+    /// The JWSs of `shc:/` text (white space between codes, a line each as pasted or scanned):
+    /// each whole code (`shc:/digits`) is a card; chunks (`shc:/I/N/digits`) are joined in
+    /// order into one, every one of 1…N given once. The digits are pairs, each a character's
+    /// code minus 45. Nil when a code does not start with `shc:/` (not a card at all).
+    static func jwss(fromNumeric text: String, file: String) throws(ImportError) -> [String]? {
+        var wholes: [String] = []
+        var chunks: [Int: String] = [:]
+        var total: Int?
+        for part in text.drop(while: { $0 == "\u{FEFF}" }).split(whereSeparator: \.isWhitespace) {
+            guard part.utf8.count >= 5, part.prefix(5).lowercased() == "shc:/" else { return nil }
+            let fields = part.dropFirst(5).split(separator: "/", omittingEmptySubsequences: false)
+            if fields.count == 1 {
+                wholes.append(try characters(fields[0], file: file))
+                continue
             }
-            for index in stride(from: 0, to: bytes.count, by: 2) {
-                let value = Int(bytes[index] - 0x30) * 10 + Int(bytes[index + 1] - 0x30) + 45
-                guard value < 128 else { throw .malformedJSON(file: file, line: 1, reason: "an shc:/ code is out of range") }
-                jws.append(Character(Unicode.Scalar(UInt8(value))))
+            guard fields.count == 3, let index = chunkNumber(fields[0]), let count = chunkNumber(fields[1]), count >= 2, (1...count).contains(index) else {
+                throw .malformedHealthCard(file: file, fault: .badChunkMarker)
             }
+            if let total, total != count { throw .malformedHealthCard(file: file, fault: .chunkTotalsDisagree) }
+            total = count
+            guard chunks[index] == nil else { throw .malformedHealthCard(file: file, fault: .duplicateChunk(index: index, total: count)) }
+            chunks[index] = try characters(fields[2], file: file)
         }
-        return jws
+        guard let total else { return wholes }
+        guard wholes.isEmpty else { throw .malformedHealthCard(file: file, fault: .wholeCodeAmongChunks) }
+        // Every index given is within 1…total and none twice: fewer than total means some are missing.
+        guard chunks.count == total else {
+            throw .malformedHealthCard(file: file, fault: .missingChunks((1...total).filter { chunks[$0] == nil }.prefix(100).map { $0 }, total: total))
+        }
+        return [(1...total).map { chunks[$0] ?? "" }.joined()]
+    }
+
+    /// A chunk's index or total: one to four digits, not zero.
+    private static func chunkNumber(_ field: Substring) -> Int? {
+        guard (1...4).contains(field.utf8.count), field.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let number = Int(field), number > 0 else { return nil }
+        return number
+    }
+
+    /// The characters pairs of digits spell (each pair a character's code minus 45, `-` to `z`).
+    private static func characters(_ digits: Substring, file: String) throws(ImportError) -> String {
+        let bytes = Array(digits.utf8)
+        guard !bytes.isEmpty else { throw .malformedHealthCard(file: file, fault: .noDigits) }
+        guard bytes.allSatisfy({ (0x30...0x39).contains($0) }) else { throw .malformedHealthCard(file: file, fault: .notDigits) }
+        guard bytes.count % 2 == 0 else { throw .malformedHealthCard(file: file, fault: .oddDigitCount) }
+        var scalars = String.UnicodeScalarView()
+        for index in stride(from: 0, to: bytes.count, by: 2) {
+            let pair = Int(bytes[index] - 0x30) * 10 + Int(bytes[index + 1] - 0x30)
+            guard pair <= 77 else { throw .malformedHealthCard(file: file, fault: .pairOutOfRange(value: pair)) }
+            scalars.append(Unicode.Scalar(UInt8(pair + 45)))
+        }
+        return String(scalars)
     }
 
     /// The FHIR bundle and issuer a JWS carries.
@@ -51,12 +78,12 @@ enum SmartHealthCard {
         let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let header = base64URL(parts[0]), let compressed = base64URL(parts[1]),
               let headerObject = (try? JSONValue.parse(header))?.objectValue else {
-            throw .malformedJSON(file: file, line: 1, reason: "a health card's JWS is not header.payload.signature")
+            throw .malformedHealthCard(file: file, fault: .notJWS)
         }
         let json = headerObject["zip"]?.stringValue == "DEF" ? try inflate(compressed, file: file) : compressed
         guard let payload = (try? JSONValue.parse(json))?.objectValue,
               let bundle = payload["vc"]?.objectValue?["credentialSubject"]?.objectValue?["fhirBundle"]?.objectValue else {
-            throw .malformedJSON(file: file, line: 1, reason: "a health card's payload holds no FHIR bundle")
+            throw .malformedHealthCard(file: file, fault: .noFHIRBundle)
         }
         // `nbf`: when the card was issued (seconds since 1970).
         let issued = payload["nbf"]?.doubleValue.flatMap { $0 >= 0 && $0 < Double(Timestamps.maximumSeconds) ? Timestamps.string(seconds: Int64($0)) : nil }
@@ -71,7 +98,7 @@ enum SmartHealthCard {
 
     /// Raw DEFLATE through a 64 KiB window, counting what comes out: past `maximumPayload` it stops.
     static func inflate(_ bytes: [UInt8], file: String) throws(ImportError) -> [UInt8] {
-        let refused = ImportError.malformedJSON(file: file, line: 1, reason: "a health card's payload does not inflate")
+        let refused = ImportError.malformedHealthCard(file: file, fault: .payloadNotDeflate)
         guard let decompressor = try? ZlibDecompressor(algorithm: .deflate) else { throw refused }
         var input = ByteBuffer(bytes: bytes)
         var window = ByteBufferAllocator().buffer(capacity: 64 << 10)

@@ -6,7 +6,9 @@ import Foundation
 /// together (their references resolve across files, and the resources are kept once, as
 /// NDJSON); a C-CDA in it is a source of its own; a PDF, image, audio, video or text file is
 /// a source of its own (`SourceFiles`), its record in the folder its subfolders name (a known
-/// category by name); any other file is left out and listed: one over the size limit, XML
+/// category by name); a SMART Health Card (a `.smart-health-card` file's JSON, or text that is
+/// `shc:/` codes), recognised by content, is a card source of its own; any other file is left
+/// out and listed: one over the size limit, XML
 /// that declares a DOCTYPE (Apple Health's `export.xml` of samples: never parsed), a format
 /// binder does not import.
 /// Subfolders are read to `maximumDepth`; links and hidden files never. The size limit bounds
@@ -15,8 +17,8 @@ public enum SourceFolder {
     public static let maximumDepth = 3
 
     public static func read(path: String, file: String, maximumBytes: Int = ImportLimits.defaultMaximumBytes,
-                            importDate: String, into: String? = nil) throws(ImportError) -> [SourceDocument] {
-        var walk = Walk(root: file, maximumBytes: maximumBytes, importDate: importDate, into: into)
+                            importDate: String, into: String? = nil, issuerKeys: IssuerKeys? = nil) throws(ImportError) -> [SourceDocument] {
+        var walk = Walk(root: file, maximumBytes: maximumBytes, importDate: importDate, into: into, issuerKeys: issuerKeys)
         try walk.read(folder: path, shown: file, relative: [])
         if !walk.resources.isEmpty {
             let kept = walk.resources.map { JSONValue.object($0).serialized() }.joined(separator: "\n") + "\n"
@@ -40,6 +42,8 @@ public enum SourceFolder {
         let importDate: String
         /// Where files' records go (`SourceFiles.folder(for:into:)`).
         let into: String?
+        /// A card's signature is checked against these when given (as a card named on the command line).
+        let issuerKeys: IssuerKeys?
         var documents: [SourceDocument] = []
         var resources: [JSONObject] = []
         var skipped: [SkippedItem] = []
@@ -82,11 +86,20 @@ public enum SourceFolder {
                     skipped.append(SkippedItem(file: shown, what: name, reason: "XML with a DOCTYPE (not parsed; Apple Health's samples are not imported)"))
                 }
             case UInt8(ascii: "{")?:
-                do { resources += try SourceReader.jsonResources(bytes, file: shown) } catch .notRecognised {
+                do {
+                    switch try SourceReader.jsonContent(bytes, file: shown) {
+                    case .healthCard(let jwss):
+                        documents.append(try SmartHealthCard.read(jwss: jwss, file: shown, bytes: bytes, importDate: importDate, issuerKeys: issuerKeys))
+                    case .resources(let found): resources += found
+                    }
+                } catch .notRecognised {
                     skipped.append(SkippedItem(file: shown, what: name, reason: "JSON that is not FHIR"))
                 }
             default:
-                if let document = try SourceFiles.document(bytes, file: shown, name: name, folder: SourceFiles.folder(for: relative, into: into),
+                // Text that is shc:/ codes is a card (whatever its name); other text a note.
+                if let jwss = try SourceReader.healthCardText(bytes, file: shown) {
+                    documents.append(try SmartHealthCard.read(jwss: jwss, file: shown, bytes: bytes, importDate: importDate, issuerKeys: issuerKeys))
+                } else if let document = try SourceFiles.document(bytes, file: shown, name: name, folder: SourceFiles.folder(for: relative, into: into),
                                                            modified: modified, importDate: importDate) {
                     documents.append(document)
                 } else {

@@ -15,11 +15,15 @@ public enum SourceReader {
     /// The sources at `path`: a file's, or a folder's (`SourceFolder`). A file that is not
     /// C-CDA, FHIR or a health card may be a PDF, an image, audio, video or a note
     /// (`SourceFiles`): its record goes in `into` (default `documents`).
+    /// A PNG, JPEG or scanner's PDF file is searched for a health card's QR codes with
+    /// `scanner` when given (`HealthCardPicture`); a folder's pictures are not (decoding every
+    /// photo of a folder would cost seconds each).
     public static func sources(path: String, file: String, maximumBytes: Int = ImportLimits.defaultMaximumBytes,
-                               importDate: String, into: String? = nil, issuerKeys: IssuerKeys? = nil) throws(ImportError) -> [SourceDocument] {
+                               importDate: String, into: String? = nil, issuerKeys: IssuerKeys? = nil,
+                               scanner: (any QRCodeScanning)? = nil) throws(ImportError) -> [SourceDocument] {
         var status = stat()
         if stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR {
-            return try SourceFolder.read(path: path, file: file, maximumBytes: maximumBytes, importDate: importDate, into: into)
+            return try SourceFolder.read(path: path, file: file, maximumBytes: maximumBytes, importDate: importDate, into: into, issuerKeys: issuerKeys)
         }
         if AppleHealthExport.isZip(path: path) {
             // Read in place (an export is often larger than any one record); its entries are held to the limit.
@@ -28,10 +32,17 @@ public enum SourceReader {
         let bytes = try load(path: path, file: file, maximumBytes: maximumBytes)
         do { return [try parse(bytes, file: file, importDate: importDate, issuerKeys: issuerKeys)] } catch .notRecognised {
             let name = String(file.split(separator: "/").last ?? "")
-            guard let document = try SourceFiles.document(bytes, file: file, name: name, folder: SourceFiles.folder(for: [], into: into),
+            var note: SkippedItem?
+            if let scanner, case .attachment(let format)? = SourceFiles.kind(of: bytes), HealthCardPicture.formats.contains(format) {
+                let scanned = try HealthCardPicture.read(bytes, format: format, file: file, scanner: scanner, importDate: importDate, issuerKeys: issuerKeys)
+                if let card = scanned.card { return [card] }
+                note = scanned.note
+            }
+            guard var document = try SourceFiles.document(bytes, file: file, name: name, folder: SourceFiles.folder(for: [], into: into),
                                                           modified: SourceFiles.modified(path: path), importDate: importDate) else {
                 throw .notRecognised(file: file)
             }
+            if let note { document.skipped.append(note) }
             return [document]
         }
     }
@@ -66,20 +77,42 @@ public enum SourceReader {
             guard CCDAReader.isClinicalDocument(root) else { throw .notRecognised(file: file) }
             return CCDAReader.read(root, file: file, bytes: bytes, importDate: importDate)
         case UInt8(ascii: "{"):
-            if let card = (try? JSONValue.parse(bytes))?.objectValue, let jwss = SmartHealthCard.credentials(card) {
+            switch try jsonContent(bytes, file: file) {
+            case .healthCard(let jwss):
                 return try SmartHealthCard.read(jwss: jwss, file: file, bytes: bytes, importDate: importDate, issuerKeys: issuerKeys)
+            case .resources(let resources):
+                return try FHIRReader.read(resources, file: file, bytes: bytes, importDate: importDate)
             }
-            let resources = try jsonResources(bytes, file: file)
-            return try FHIRReader.read(resources, file: file, bytes: bytes, importDate: importDate)
         case UInt8(ascii: "s"), UInt8(ascii: "S"):
             // An shc:/ string (a QR code's text, pasted or scanned).
-            let text = String(decoding: bytes, as: UTF8.self)
-            guard text.lowercased().hasPrefix("shc:/") else { throw .notRecognised(file: file) }
-            return try SmartHealthCard.read(jwss: [try SmartHealthCard.jws(fromNumeric: text, file: file)], file: file, bytes: bytes,
-                                            importDate: importDate, issuerKeys: issuerKeys)
+            guard let jwss = try healthCardText(bytes, file: file) else { throw .notRecognised(file: file) }
+            return try SmartHealthCard.read(jwss: jwss, file: file, bytes: bytes, importDate: importDate, issuerKeys: issuerKeys)
         default:
             throw .notRecognised(file: file)
         }
+    }
+
+    /// What a JSON source holds: a `.smart-health-card` file's JWSs, or FHIR resources.
+    enum JSONContent {
+        case healthCard([String])
+        case resources([JSONObject])
+    }
+
+    /// A JSON document parsed once: a health card (`verifiableCredential`) or FHIR (one
+    /// resource, or NDJSON when the whole does not parse); anything else is not recognised.
+    static func jsonContent(_ bytes: [UInt8], file: String) throws(ImportError) -> JSONContent {
+        guard let object = (try? JSONValue.parse(bytes))?.objectValue else { return .resources(try jsonResources(bytes, file: file)) }
+        if let jwss = SmartHealthCard.credentials(object) { return .healthCard(jwss) }
+        guard object["resourceType"]?.stringValue != nil else { throw .notRecognised(file: file) }
+        return .resources([object])
+    }
+
+    /// The JWSs of text that is `shc:/` codes only (a QR code's text, pasted or scanned: a
+    /// code a line or separated by spaces), nil when it is other text; a code that cannot be
+    /// read is refused (`HealthCardFault`).
+    static func healthCardText(_ bytes: [UInt8], file: String) throws(ImportError) -> [String]? {
+        guard let first = firstByte(bytes), first == UInt8(ascii: "s") || first == UInt8(ascii: "S") else { return nil }
+        return try SmartHealthCard.jwss(fromNumeric: String(decoding: bytes, as: UTF8.self), file: file)
     }
 
     /// The file's bytes, refused past `maximumBytes` before they are read.

@@ -37,4 +37,65 @@ final class ImportCardsAndLimitsTests: MountedFixtureTestCase {
         }
         XCTAssertEqual(try commits(), count)
     }
+
+    /// A picture of a health card's QR code (PNG), of its two chunks (JPEG), and a scanner's PDF
+    /// of that JPEG: the card's records, the picture kept as the card's attachment. A picture of
+    /// one chunk of two is refused by name; one whose code is no card is a picture attachment.
+    func testAPictureOfACardsQRCodesIsTheCardAndKeepsThePicture() throws {
+        let scan = binder.sandbox.root.appendingPathComponent("scan.pdf").path
+        let viewer = try shell("find /usr/share/ghostscript -name viewjpeg.ps | head -1").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let wrapped = try shell("gs -q -dNOSAFER -sDEVICE=pdfwrite -o '\(scan)' '\(viewer)' -c '(\(fixture("covid-card-chunks.jpg"))) "
+                                + "<< /PageSize 2 index viewJPEGgetsize 2 array astore >> setpagedevice viewJPEG'")
+        XCTAssertEqual(wrapped.status, 0, wrapped.stderr)
+        let count = try commits()
+        for (picture, kept) in [(fixture("covid-card-chunks.jpg"), ".jpg"), (scan, ".pdf")] {
+            let dry = try importing([picture, "--dry-run"])
+            XCTAssertEqual(dry.status, 0, "\(picture): \(dry.stderr)")
+            XCTAssertTrue(dry.stdout.contains("Would import 3 records (documents 1, immunizations 2), 1 attachment"), dry.stdout)
+            XCTAssertTrue(dry.stdout.contains("    + smart-health-card-from-https-spec-smarthealth-cards-examples-issuer" + kept + "\n"), dry.stdout)
+            XCTAssertTrue(dry.stdout.contains(": signature not checked (no issuer keys given)"), dry.stdout)
+        }
+        let half = try importing([fixture("covid-card-chunk-1-of-2.png")])
+        XCTAssertEqual(half.status, 1, half.stdout)
+        XCTAssertTrue(half.stderr.contains("covid-card-chunk-1-of-2.png: not a readable SMART Health Card: chunk 2 of 2 missing"), half.stderr)
+        let web = try importing([fixture("qr-web-address.png"), "--dry-run"])
+        XCTAssertEqual(web.status, 0, web.stderr)
+        XCTAssertTrue(web.stdout.contains("documents/\n  "), web.stdout)
+        XCTAssertTrue(web.stdout.contains("Would import 1 record (documents 1), 1 attachment"), web.stdout)
+        XCTAssertEqual(try commits(), count)
+
+        let run = try importing([fixture("covid-card-qr.png")])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        XCTAssertEqual(try commits(), count + 1)
+        let immunizations = try git("ls-tree --name-only main immunizations/").split(separator: "\n").filter { $0.contains("cvx-207") }
+        XCTAssertEqual(immunizations.count, 2, "\(immunizations)")
+        let kept = try XCTUnwrap(try git("ls-tree --name-only main documents/").split(separator: "\n").first { $0.contains("smart-health-card") && $0.hasSuffix(".json") })
+        let record = try stored(String(kept))
+        let child = try XCTUnwrap(record.children.first)
+        XCTAssertEqual(child.metadata["format"], "png")
+        let base64 = try shell("git -C '\(binder.repository)' cat-file blob 'main:documents/\(child.value)' | base64 -w0").stdout
+        let picture = try Sidecar.decrypt(try XCTUnwrap(Base64.decode(Array(base64.trimmingCharacters(in: .whitespacesAndNewlines).utf8))), key: key).copyBytes()
+        XCTAssertEqual(picture, Array(try Data(contentsOf: URL(fileURLWithPath: fixture("covid-card-qr.png")))))
+        // The chunks' picture is the same card: nothing new.
+        let again = try importing([fixture("covid-card-chunks.jpg")])
+        XCTAssertEqual(again.status, 0, again.stderr)
+        XCTAssertTrue(again.stdout.contains("Nothing new"), again.stdout)
+    }
+
+    /// Chunks of a card on standard input, a line each in any order, are joined; one missing is
+    /// named, and nothing is stored.
+    func testChunksOnStandardInputAreJoinedAndAMissingOneIsNamed() throws {
+        let numeric = try String(contentsOfFile: fixture("covid-card.shc.txt"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let digits = numeric.dropFirst("shc:/".count)
+        let half = digits.index(digits.startIndex, offsetBy: (digits.count / 4) * 2)
+        let count = try commits()
+        let missing = try importing(["-"], stdin: "shc:/2/2/\(digits[half...])\n")
+        XCTAssertEqual(missing.status, 1, missing.stdout)
+        XCTAssertEqual(missing.stderr, "binder: standard input: not a readable SMART Health Card: chunk 1 of 2 missing (give every shc:/I/2/ line together) (nothing was imported)\n")
+        XCTAssertEqual(try commits(), count)
+        let run = try importing(["-"], stdin: "shc:/2/2/\(digits[half...])\nshc:/1/2/\(digits[..<half])\n")
+        XCTAssertEqual(run.status, 0, run.stderr)
+        XCTAssertTrue(run.stdout.contains("Imported 3 records (documents 1, immunizations 2)"), run.stdout)
+        XCTAssertEqual(try commits(), count + 1)
+    }
 }
