@@ -211,6 +211,42 @@ def large_ccd(target_bytes=1_000_000):
     return text[:end] + "\n" + "\n".join(copies) + text[end:], len(copies) + 1
 
 
+# The folder row's mix (issue 41: "a folder of 10,000 files imported"): what a patient keeps of
+# their records: notes in markdown (the corpus' sizes: log-normal, 3 KB median), scans and photos
+# as JPEG (30-300 KB, downsized as a phone shares them), portal PDFs (20-200 KB).
+FOLDER_MIX = (("md", 0.80), ("jpg", 0.12), ("pdf", 0.08))
+FOLDER_SUBFOLDERS = ("visits", "labs", "imaging", "documents", "insurance", "conditions/knee-injury")
+
+
+def generate_folder(directory, files, seed):
+    """Writes a folder of `files` files (FOLDER_MIX) in category subfolders; returns its counts.
+    JPEGs and PDFs have their formats' headers and trailers around random bytes: binder
+    recognises them by content and keeps their bytes as they are."""
+    rng = random.Random(seed)
+    shutil.rmtree(directory, ignore_errors=True)
+    counts, total = collections.Counter(), 0
+    for i in range(files):
+        ext = rng.choices([e for e, _ in FOLDER_MIX], weights=[w for _, w in FOLDER_MIX])[0]
+        folder = rng.choice(FOLDER_SUBFOLDERS)
+        day, created = random_date(rng)
+        if ext == "md":
+            target = int(min(40_000, max(400, rng.lognormvariate(8.006, 0.55))))
+            data = make_entry(rng, "note", created, False, target).encode()
+        elif ext == "jpg":
+            data = (b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00"
+                    + rng.randbytes(rng.randint(30_000, 300_000)) + b"\xff\xd9")
+        else:
+            data = (b"%PDF-1.4\n1 0 obj << /Length 0 >> stream\n" + rng.randbytes(rng.randint(20_000, 200_000))
+                    + b"\nendstream endobj\ntrailer << >>\n%%EOF\n")
+        path = os.path.join(directory, folder, f"{day.isoformat()}-{rng.choice(WORDS)}-{i:05d}.{ext}")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data)
+        counts[ext] += 1
+        total += len(data)
+    return {"files": files, "bytes": total, "by_kind": dict(counts), "seed": seed}
+
+
 def run(args, cwd=None, env=None, check=True, timeout=3600, input=None):
     result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, input=input)
     if check and result.returncode != 0:
@@ -1142,6 +1178,63 @@ class Bench:
         os.remove(source)
         log(f"{title}: " + ", ".join(f"{s:.2f}" for s in row["samples"]["binder"]) + f" s ({row['note']})")
 
+    def folder_import_rows(self):
+        """`binder import` of a folder of --folder-files files (generate_folder) into a new,
+        unmounted binder each time, beside `cp -r` of the same folder into a new gocryptfs mount
+        and into a plain folder (issue 41: at most 5x gocryptfs), each followed by sync, the
+        layouts in turn in each repetition."""
+        o = self.options
+        binder = self.layouts.get("binder") or Binder(os.path.join(self.out, "folder-import"), self.binaries["binder"])
+        if "binder" not in self.layouts:
+            # Alone (--folder-import-only): a key and its cached unlock, no mount.
+            shutil.rmtree(binder.base, ignore_errors=True)
+            os.makedirs(binder.home)
+            pw = "/dev/fd/0"
+            run([binder.binary, "key", "generate", "--passphrase-file", pw], env=binder.env, input=PASSWORD + "\n")
+            run([binder.binary, "unlock", "--timeout", "8h", "--passphrase-file", pw], env=binder.env, input=PASSWORD + "\n")
+            self.cleanup_paths.append(binder.base)
+        if binder.cli("import", "--help", check=False).returncode != 0:
+            self.results["notes"].append(f"{binder.binary} has no `binder import`: the folder import row was not measured")
+            return
+        base = os.path.join(self.out, "folder-import")
+        folder = os.path.join(base, "source")
+        log(f"folder row: generating {o.folder_files:,} files")
+        made = generate_folder(folder, o.folder_files, o.seed)
+        self.results["folder_import"] = made
+        gocrypt, plain = Gocryptfs(base), Plain(base)
+        self.cleanup_paths.append(base)
+        kinds = ", ".join(f"{made['by_kind'].get(k, 0):,} {k}" for k, _ in FOLDER_MIX)
+        title = f"folder of {o.folder_files:,} files imported ({kinds}; {made['bytes'] / 1e6:.0f} MB): binder import, others cp -r; then sync"
+        row = {"mode": "warm", "unit": "s", "samples": {n: [] for n in LAYOUTS}, "capped": {}}
+        self.results["rows"][title] = row
+        shell(f"cat $(find '{folder}' -type f) > /dev/null")   # the source warm in the page cache for all
+        for rep in range(o.folder_reps):
+            for name in self.rotation(rep):
+                if name == "binder":
+                    binder_name = f"folder-import-{rep}"
+                    binder.cli("create", binder_name, "--patient-name", "Bench Patient", "--dob", "1980-01-01")
+                    os.sync()
+                    start = time.perf_counter()
+                    # --max-size: the folder is over the default limit of a source (64 MiB) on purpose.
+                    result = binder.cli("import", folder, "--binder", binder_name, "--json", "--max-size", str(2 * made["bytes"]))
+                    os.sync()
+                    row["samples"]["binder"].append(time.perf_counter() - start)
+                    stored = len(json.loads(result.stdout).get("created", []))
+                    if stored < o.folder_files:
+                        raise BenchError(f"binder import of the folder stored {stored} items, expected {o.folder_files}")
+                    shutil.rmtree(os.path.join(binder.home, "binders", binder_name), ignore_errors=True)
+                else:
+                    layout = gocrypt if name == "gocryptfs" else plain
+                    layout.setup()
+                    os.sync()
+                    seconds, _ = timed_shell(layout.import_command(folder), timeout=4 * 3600)
+                    row["samples"][name].append(seconds)
+                    if len(list_files(layout.root)) != o.folder_files:
+                        raise BenchError(f"{name}: cp -r gave {len(list_files(layout.root))} files, expected {o.folder_files}")
+                    layout.unmount()
+                    shutil.rmtree(getattr(layout, "base", layout.root), ignore_errors=True)
+        log(f"{title}: " + "; ".join(f"{n} " + ", ".join(f"{v:.1f}" for v in row["samples"][n]) + " s" for n in LAYOUTS))
+
     def views_rows(self):
         """`.binder/` (binder only): the timeline of every record, and the history of one record
         saved `--history-versions` times, each listed with `ls -l`; goal under a second."""
@@ -1231,6 +1324,11 @@ class Bench:
         self.results["options"] = {k: v for k, v in vars(o).items()}
         self.results["command"] = "scripts/bench " + " ".join(sys.argv[1:])
         try:
+            if o.folder_import_only:
+                self.folder_import_rows()
+                self.results["machine"]["load_at_end"] = open("/proc/loadavg").read().split()[:3]
+                print(self.table())
+                return
             log(f"corpus: {o.entries} entries, {o.attachments} attachments, seed {o.seed}")
             self.manifest = generate_corpus(self.corpus, o.entries, o.attachments, o.seed, one_folder=o.one_folder)
             self.results["corpus"] = {k: v for k, v in self.manifest.items() if k not in ("files",)}
@@ -1249,7 +1347,8 @@ class Bench:
             for phase, step in (("read rows", self.read_rows), ("read-only rows", self.read_only_rows),
                                 ("mount rows", self.mount_rows), ("memory after tar", self.memory),
                                 ("saves", self.save_rows), ("writes", self.write_rows), ("views", self.views_rows),
-                                ("export", self.export_rows), ("import of a CCD", self.import_rows)):
+                                ("export", self.export_rows), ("import of a CCD", self.import_rows),
+                                ("import of a folder", self.folder_import_rows)):
                 self.enter(phase)
                 step()
         finally:
@@ -1340,6 +1439,8 @@ SAVE_P50_LIMIT = 0.0025
 
 def goals_for(title):
     wanted = [(against, limit, text) for name, against, limit, text in GOALS if name == title]
+    if title.startswith("folder of ") and " files imported " in title:
+        wanted.append(("gocryptfs", 5.0, "≤ 5x gocryptfs cp -r"))
     if title.startswith("ls -l of one folder") and title.endswith("cold"):
         wanted.append(("seconds", 2.0, "first ls -l < 2 s"))
     if title.startswith("ls -l of one folder") and title.endswith("warm"):
@@ -1507,10 +1608,11 @@ def render_table(results):
     head = [f"binder benchmark — {machine.get('date', '')}, {machine.get('nproc')} × {machine.get('cpu')}, "
             f"kernel {machine.get('kernel')}, disk {machine.get('disk')}, scripts/bench at {machine.get('binder_commit')}, "
             f"binary {machine.get('binder_binary')}",
-            f"corpus: {corpus.get('entries')} entries ({corpus.get('entry_bytes', 0) / 1e6:.0f} MB, median "
-            f"{corpus.get('entry_median_bytes', 0) / 1e3:.1f} KB), {corpus.get('attachments')} attachments "
-            f"({corpus.get('attachment_bytes', 0) / 1e6:.0f} MB), seed {corpus.get('seed')}; "
-            f"median (min–max) of the samples; load {machine.get('load_at_start')} → {machine.get('load_at_end')}",
+            (f"corpus: {corpus.get('entries')} entries ({corpus.get('entry_bytes', 0) / 1e6:.0f} MB, median "
+             f"{corpus.get('entry_median_bytes', 0) / 1e3:.1f} KB), {corpus.get('attachments')} attachments "
+             f"({corpus.get('attachment_bytes', 0) / 1e6:.0f} MB), seed {corpus.get('seed')}; " if corpus else
+             "the folder import row alone (--folder-import-only); ")
+            + f"median (min–max) of the samples; load {machine.get('load_at_start')} → {machine.get('load_at_end')}",
             "floor: an empty FUSE file system (scripts/fuse-floor.c) serving the corpus from memory with binder's "
             "options; floor, no OPEN: the same answering OPEN and FLUSH with ENOSYS, as a read-only binder does; "
             "binder/floor is against the row's floor", ""]
@@ -1563,6 +1665,11 @@ def main():
     parser.add_argument("--one-folder", action="store_true",
                         help="every entry in one folder (visits/): the 50,000 / 100,000 records in one folder rows")
     parser.add_argument("--import-only", action="store_true", help="stop after the import row (and its checks)")
+    parser.add_argument("--folder-files", type=int,
+                        help="files in the folder `binder import` row (default 10,000; 1,000 with --quick)")
+    parser.add_argument("--folder-reps", type=int, help="repetitions of the folder import row (default 3; 1 with --quick)")
+    parser.add_argument("--folder-import-only", action="store_true",
+                        help="only the folder import row: binder import of a generated folder beside gocryptfs and plain cp -r")
     parser.add_argument("--keep", action="store_true", help="keep the corpus and layouts (unmounted) under OUT")
     parser.add_argument("--server", action="store_true",
                         help="benchmark `binder serve` under attack instead (scripts/bench_server.py; its own options follow)")
@@ -1584,6 +1691,10 @@ def main():
         options.saves = 500 if options.quick else 5000
     if options.cold_reps is None:
         options.cold_reps = 2 if options.quick else 3
+    if options.folder_files is None:
+        options.folder_files = 1000 if options.quick else 10000
+    if options.folder_reps is None:
+        options.folder_reps = 1 if options.quick else 3
 
     bench = Bench(options)
 
