@@ -37,6 +37,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
         // Apple Health's export.zip, read in place with its entries checked before they inflate.
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.20"),
+        // `binder serve`'s /metrics: Prometheus' text format from a registry of the server's own.
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // `binder serve`'s graceful shutdown (its own ServiceGroup: a deadline); Hummingbird brings it.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // HTTPField names in BinderServer's channel handler (the 503 past a cap); Hummingbird brings it.
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
@@ -89,6 +95,9 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
         // `binder export`: PDF (Pango over Cairo), one-file HTML (Ink), a FHIR R4 document Bundle.
         .target(name: "BinderExport", dependencies: [
