@@ -18,7 +18,9 @@ struct ImportCommand: ParsableCommand {
         the attachment of a record made for it, a markdown or text file a record (its front matter kept), in documents/ \
         (or --into), a folder's subfolders naming the categories (labs/, visits/… by name). Importing the same records again adds \
         nothing (items are matched by their codes and dates, not by the ids a portal gives them). One import is one \
-        commit, or nothing when any source cannot be read. The binder must not be mounted for now: unmount it first.
+        commit, or nothing when any source cannot be read. On a mounted binder the import goes through the mount (no \
+        passphrase asked: the mount holds the key): the records show in the mounted folder at once, saves made meanwhile \
+        are kept, and one import carries at most 256 MiB; a read-only mount refuses it.
         """)
 
     @Argument(help: "The files to import (C-CDA XML, FHIR JSON or NDJSON, health cards, PDFs, images, audio, video, notes), or folders of them (a folder's FHIR files are one source); - reads a health card's shc:/ text from standard input.")
@@ -86,8 +88,11 @@ struct ImportCommand: ParsableCommand {
         let path = local.path
         let writerLock: WriterLock
         do { writerLock = try WriterLock.acquire(gitDirectory: local.gitDirectory, patience: 0) } catch .held(let holder) {
-            guard holder.mountpoint != nil else { throw CommandFailure("\(path) is \(holder): try again when it is done") }
-            throw CommandFailure("\(path) is mounted: unmount it ('binder unmount') and import again (import through the mount is not supported yet)")
+            guard let mountpoint = holder.mountpoint else { throw CommandFailure("\(path) is \(holder): try again when it is done") }
+            progress?.update("Handing \(documents.count) source(s) to the mount at \(mountpoint)")
+            let outcome = try ImportThroughMount(gitDirectory: local.gitDirectory, mountpoint: mountpoint).run(
+                ImportRequest(sources: documents, documentsFolder: into ?? "documents", importDate: importDate, force: force, dryRun: dryRun))
+            return report(outcome.plan, commit: outcome.commitID, documents: documents, progress: progress, started: started)
         } catch {
             throw CommandFailure("cannot write \(path): \(error)")
         }
@@ -109,6 +114,11 @@ struct ImportCommand: ParsableCommand {
             progress?.update("Storing \(plan.created.count) records and \(plan.attachmentCount) attachments")
             do { commit = try importer.store(plan) } catch { throw CommandFailure("\(error)") }
         }
+        report(plan, commit: commit, documents: documents, progress: progress, started: started)
+    }
+
+    /// The summary: for people (the tree first on a dry run), or `--json`.
+    private func report(_ plan: ImportPlan, commit: LocalBinder.CommitID?, documents: [SourceDocument], progress: ProgressLine?, started: Date) {
         progress?.finish(dryRun ? "Read \(sources.count) file(s)" : "Read \(sources.count) file(s), stored in one commit")
         let seconds = Date().timeIntervalSince(started)
         if json {

@@ -329,7 +329,10 @@ struct MountCommand: ParsableCommand {
                                  interval: max(1, syncInterval), logger: logger)
         let sync = startSync(view: view, binder: local, key: key, shares: shares, state: state, logger: logger)
         let locker = MountLocker(activity: mount.activity, mountpoint: mountpoint, idleSeconds: idleSeconds, logger: logger)
-        let control = startControl(sync: sync, shares: shares, locker: locker, state: state, logger: logger)
+        let imports = (try? BinderKey.conversationKey(owner: key)).map {
+            MountImports(view: view, repository: local.repository, key: $0, readOnly: isReadOnly, logger: logger)
+        }
+        let control = startControl(sync: sync, shares: shares, locker: locker, imports: imports, state: state, logger: logger)
         writerLock?.record(WriterLock.Holder(pid: getpid(), command: "mount", mountpoint: mountpoint, control: control?.path))
         ready()
         // What starting the mount ran stops counting in its memory (see `CodePages`).
@@ -386,7 +389,8 @@ struct MountCommand: ParsableCommand {
     /// asks for its sync state (`status`), `binder lock` asks it to lock. Without it (a path too
     /// long for a socket, say) such a `binder sync` is refused with the mount point named.
     /// `binder share --collect/--revoke` asks it to bring a share's notes home (`share-collect ID`).
-    private func startControl(sync: MountSync, shares: MountShares, locker: MountLocker, state: StateDirectory,
+    /// `binder import` hands it what it read (`import LENGTH` and the bytes: `MountImports`).
+    private func startControl(sync: MountSync, shares: MountShares, locker: MountLocker, imports: MountImports?, state: StateDirectory,
                               logger: Logger) -> ControlServer? {
         ControlServer.removeDeadSockets(runDirectory: state.runDirectory)
         let scheduler = sync.scheduler, offReason = sync.offReason
@@ -415,11 +419,12 @@ struct MountCommand: ParsableCommand {
                     return "error \(error)"
                 }
             default:
-                return "error unknown request (this mount answers: sync, status, lock, share-collect)"
+                return "error unknown request (this mount answers: sync, status, lock, share-collect, import)"
             }
         }
         do {
-            let server = try ControlServer(path: ControlServer.path(runDirectory: state.runDirectory), handler: handler)
+            let server = try ControlServer(path: ControlServer.path(runDirectory: state.runDirectory), handler: handler,
+                                           payloadHandler: imports?.payloadHandler)
             server.start()
             return server
         } catch {

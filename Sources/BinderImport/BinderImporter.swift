@@ -32,9 +32,19 @@ public final class BinderImporter {
     /// Every file of `main`: documents decrypted (attachment references too: their names are
     /// taken), every other file (sidecars, raw files, unreadable documents) as a name in use.
     public func existingRecords() throws(Failure) -> [ExistingRecord] {
+        try existingRecords(at: try tip())
+    }
+
+    /// The tip of `main` (nil in a binder with no commit yet).
+    public func tip() throws(Failure) -> ObjectID? {
+        do { return try repository.refs.branchTip() } catch { throw .unreadable(path: "main", reason: "\(error)") }
+    }
+
+    /// `existingRecords` as of the commit `tip` (nil: none).
+    public func existingRecords(at tip: ObjectID?) throws(Failure) -> [ExistingRecord] {
         let entries: [TreeEntry]
         do {
-            guard let tip = try repository.refs.branchTip() else { return [] }
+            guard let tip else { return [] }
             entries = try repository.trees.listTree(commit: tip)
         } catch { throw .unreadable(path: "main", reason: "\(error)") }
         var records: [ExistingRecord] = []

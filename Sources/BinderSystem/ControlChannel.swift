@@ -20,6 +20,10 @@ public enum ControlRequest {
     /// `share-collect ID`: bring the doctor's notes of the share ID home now (`binder share
     /// --collect`, and before `--revoke`, while the binder is mounted). Answer `ok ["path", …]`.
     public static let shareCollect = "share-collect"
+    /// `import LENGTH`, then LENGTH bytes (`ControlPayload`): `binder import` on a mounted
+    /// binder hands the mount what it read, and the mount stores it as one commit. Answer
+    /// `ok LENGTH` and LENGTH bytes (what was stored), or a `ControlRefusal` line.
+    public static let importRecords = "import"
 }
 
 /// A running mount's control channel: a unix socket (0600, in binder's run folder, 0700) on
@@ -29,10 +33,14 @@ public enum ControlRequest {
 public final class ControlServer: @unchecked Sendable {
     /// Answers one request; may take long (a sync), and is awaited off the accepting thread.
     public typealias Handler = @Sendable (_ request: String) async -> String
+    /// Answers one request that carries bytes (`ControlPayload`): the answer line, and the
+    /// bytes that follow it (none for a refusal).
+    public typealias PayloadHandler = @Sendable (_ request: String, _ payload: [UInt8]) async -> ControlPayload.Answer
 
     public let path: String
     private let listener: Int32
     private let handler: Handler
+    private let payloadHandler: PayloadHandler?
     /// Guards `stopped`.
     private let lock = NSLock()
     private var stopped = false
@@ -46,9 +54,10 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     /// Listens at `path` (replacing a socket left by a daemon that died).
-    public init(path: String, handler: @escaping Handler) throws(ControlChannelError) {
+    public init(path: String, handler: @escaping Handler, payloadHandler: PayloadHandler? = nil) throws(ControlChannelError) {
         self.path = path
         self.handler = handler
+        self.payloadHandler = payloadHandler
         let folder = (path as NSString).deletingLastPathComponent
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true,
@@ -110,13 +119,29 @@ public final class ControlServer: @unchecked Sendable {
                 close(connection)
                 continue
             }
-            let handler = self.handler
+            let handler = self.handler, payloadHandler = self.payloadHandler
             let inFlight = self.inFlight
             inFlight.enter()
             let worker = Thread {
-                guard let request = ControlLine.read(connection) else {
+                var rest: [UInt8] = []
+                guard let request = ControlLine.read(connection, rest: &rest) else {
                     close(connection)
                     inFlight.leave()
+                    return
+                }
+                if let payloadHandler, let length = ControlPayload.declaredLength(request) {
+                    guard let payload = ControlPayload.receive(connection, request: request, length: length, rest: rest) else {
+                        close(connection)
+                        inFlight.leave()
+                        return
+                    }
+                    Task {
+                        let answer = await payloadHandler(request, payload)
+                        ControlLine.write(connection, answer.line)
+                        ControlLine.send(connection, answer.payload)
+                        close(connection)
+                        inFlight.leave()
+                    }
                     return
                 }
                 Task {
@@ -158,17 +183,27 @@ enum ControlLine {
     static let limit = 65_536
 
     static func write(_ fd: Int32, _ text: String) {
-        let line = text.split(whereSeparator: \.isNewline).joined(separator: "; ") + "\n"
-        var bytes = Array(line.utf8)[...]
-        while !bytes.isEmpty {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        send(fd, Array((text.split(whereSeparator: \.isNewline).joined(separator: "; ") + "\n").utf8))
+    }
+
+    /// Sends all of `bytes` (short of a peer that went away).
+    static func send(_ fd: Int32, _ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
             if n < 0 && errno == EINTR { continue }
             if n <= 0 { return }
-            bytes = bytes.dropFirst(n)
+            offset += n
         }
     }
 
     static func read(_ fd: Int32) -> String? {
+        var rest: [UInt8] = []
+        return read(fd, rest: &rest)
+    }
+
+    /// The line, and in `rest` what was received past it (the start of a payload).
+    static func read(_ fd: Int32, rest: inout [UInt8]) -> String? {
         var line: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while line.count < limit {
@@ -177,11 +212,27 @@ enum ControlLine {
             if n <= 0 { break }
             if let end = buffer[..<n].firstIndex(of: 0x0A) {
                 line += buffer[..<end]
+                rest = Array(buffer[(end + 1)..<n])
                 return String(decoding: line, as: UTF8.self)
             }
             line += buffer[..<n]
         }
         return line.isEmpty ? nil : String(decoding: line, as: UTF8.self)
+    }
+
+    /// Exactly `count` bytes, `received` first; nil when the peer stops short.
+    static func read(_ fd: Int32, count: Int, received: [UInt8]) -> [UInt8]? {
+        guard received.count <= count else { return nil }
+        var bytes = [UInt8](repeating: 0, count: count)
+        bytes.replaceSubrange(0..<received.count, with: received)
+        var offset = received.count
+        while offset < count {
+            let n = bytes.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + offset, count - offset, 0) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return nil }
+            offset += n
+        }
+        return bytes
     }
 }
 

@@ -336,14 +336,4 @@ final class ImportCommandTests: MountedFixtureTestCase {
         XCTAssertEqual(try commits(), count + 1)
         XCTAssertTrue(codes(try stored("conditions/2012-04-03-asthma.json")).contains("195967001"))
     }
-
-    func testAMountedBinderIsRefusedForNow() throws {
-        try binder.mount()
-        defer { binder.unmount() }
-        let count = try commits()
-        let run = try importing([fixture("ccd.xml")])
-        XCTAssertEqual(run.status, 1)
-        XCTAssertTrue(run.stderr.contains("is mounted: unmount it ('binder unmount') and import again"), run.stderr)
-        XCTAssertEqual(try commits(), count)
-    }
 }
