@@ -77,6 +77,32 @@ final class ImportSampleTests: MountedFixtureTestCase {
         }
     }
 
+    /// A second download of the same records, as a portal makes one: every id, fullUrl and
+    /// reference (the samples' UUIDs) new. Nothing is added and nothing is changed.
+    func testASecondDownloadWithNewIdsAddsNothing() throws {
+        let rows: [(sample: String, records: Int)] = [("ips/bundle-minimal.json", 3), ("synthea/synthea-shaped-patient.json", 48)]
+        for (index, row) in rows.enumerated() {
+            let repository = try newBinder("download-\(index)")
+            XCTAssertEqual(try importing([fixture(row.sample)], into: repository).status, 0, row.sample)
+            let count = try commits(in: repository)
+            let text = try String(contentsOfFile: fixture(row.sample), encoding: .utf8)
+            var renamed: [Substring: String] = [:]
+            let second = text.replacing(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/) { match -> String in
+                if let new = renamed[match.output] { return new }
+                let new = UUID().uuidString.lowercased()
+                renamed[match.output] = new
+                return new
+            }
+            XCTAssertGreaterThan(renamed.count, 5, row.sample)
+            let download = try binder.sandbox.file("second-download-\(index).json", second)
+            let summary = try json(try importing([download, "--json"], into: repository))
+            XCTAssertEqual(summary["created"] as? [String], [], row.sample)
+            XCTAssertEqual(summary["updated"] as? [String], [], row.sample)
+            XCTAssertEqual(summary["unchanged"] as? Int, row.records, row.sample)
+            XCTAssertEqual(try commits(in: repository), count, row.sample)
+        }
+    }
+
     /// The specification's example cards: with its issuer's keys (jwks.json) each signature is
     /// checked and said so; without keys, "not checked"; a card whose signature or payload was
     /// changed is refused with the keys and nothing is stored.
