@@ -35,7 +35,7 @@ struct ImportCommand: ParsableCommand {
     var json = false
     @Flag(help: "Import a document about a different person than the binder's patient-info.")
     var force = false
-    @Option(help: "Refuse a source larger than this many bytes (64 MiB).")
+    @Option(help: "Refuse a source larger than this many bytes (64 MiB): a file; a folder's files together (a file over it inside a folder is left out and listed); an export.zip's clinical records inflated.")
     var maxSize: Int = ImportLimits.defaultMaximumBytes
     @Option(help: "The health card issuer's public keys (the JWKS it publishes under .well-known): each card's signature is checked, a bad one refused.")
     var issuerKeys: String?
@@ -77,7 +77,7 @@ struct ImportCommand: ParsableCommand {
                     documents.append(try SourceReader.standardInput(maximumBytes: maxSize, importDate: importDate, issuerKeys: keys))
                 } else {
                     documents += try SourceReader.sources(path: source, file: source, maximumBytes: maxSize, importDate: importDate, into: into,
-                                                          issuerKeys: keys)
+                                                          issuerKeys: keys, scanner: ImportQRScanner())
                 }
             } catch {
                 throw CommandFailure("\(error) (nothing was imported)")

@@ -5,6 +5,9 @@ public enum ImportError: Error, Sendable, Equatable, CustomStringConvertible {
     case unreadable(file: String, errno: Int32)
     /// Larger than the size limit (`--max-size`).
     case tooLarge(file: String, bytes: Int, limit: Int)
+    /// A folder whose files come to more than the size limit (`--max-size`) together: refused
+    /// when the file that passes it is met (`bytes`: the total with it), before it is read.
+    case folderTooLarge(folder: String, bytes: Int, limit: Int)
     /// Neither C-CDA nor FHIR R4 JSON.
     case notRecognised(file: String)
     /// A DOCTYPE or ENTITY declaration: refused before parsing, so no entity is ever expanded
@@ -38,7 +41,7 @@ public enum ImportError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unreadable(let file, _), .tooLarge(let file, _, _), .notRecognised(let file), .declarationRefused(let file, _), .notUTF8(let file, _),
              .malformedXML(let file, _, _, _), .malformedJSON(let file, _, _), .tooDeep(let file, _), .differentPatient(let file, _),
              .payloadTooLarge(let file, _), .malformedFrontMatter(let file, _), .signatureRefused(let file), .archiveRefused(let file, _),
-             .malformedHealthCard(let file, _):
+             .malformedHealthCard(let file, _), .folderTooLarge(let file, _, _):
             return file
         }
     }
@@ -48,6 +51,8 @@ public enum ImportError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unreadable(let file, let errno): return "\(file): cannot read it (errno \(errno))"
         case .tooLarge(let file, let bytes, let limit):
             return "\(file): \(bytes) bytes is over the import limit of \(limit) bytes (--max-size raises it)"
+        case .folderTooLarge(let folder, let bytes, let limit):
+            return "\(folder): its files come to at least \(bytes) bytes together, over the import limit of \(limit) bytes for a folder (--max-size raises it)"
         case .notRecognised(let file): return "\(file): format not recognised (binder imports C-CDA XML, FHIR R4 JSON, SMART Health Cards, PDFs, images, audio, video and UTF-8 text)"
         case .declarationRefused(let file, let line):
             return "\(file), line \(line): a DOCTYPE or ENTITY declaration is refused (entities are never expanded or fetched)"

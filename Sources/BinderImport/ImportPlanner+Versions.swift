@@ -3,7 +3,8 @@ import BinderFormat
 
 /// A newer version of what one organisation said before (a portal's later CCD, a bundle's newer
 /// `timestamp`): the record it made is brought up to date, unless the patient edited it since
-/// (its `updated` is set: binder's import never sets it), then the new version goes beside it
+/// (its `updated` is set: binder's import sets it only on a file's record, which has no newer
+/// version: a changed file is new content), then the new version goes beside it
 /// as a conflict copy, named and marked as sync names them (`X (conflict YYYY-MM-DD HHMM).json`,
 /// `conflict_of`).
 extension ImportPlanner {

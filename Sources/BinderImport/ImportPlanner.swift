@@ -237,6 +237,7 @@ public struct ImportPlanner {
             "source": .string(record.source.organisation),
             "importDate": .string(importDate),
         ]
+        if let updated = record.updated { metadata["updated"] = .string(updated) }
         if !record.codes.isEmpty { metadata["codes"] = .array(record.codes.map(\.json)) }
         if let status = record.status { metadata["status"] = .string(status) }
         if let distinguishing = record.distinguishing {

@@ -18,7 +18,7 @@ public struct ImportRequest: Sendable {
     public var dryRun: Bool
 
     public init(sources: [SourceDocument], documentsFolder: String, importDate: String, now: Int64 = Int64(Date().timeIntervalSince1970),
-                force: Bool, dryRun: Bool) {
+                force: Bool = false, dryRun: Bool = false) {
         self.sources = sources
         self.documentsFolder = documentsFolder
         self.importDate = importDate
@@ -182,6 +182,8 @@ private struct WireRecord: Codable {
     var folder: String
     var title: String
     var created: String?
+    /// A file's modification time (`ImportedRecord.updated`); absent in a request of a binder before it.
+    var updated: String?
     var body: String
     var codes: [[String]]
     var status: String?
@@ -197,6 +199,7 @@ private struct WireRecord: Codable {
         folder = record.folder
         title = record.title
         created = record.created
+        updated = record.updated
         body = record.body
         codes = record.codes.map { [$0.system, $0.code] + ($0.display.map { [$0] } ?? []) }
         status = record.status
@@ -223,6 +226,7 @@ private struct WireRecord: Codable {
                                     distinguishing: distinguishing, source: source.source)
         record.attachments = attachments.map { ImportedAttachment(fileName: $0.fileName, format: $0.format, bytes: Array($0.bytes)) }
         record.preferredPath = preferredPath
+        record.updated = updated
         record.text = text
         if let frontMatter {
             guard let object = (try? JSONValue.parse(frontMatter))?.objectValue else {

@@ -65,6 +65,10 @@ public struct ImportedRecord: Sendable {
     /// The clinical date: `YYYY-MM-DD` when the source gives a day only (it stays that day in
     /// every time zone), else a UTC timestamp; nil when the source has none.
     public var created: String?
+    /// When the source last changed it, as the apps' `updated`: a file's modification time;
+    /// nil for clinical items (their documents date them, and a record's `updated` set later
+    /// says the patient edited it: `ImportPlanner.version`).
+    public var updated: String?
     /// Human-readable markdown below the title (dates, status, dose, reaction, values).
     public var body: String
     public var codes: [ClinicalCode]

@@ -59,7 +59,9 @@ public enum SourceFiles {
     /// - Parameters:
     ///   - name: the file's own name (made safe here).
     ///   - folder: the binder folder its record goes in (`folder(for:into:)`).
-    ///   - modified: the file's modification time (seconds since 1970): the record's `created`.
+    ///   - modified: the file's modification time (seconds since 1970): the record's `created`
+    ///     (unless a note's front matter dates it) and its `updated` (the apps' key for when a
+    ///     document last changed; a note's own `updated` is kept over it).
     static func document(_ bytes: [UInt8], file: String, name: String, folder: String, modified: Int64?,
                          importDate: String) throws(ImportError) -> SourceDocument? {
         guard let kind = kind(of: bytes) else { return nil }
@@ -73,6 +75,7 @@ public enum SourceFiles {
         var title = stem
         if title.isEmpty { title = "Imported file" }
         var record = ImportedRecord(folder: folder, title: title, created: created, body: "", codes: [], status: nil, source: source)
+        record.updated = created
         switch kind {
         case .attachment(let format):
             // The name's extension when it says what the bytes are, else the format's own.
@@ -97,6 +100,8 @@ public enum SourceFiles {
             // The note's own date names its record as it dates it.
             if let written = parsed.metadata?["created"]?.stringValue, Timestamps.parse(written) != nil { record.created = written }
         }
+        // A note its front matter dates after the file was last written has no `updated` before its `created`.
+        if let updated = record.updated, let written = record.created, ImportPlanner.isNewer(written, than: updated) { record.updated = nil }
         record.codes = [ClinicalCode(system: contentHashSystem, code: hash)]
         var document = SourceDocument(file: file, format: .file, bytes: [], title: title, organisation: organisation, created: created,
                                       patient: PatientFacts(), source: source)

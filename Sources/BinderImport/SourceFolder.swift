@@ -12,7 +12,8 @@ import Foundation
 /// that declares a DOCTYPE (Apple Health's `export.xml` of samples: never parsed), a format
 /// binder does not import.
 /// Subfolders are read to `maximumDepth`; links and hidden files never. The size limit bounds
-/// each file and the total read.
+/// each file (one over it is left out and listed) and the total of the files read: a folder
+/// past it is refused whole, by name (`ImportError.folderTooLarge`).
 public enum SourceFolder {
     public static let maximumDepth = 3
 
@@ -74,9 +75,11 @@ public enum SourceFolder {
             guard size <= maximumBytes else {
                 return skipped.append(SkippedItem(file: shown, what: name, reason: "\(size) bytes, over the size limit (not read)"))
             }
+            // The folder's total is checked before the file is read, and again with what was read (a file may grow).
+            if total + size > maximumBytes { throw .folderTooLarge(folder: root, bytes: total + size, limit: maximumBytes) }
             let bytes = try SourceReader.load(path: path, file: shown, maximumBytes: maximumBytes)
             total += bytes.count
-            if total > maximumBytes { throw .tooLarge(file: root, bytes: total, limit: maximumBytes) }
+            if total > maximumBytes { throw .folderTooLarge(folder: root, bytes: total, limit: maximumBytes) }
             switch SourceReader.firstByte(bytes) {
             case UInt8(ascii: "<")?:
                 do { documents.append(try SourceReader.parse(bytes, file: shown, importDate: importDate)) } catch .notRecognised {

@@ -98,4 +98,28 @@ final class ImportCardsAndLimitsTests: MountedFixtureTestCase {
         XCTAssertTrue(run.stdout.contains("Imported 3 records (documents 1, immunizations 2)"), run.stdout)
         XCTAssertEqual(try commits(), count + 1)
     }
+
+    /// `--max-size` caps a folder's files together too (its --help says so): past it the folder
+    /// is refused by name and nothing is stored; a single file over it inside is left out.
+    func testMaxSizeCapsAFoldersTotal() throws {
+        let folder = binder.sandbox.root.path + "/records"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        for name in ["a", "b", "c"] { try Data(repeating: name.utf8.first ?? 0, count: 400).write(to: URL(fileURLWithPath: folder + "/note-\(name).txt")) }
+        let count = try commits()
+        let refused = try importing([folder, "--max-size", "1000"])
+        XCTAssertEqual(refused.status, 1, refused.stdout)
+        XCTAssertEqual(refused.stderr, "binder: \(folder): its files come to at least 1200 bytes together, over the import limit of 1000 bytes "
+                       + "for a folder (--max-size raises it) (nothing was imported)\n")
+        XCTAssertEqual(try commits(), count)
+        try Data(repeating: UInt8(ascii: "y"), count: 1500).write(to: URL(fileURLWithPath: folder + "/big.txt"))
+        try FileManager.default.removeItem(atPath: folder + "/note-c.txt")
+        let run = try importing([folder, "--max-size", "1000"])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        XCTAssertTrue(run.stdout.contains("Imported 2 records (documents 2)"), run.stdout)
+        XCTAssertTrue(run.stdout.contains("big.txt: 1500 bytes, over the size limit (not read)"), run.stdout)
+        XCTAssertEqual(try commits(), count + 1)
+        let help = try binder.sandbox.run(["import", "--help"])
+        XCTAssertTrue(help.stdout.replacingOccurrences(of: "\n", with: " ").split(separator: " ").joined(separator: " ")
+                        .contains("a folder's files together"), help.stdout)
+    }
 }

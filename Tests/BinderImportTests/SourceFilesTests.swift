@@ -157,4 +157,27 @@ final class SourceFilesTests: XCTestCase {
             XCTAssertEqual(error as? ImportError, .tooLarge(file: "big.pdf", bytes: 2005, limit: 1000))
         }
     }
+
+    /// A file's modification time is its record's `created` and `updated` (the apps' keys); a
+    /// note's own front matter wins over either; no `updated` is earlier than its `created`.
+    func testFileTimesBecomeCreatedAndUpdated() throws {
+        let rows: [(name: String, bytes: String, created: String, updated: JSONValue?)] = [
+            ("scan.pdf", "%PDF-1.4\n%%EOF\n", "2023-11-14T22:13:20.000Z", "2023-11-14T22:13:20.000Z"),
+            ("plain.txt", "Fasting glucose 5.1\n", "2023-11-14T22:13:20.000Z", "2023-11-14T22:13:20.000Z"),
+            ("dated.md", "---\ncreated: \"2020-01-02\"\n---\n# Dated\n", "2020-01-02", "2023-11-14T22:13:20.000Z"),
+            ("edited.md", "---\ncreated: \"2020-01-02\"\nupdated: \"2021-03-04T05:06:07.000Z\"\n---\n# Edited\n", "2020-01-02", "2021-03-04T05:06:07.000Z"),
+            ("later.md", "---\ncreated: \"2025-01-02\"\n---\n# Later\n", "2025-01-02", nil),
+        ]
+        for row in rows {
+            let path = try write(row.name, Array(row.bytes.utf8), modified: 1_700_000_000)
+            let sources = try SourceReader.sources(path: path, file: row.name, importDate: "2026-12-06")
+            // The same through a mount: the request crossing its control socket keeps the times.
+            let crossed = try ImportRequest(decoding: try ImportRequest(sources: sources, documentsFolder: "documents", importDate: "2026-12-06", force: false, dryRun: false).encoded()).sources
+            for given in [sources, crossed] {
+                let metadata = try XCTUnwrap(planner.plan(given, existing: []).created.first?.document.metadata, row.name)
+                XCTAssertEqual(metadata["created"], .string(row.created), row.name)
+                XCTAssertEqual(metadata["updated"], row.updated, row.name)
+            }
+        }
+    }
 }

@@ -189,8 +189,9 @@ final class SourceFolderTests: XCTestCase {
         XCTAssertTrue(sources[2].file.hasSuffix("notes.txt"), sources[2].file)
 
         XCTAssertThrowsError(try SourceReader.sources(path: folder.path, file: "records", maximumBytes: 30_000, importDate: "2026-12-06")) { error in
-            guard case .tooLarge(let file, _, 30_000)? = error as? ImportError else { return XCTFail("\(error)") }
-            XCTAssertEqual(file, "records")
+            guard case .folderTooLarge(let folder, let bytes, 30_000)? = error as? ImportError else { return XCTFail("\(error)") }
+            XCTAssertEqual(folder, "records")
+            XCTAssertGreaterThan(bytes, 30_000)
         }
     }
 }
