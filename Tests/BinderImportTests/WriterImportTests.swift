@@ -128,6 +128,26 @@ final class WriterImportTests: XCTestCase {
         XCTAssertNotNil(try WriterImport.run(try request(force: true), importer: importer, serialised: alone).commit)
     }
 
+    /// The fuzz target's seeds (made by Python's plistlib, not by this code) decode as the
+    /// request they spell, and the one naming a folder out of the binder is refused.
+    func testTheFuzzSeedsAreReadAsWritten() throws {
+        let corpus = ImportFixtures.directory.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fuzz/corpus/import-request")
+        let request = try ImportRequest(decoding: Array(try Data(contentsOf: corpus.appendingPathComponent("request"))))
+        XCTAssertTrue(request.dryRun)
+        XCTAssertEqual(request.sources.map(\.file), ["ccd.xml"])
+        let records = try XCTUnwrap(request.sources.first?.records)
+        XCTAssertEqual(records.map(\.folder), ["conditions", "medications"])
+        XCTAssertEqual(records[0].codes.map(\.code), ["195967001", "J45"])
+        XCTAssertEqual(records[0].attachments.first?.bytes, Array("%PDF-1.4\n%%EOF\n".utf8))
+        XCTAssertEqual(records[0].frontMatter?["tags"], .array(["lungs"]))
+        XCTAssertEqual(records[1].preferredPath, "medications/metoprolol.md")
+        XCTAssertEqual(request.sources.first?.patient, PatientFacts(name: "Mei-Ling Chen", birthDate: "1985-02-14"))
+        XCTAssertThrowsError(try ImportRequest(decoding: Array(try Data(contentsOf: corpus.appendingPathComponent("request-folder-out")))))
+        let outcome = try ImportOutcome(decoding: Array(try Data(contentsOf: corpus.appendingPathComponent("outcome"))))
+        XCTAssertEqual(outcome.plan.created.map(\.gitPath), ["conditions/a.json"])
+        XCTAssertEqual(outcome.plan.unchanged, 3)
+    }
+
     /// Bytes that are not a request, or a request naming paths binder would not make: refused, never trusted.
     func testWhatIsNotARequestIsRefused() throws {
         var outOfFolder = try request()

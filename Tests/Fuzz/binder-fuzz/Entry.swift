@@ -75,6 +75,7 @@ struct FuzzTarget: Sendable {
         "listing-index": FuzzTarget(run: IndexTargets.listingIndex),
         "tree-delta": FuzzTarget(run: IndexTargets.treeDelta),
         "import": FuzzTarget(run: ImportTargets.source),
+        "import-request": FuzzTarget(run: ImportTargets.request),
     ]
 
     static var names: [String] { all.keys.sorted() }

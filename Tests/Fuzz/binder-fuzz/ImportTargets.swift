@@ -19,4 +19,23 @@ enum ImportTargets {
             check((try? MedicalDocument(plaintext: record.document.serializedBytes())) != nil, "a planned document does not parse back")
         }
     }
+
+    /// Input: an import request as it crosses a mount's control socket (seeds: binary property
+    /// lists in its shape, made by make-seeds.py), and the outcome the mount answers. Decoding
+    /// either refuses it (a typed failure) or gives sources whose paths binder would make, and
+    /// that plan into documents that parse back.
+    static func request(_ bytes: [UInt8]) {
+        _ = try? ImportOutcome(decoding: bytes)
+        let request: ImportRequest
+        do { request = try ImportRequest(decoding: bytes) } catch {
+            guard case .malformedRequest = error else { return check(false, "a request refused other than as malformed: \(error)") }
+            return
+        }
+        let plan = request.planner.plan(request.sources, existing: [])
+        for record in plan.created {
+            check(!record.gitPath.hasPrefix("/") && !record.gitPath.split(separator: "/").contains { $0.hasPrefix(".") },
+                  "a planned path out of the binder: \(record.gitPath)")
+            check((try? MedicalDocument(plaintext: record.document.serializedBytes())) != nil, "a planned document does not parse back")
+        }
+    }
 }
