@@ -32,6 +32,8 @@ struct BinderLocator {
 
     /// The binder `argument` names, opened.
     func binder(_ argument: String) throws -> LocalBinder {
+        // Mid-rotation a binder may be on either key, and its key file on the old one.
+        try KeyRotationRecord.refuseWhileUnderWay(state)
         let path = try resolve(argument)
         // Before git opens anything: a FIFO where git expects a file would hang the command.
         let gitDirectory = FileManager.default.fileExists(atPath: path + "/.git") ? path + "/.git" : path

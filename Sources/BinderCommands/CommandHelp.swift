@@ -14,12 +14,17 @@ enum CommandHelp {
         "key": [("binder key generate", "make a new key"),
                 ("binder key show", "your npub"),
                 ("binder key passphrase", "change the passphrase (same key)"),
-                ("binder key backup --sheet key-sheet.pdf", "a printable recovery sheet")],
+                ("binder key backup --sheet key-sheet.pdf", "a printable recovery sheet"),
+                ("binder key rotate", "a new key for a leaked one; every local binder re-encrypted")],
         "key generate": [("binder key generate", "asks for a passphrase twice, shows the nsec once"),
                          ("binder key generate --passphrase-file ~/.binder-pass", "in a script")],
         "key import": [("binder key import < key.txt", "an nsec1…, 64 hex characters or an ncryptsec1…"),
                        ("binder key import --qr photo-of-sheet.jpg", "from a photo or scan of a recovery sheet")],
-        "key show": [("binder key show", "npub and hex, even while locked")],
+        "key show": [("binder key show", "npub and hex, even while locked"),
+                     ("binder key show --retired", "the keys 'binder key rotate' retired")],
+        "key rotate": [("binder key rotate", "generates the new key, asks both passphrases, re-encrypts every binder"),
+                       ("binder key rotate --import < new-key.txt", "rotate to a key you have (nsec, hex or ncryptsec)"),
+                       ("binder key rotate --abandon", "undo a rotation that was interrupted")],
         "key export": [("binder key export > key.ncryptsec", "the encrypted key, for a backup"),
                        ("binder key export --nsec --confirm-plaintext", "the bare nsec (keep it secret)")],
         "key backup": [("binder key backup --sheet key-sheet.pdf", "a printable page: the ncryptsec as a QR code and as text"),
@@ -160,6 +165,9 @@ enum ManualPage {
         .TP
         .I ~/.local/share/binder/key.ncryptsec
         your key, NIP-49 encrypted (0600)
+        .TP
+        .I ~/.local/share/binder/key.retired
+        keys retired by binder key rotate, each under its old passphrase (0600)
         .TP
         .I ~/.local/share/binder/binders/
         local binders

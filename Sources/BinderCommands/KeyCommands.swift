@@ -6,8 +6,9 @@ import Foundation
 struct KeyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "key",
-        abstract: "Create, import, show, export or back up your Nostr key, or change its passphrase (stored as a NIP-49 ncryptsec).",
-        subcommands: [Generate.self, Import.self, Show.self, Export.self, Passphrase.self, Backup.self]
+        abstract: "Create, import, show, export or back up your Nostr key, change its passphrase, or rotate it (stored as a NIP-49 ncryptsec).",
+        discussion: "A key that leaked is replaced with 'binder key rotate': every local binder is re-encrypted to a new key, and the old one is kept as a retired key ('binder key show --retired') for old backups.",
+        subcommands: [Generate.self, Import.self, Show.self, Export.self, Passphrase.self, Backup.self, Rotate.self]
     )
 
     struct Generate: ParsableCommand {
@@ -99,9 +100,18 @@ struct KeyCommand: ParsableCommand {
     }
 
     struct Show: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show your public key (npub and hex). Works while locked.")
+        static let configuration = CommandConfiguration(abstract: "Show your public key (npub and hex), or with --retired the keys 'binder key rotate' retired. Works while locked.")
+
+        @Flag(help: "List the retired keys (left by 'binder key rotate'), which still open what was made before.")
+        var retired = false
 
         func run() throws {
+            if retired {
+                let keys = RetiredKeys(state: StateDirectory()).entries()
+                if keys.isEmpty { printOut("No retired keys.") }
+                for key in keys { printOut("retired: \(key.npub)") }
+                return
+            }
             let key = try KeyStore().publicKey()
             printOut("npub: \(key.npub)")
             printOut("hex:  \(key.hex)")
@@ -117,18 +127,22 @@ struct KeyCommand: ParsableCommand {
         var nsec = false
         @Flag(name: .customLong("confirm-plaintext"), help: "Confirm that you want the secret key printed unencrypted.")
         var confirmPlaintext = false
+        @Option(help: "Export the retired key NPUB (see 'binder key show --retired'), under its old passphrase.")
+        var retired: String?
         @OptionGroup var passphrase: PassphraseOptions
 
         func run() throws {
             let store = KeyStore()
+            let retiredKey = try retired.map { try RetiredKeys(state: store.state).entry($0) }
             guard nsec else {
-                printOut(try store.encryptedKey())
+                printOut(try retiredKey?.ncryptsec ?? store.encryptedKey())
                 return
             }
             guard confirmPlaintext else {
                 throw CommandFailure.usage("--nsec prints your secret key in the clear; add --confirm-plaintext if you mean it")
             }
-            let key = try store.secretKey(passphrase: passphrase.source)
+            let key = try retiredKey.map { try RetiredKeys.open($0, passphrase: passphrase.source) }
+                ?? store.secretKey(passphrase: passphrase.source)
             let text = try key.nsec()
             text.withUnsafeBytes { FileHandle.standardOutput.write(Data($0)) }
             FileHandle.standardOutput.write(Data("\n".utf8))

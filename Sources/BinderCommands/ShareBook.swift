@@ -73,6 +73,26 @@ struct ShareBook: Sendable {
         try update { records in records = records.filter { $0.id != record.id } + [record] }
     }
 
+    /// `binder key rotate`: the book's secrets sealed again to `newKey` (those opening with
+    /// this book's key; others are left as they are). The count moved.
+    @discardableResult
+    func reseal(to newKey: SecretKey) throws -> Int {
+        guard FileManager.default.fileExists(atPath: path) else { return 0 }
+        var moved = 0, failure: String?
+        try update { records in
+            for index in records.indices {
+                guard let secrets = SealedToSelf.open(ShareSecrets.self, from: records[index].sealed, key: key) else { continue }
+                do { records[index].sealed = try SealedToSelf.seal(secrets, key: newKey) } catch {
+                    failure = "\(error)"
+                    return
+                }
+                moved += 1
+            }
+        }
+        if let failure { throw CommandFailure("cannot encrypt the shares' keys: \(failure)") }
+        return moved
+    }
+
     func open() -> [Share] {
         load().map { Share(record: $0, secrets: SealedToSelf.open(ShareSecrets.self, from: $0.sealed, key: key)) }
     }

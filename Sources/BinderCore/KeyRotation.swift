@@ -130,3 +130,22 @@ extension KeyRotation {
         do { return try body() } catch { throw .git(error) }
     }
 }
+
+extension KeyRotation {
+    /// Whether the repository whose git directory is `gitDirectory` is a rotation's copy (it
+    /// holds the progress file, until `binder key rotate` removes it at its end).
+    public static func isRotationCopy(gitDirectory: String) -> Bool {
+        RotationJournal.exists(inGitDirectory: gitDirectory)
+    }
+
+    /// Removes the progress file of a rotated repository (at the end of `binder key rotate`).
+    public static func removeProgress(gitDirectory: String) throws(Failure) {
+        let path = RotationJournal.path(inGitDirectory: gitDirectory)
+        guard unlink(path) == 0 || errno == ENOENT else { throw .progressFile(path: path, errno: errno) }
+    }
+
+    #if DEBUG
+    /// Tests of the command (debug builds only): `interruptAfterSteps` from outside the module.
+    public mutating func interrupt(afterSteps steps: Int?) { interruptAfterSteps = steps }
+    #endif
+}

@@ -60,6 +60,29 @@ public struct Accounts: Sendable {
         if makeDefault { file.defaultServer = server }
         try save(file)
     }
+
+    /// `binder key rotate`: every token sealed to `old` sealed again to `new`, so that nothing
+    /// here stays under the old key. Each still names the identity it was issued to (`old`'s
+    /// pubkey): `token(server:key:)` does not hand it out for `new`, whose first call to a
+    /// server logs in afresh. Tokens already moved (opening with `new`) are left; the count moved.
+    @discardableResult
+    public func reseal(from old: SecretKey, to new: SecretKey) throws(SyncError) -> Int {
+        guard FileManager.default.fileExists(atPath: path) else { return 0 }
+        var file = load()
+        var moved = 0
+        for (server, entry) in file.servers {
+            guard let oldKey = try? NIP44.ConversationKey(selfOf: old),
+                  let plain = try? NIP44.decrypt(payload: entry.token, key: oldKey) else { continue }
+            do {
+                let newKey = try NIP44.ConversationKey(selfOf: new)
+                let sealed = try plain.withUnsafeBytes { (b) throws(NIP44.Error) in try NIP44.encrypt(b, key: newKey) }
+                file.servers[server]?.token = sealed
+                moved += 1
+            } catch { throw .configuration("cannot encrypt the token of \(server): \(error)") }
+        }
+        if moved > 0 { try save(file) }
+        return moved
+    }
 }
 
 /// A logged-in conversation with one server: the token in memory, renewed by signing a new

@@ -38,6 +38,19 @@ public struct SyncTarget: Sendable, Equatable {
 
     /// Repository ids the server accepts (they become folder names there).
     public static func isValidRepoID(_ id: String) -> Bool { GitRemotes.isValidRepositoryID(id) }
+
+    /// `binder key rotate` re-encrypted this binder to a new key and did not push it: the npub
+    /// of the key it left (`binder.rotatedfrom`), nil for any other binder. Such a binder must
+    /// not sync with `repoId`, which holds its history under the old key.
+    public static func rotatedFrom(_ repository: GitRepository) -> String? {
+        (try? repository.config.value(rotatedFromKey)) ?? nil
+    }
+
+    public static func markRotated(_ repository: GitRepository, from npub: String) throws {
+        try repository.config.setValue(rotatedFromKey, npub)
+    }
+
+    static let rotatedFromKey = "binder.rotatedfrom"
 }
 
 /// What the last syncs did, kept beside git's own files (`<git dir>/binder-sync.json`) for

@@ -231,3 +231,7 @@ long binder_release_code_pages(void) {
     fclose(smaps);
     return released;
 }
+
+int binder_rename_exchange(const char *first, const char *second) {
+    return (int)syscall(SYS_renameat2, AT_FDCWD, first, AT_FDCWD, second, 2 /* RENAME_EXCHANGE */);
+}

@@ -20,6 +20,9 @@ long binder_release_code_pages(void);
 /* The file system type (statfs f_type: TMPFS_MAGIC, RAMFS_MAGIC…) of the one holding path; -1 and errno on failure. */
 long binder_fs_type(const char *path);
 int binder_pipe_cloexec(int fds[2]);
+/* renameat2(RENAME_EXCHANGE) of two paths relative to the working folder: 0, or -1 and errno
+   (EINVAL where the file system cannot exchange). */
+int binder_rename_exchange(const char *first, const char *second);
 short binder_posix_spawn_setsid(void);
 int binder_spawn_close_from(posix_spawn_file_actions_t *actions, int lowest);
 /* Runs path (searched on PATH) with argv and envp as git runs an editor: in the caller's
