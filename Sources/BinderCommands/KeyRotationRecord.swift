@@ -1,3 +1,4 @@
+import BinderCore
 import BinderSystem
 import Foundation
 import Glibc
@@ -24,7 +25,7 @@ struct KeyRotationRecord: Codable, Equatable {
     var forgetOld: Bool
     var phase: Phase
 
-    static func path(_ state: StateDirectory) -> String { state.root + "/key-rotation.json" }
+    static func path(_ state: StateDirectory) -> String { state.root + "/key-rotation" + BinderNaming.documentExtension }
 
     /// The record, nil when no rotation is under way; a damaged record is an error (never
     /// taken for "no rotation": binders may be half swapped).
