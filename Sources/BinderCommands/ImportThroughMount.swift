@@ -1,6 +1,4 @@
 import BinderCore
-import BinderCrypto
-import BinderGit
 import BinderImport
 import BinderSystem
 import Foundation
@@ -67,8 +65,8 @@ struct ImportThroughMount {
 /// planned and stored through the view, so that the new records show at once and no save is lost.
 struct MountImports: Sendable {
     let view: BinderView
-    let repository: GitRepository
-    let key: NIP44.ConversationKey
+    /// Over the view's own repository handle, with the mount's key.
+    let importer: BinderImporter
     let readOnly: Bool
     let logger: Logger
 
@@ -90,7 +88,6 @@ struct MountImports: Sendable {
         }
         do {
             let request = try ImportRequest(decoding: payload)
-            let importer = BinderImporter(repository: repository, key: key, author: commitAuthor())
             let outcome = try WriterImport.run(request, importer: importer) { store in try view.commitBeside(store) }
             // Counts only: the records' names say what the patient has.
             logger.info(request.dryRun ? "import planned (dry run)" : "import stored",
@@ -125,5 +122,5 @@ struct MountImports: Sendable {
 
 extension ImportOutcome {
     /// The commit it made, as the summary names it.
-    var commitID: LocalBinder.CommitID? { commit.flatMap { ObjectID(hex: $0) } }
+    var commitID: LocalBinder.CommitID? { commit.flatMap { LocalBinder.CommitID(hex: $0) } }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import BinderCore
 import BinderCrypto
 import BinderFUSE
+import BinderImport
 import BinderSync
 import BinderSystem
 import Foundation
@@ -330,7 +331,8 @@ struct MountCommand: ParsableCommand {
         let sync = startSync(view: view, binder: local, key: key, shares: shares, state: state, logger: logger)
         let locker = MountLocker(activity: mount.activity, mountpoint: mountpoint, idleSeconds: idleSeconds, logger: logger)
         let imports = (try? BinderKey.conversationKey(owner: key)).map {
-            MountImports(view: view, repository: local.repository, key: $0, readOnly: isReadOnly, logger: logger)
+            MountImports(view: view, importer: BinderImporter(repository: local.repository, key: $0, author: commitAuthor()),
+                         readOnly: isReadOnly, logger: logger)
         }
         let control = startControl(sync: sync, shares: shares, locker: locker, imports: imports, state: state, logger: logger)
         writerLock?.record(WriterLock.Holder(pid: getpid(), command: "mount", mountpoint: mountpoint, control: control?.path))

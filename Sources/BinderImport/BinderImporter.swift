@@ -6,7 +6,7 @@ import BinderGit
 /// Reads what a binder holds (its records, its patient) and commits an `ImportPlan` as one
 /// commit through `BinderWriter`: documents as NIP-44 payloads, attachments as DEK sidecars,
 /// folders with their `.meta.json`; plaintext never reaches disk.
-public final class BinderImporter {
+public final class BinderImporter: Sendable {
     let repository: GitRepository
     let key: NIP44.ConversationKey
     let author: Signature

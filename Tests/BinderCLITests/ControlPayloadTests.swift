@@ -77,6 +77,21 @@ final class ControlPayloadTests: XCTestCase {
         XCTAssertTrue(text.hasPrefix("error too-large \(E2BIG) \(ControlPayload.maximumBytes + 1) bytes is more than the 256 MiB"), text)
     }
 
+    /// A payload over the cap is refused by the asker itself, never sent.
+    func testAPayloadOverTheCapIsRefusedUnsent() throws {
+        let server = try server { _, _ in
+            XCTFail("the handler ran")
+            return .ok([])
+        }
+        defer { server.stop() }
+        let answer = try ControlClient.exchange(ControlRequest.importRecords, payload: [UInt8](repeating: 0, count: ControlPayload.maximumBytes + 1),
+                                                to: server.path)
+        XCTAssertEqual(answer, .failure(.tooLarge(bytes: ControlPayload.maximumBytes + 1)))
+        guard case .failure(let refusal) = answer else { return }
+        XCTAssertEqual(refusal.code, .tooLarge)
+        XCTAssertEqual(refusal.errno, E2BIG)
+    }
+
     /// A mount that does not know the request (an older binder) answers an `error` line of
     /// its own words: `other`, never mistaken for one of the codes.
     func testAnAnswerNotInTheFormIsOther() throws {
