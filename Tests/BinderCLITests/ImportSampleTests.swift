@@ -49,6 +49,7 @@ final class ImportSampleTests: MountedFixtureTestCase {
         let nsecFile = try binder.sandbox.file("nsec", Fixtures.nsec)
         // (sample, at least this many coded items, folders that must hold records)
         let rows: [(sample: String, items: Int, folders: Set<String>)] = [
+            ("ips/Bundle-IPS-examples-Bundle-01.json", 15, ["conditions", "medications", "allergies", "labs"]),
             ("ips/bundle-minimal.json", 7, ["conditions", "medications", "allergies"]),
             ("ips/bundle-no-info-required-sections.json", 1, ["immunizations"]),
             ("synthea/synthea-shaped-patient.json", 30, ["conditions", "medications", "allergies", "immunizations", "labs", "procedures", "visits"]),
@@ -80,7 +81,8 @@ final class ImportSampleTests: MountedFixtureTestCase {
     /// A second download of the same records, as a portal makes one: every id, fullUrl and
     /// reference (the samples' UUIDs) new. Nothing is added and nothing is changed.
     func testASecondDownloadWithNewIdsAddsNothing() throws {
-        let rows: [(sample: String, records: Int)] = [("ips/bundle-minimal.json", 3), ("synthea/synthea-shaped-patient.json", 48)]
+        let rows: [(sample: String, records: Int)] = [("ips/Bundle-IPS-examples-Bundle-01.json", 8), ("ips/bundle-minimal.json", 3),
+                                                      ("synthea/synthea-shaped-patient.json", 48)]
         for (index, row) in rows.enumerated() {
             let repository = try newBinder("download-\(index)")
             XCTAssertEqual(try importing([fixture(row.sample)], into: repository).status, 0, row.sample)
@@ -151,7 +153,7 @@ final class ImportSampleTests: MountedFixtureTestCase {
     func testAFHIRExportOfTheImportedSamplesValidates() throws {
         try XCTSkipIf(try shell("python3 -c 'import fhir.resources'").status != 0, "fhir.resources missing (scripts/setup)")
         let repository = try newBinder("exported")
-        let sources = ["hl7/CCD-1.xml", "hl7/Discharge_Summary.xml", "hl7/Referral_Note.xml", "ips/bundle-minimal.json",
+        let sources = ["hl7/CCD-1.xml", "hl7/Discharge_Summary.xml", "hl7/Referral_Note.xml", "ips/Bundle-IPS-examples-Bundle-01.json", "ips/bundle-minimal.json",
                        "ips/bundle-no-info-required-sections.json", "synthea/synthea-shaped-patient.json"].map(fixture)
         for source in sources {
             let run = try importing([source], into: repository)
