@@ -65,8 +65,9 @@ struct ImportThroughMount {
 /// planned and stored through the view, so that the new records show at once and no save is lost.
 struct MountImports: Sendable {
     let view: BinderView
-    /// Over the view's own repository handle, with the mount's key.
-    let importer: BinderImporter
+    /// An importer over the view's own repository handle, with the mount's key, made for each
+    /// import: its author signature carries the time of its commit.
+    let importer: @Sendable () -> BinderImporter
     let readOnly: Bool
     let logger: Logger
 
@@ -88,7 +89,7 @@ struct MountImports: Sendable {
         }
         do {
             let request = try ImportRequest(decoding: payload)
-            let outcome = try WriterImport.run(request, importer: importer) { store in try view.commitBeside(store) }
+            let outcome = try WriterImport.run(request, importer: importer()) { store in try view.commitBeside(store) }
             // Counts only: the records' names say what the patient has.
             logger.info(request.dryRun ? "import planned (dry run)" : "import stored",
                         metadata: ["records": "\(outcome.plan.created.count)", "updated": "\(outcome.plan.updated.count)",

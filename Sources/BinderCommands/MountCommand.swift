@@ -330,8 +330,8 @@ struct MountCommand: ParsableCommand {
                                  interval: max(1, syncInterval), logger: logger)
         let sync = startSync(view: view, binder: local, key: key, shares: shares, state: state, logger: logger)
         let locker = MountLocker(activity: mount.activity, mountpoint: mountpoint, idleSeconds: idleSeconds, logger: logger)
-        let imports = (try? BinderKey.conversationKey(owner: key)).map {
-            MountImports(view: view, importer: BinderImporter(repository: local.repository, key: $0, author: commitAuthor()),
+        let imports = (try? BinderKey.conversationKey(owner: key)).map { conversationKey in
+            MountImports(view: view, importer: { BinderImporter(repository: local.repository, key: conversationKey, author: commitAuthor()) },
                          readOnly: isReadOnly, logger: logger)
         }
         let control = startControl(sync: sync, shares: shares, locker: locker, imports: imports, state: state, logger: logger)

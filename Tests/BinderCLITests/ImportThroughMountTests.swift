@@ -22,6 +22,9 @@ final class ImportThroughMountTests: MountedFixtureTestCase {
         let before = try commits()
         // The folders as the kernel cached them before the import.
         XCTAssertEqual(try shell("ls conditions allergies >/dev/null 2>&1; true", in: mnt).status, 0)
+        // The commit is dated when it is made, not when the mount started.
+        Thread.sleep(forTimeInterval: 1.1)
+        let started = Int(Date().timeIntervalSince1970)
         let run = try importing([fixture("hl7/CCD-1.xml"), "--force", "--json"])
         XCTAssertEqual(run.status, 0, run.stderr)
         let result = try summary(run)
@@ -30,6 +33,7 @@ final class ImportThroughMountTests: MountedFixtureTestCase {
         XCTAssertEqual(try commits(), before + 1, "one import, one commit")
         XCTAssertEqual(result["commit"] as? String, try git("rev-parse main").trimmingCharacters(in: .whitespacesAndNewlines))
         XCTAssertEqual(try git("log -1 --format=%s main"), "Import records\n")
+        XCTAssertGreaterThanOrEqual(Int(try git("log -1 --format=%at main").trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0, started)
         // Each record is there in the mounted folder now, and reads as the stored record.
         for path in created {
             let shown = String(decoding: try binder.read(path), as: UTF8.self)
