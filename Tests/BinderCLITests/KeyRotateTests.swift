@@ -313,6 +313,34 @@ final class KeyRotateTests: XCTestCase {
         XCTAssertNil(try? NIP44.decrypt(payload: String(storedToken), key: oldConversation))
     }
 
+    /// The Limbo apps' side: rust-nostr (Tests/interop/nostr_check.py) decrypts documents of a
+    /// rotated binder with the new nsec, and not with the old.
+    func testRustNostrOpensTheRotatedBinderWithTheNewKeyOnly() throws {
+        let probe = try BinderSandbox.run(executable: "/usr/bin/env", ["python3", InteropTests.script, "pubkey", "/dev/null"])
+        guard !probe.stderr.contains("No module named") else { throw XCTSkip("nostr-sdk is not installed (scripts/setup installs it)") }
+        let setup = try Setup()
+        XCTAssertEqual(try setup.rotate().status, 0)
+        let newNsec = try setup.sandbox.file("new-nsec", setup.newNsec + "\n")
+        let oldNsec = try setup.sandbox.file("old-nsec", Fixtures.nsec + "\n")
+        let listing = try shell("git -C '\(setup.path("beta"))' ls-tree -r main | grep '\\.json$'")
+        var documents = 0
+        // A few documents (each check starts Python and rust-nostr): patient-info.json and the first others.
+        let lines = listing.stdout.split(separator: "\n")
+        for line in lines.filter({ $0.hasSuffix("\tpatient-info.json") }) + lines.prefix(3) {
+            let fields = line.split(separator: "\t")[0].split(separator: " ")
+            let path = String(line.split(separator: "\t")[1])
+            let payload = try shell("git -C '\(setup.path("beta"))' cat-file blob \(fields[2])").stdout
+            let payloadFile = try setup.sandbox.file("payload", payload)
+            let theirs = try BinderSandbox.run(executable: "/usr/bin/env", ["python3", InteropTests.script, "nip44-decrypt", newNsec, payloadFile])
+            XCTAssertEqual(theirs.status, 0, "\(path): \(theirs.stderr)")
+            XCTAssertEqual(Array(theirs.stdout.utf8), setup.original["beta"]?[path], path)
+            let old = try BinderSandbox.run(executable: "/usr/bin/env", ["python3", InteropTests.script, "nip44-decrypt", oldNsec, payloadFile])
+            XCTAssertNotEqual(old.status, 0, "\(path) opens with the old nsec in rust-nostr")
+            documents += 1
+        }
+        XCTAssertEqual(documents, 4)
+    }
+
     /// A binder with a server: not pushed, said so, and `binder sync` refuses it afterwards.
     func testBinderWithAServerIsNotPushedAndSyncRefuses() throws {
         let setup = try Setup()
