@@ -213,6 +213,28 @@ final class KeyRotateTests: XCTestCase {
         XCTAssertEqual(try setup.sandbox.run(["verify", "beta", "--passphrase-file", setup.oldPassphrase]).status, 0)
     }
 
+    /// A binder whose history holds a document the old key does not open: the rotation stops
+    /// naming it before anything is swapped, every binder stays on the old key, and
+    /// `--abandon` leaves no trace.
+    func testABinderTheEngineRefusesStopsTheRotationBeforeAnySwap() throws {
+        let setup = try Setup()
+        let alpha = setup.path("alpha")
+        let committed = try shell("printf 'not a NIP-44 payload' > stray.json && git add stray.json && git -c user.name=t -c user.email=t@t commit -qm stray", in: alpha)
+        XCTAssertEqual(committed.status, 0, committed.stderr)
+        let run = try setup.rotate()
+        XCTAssertEqual(run.status, 1)
+        XCTAssertTrue(run.stderr.contains("stray.json") && run.stderr.contains("nothing was swapped"), run.stderr)
+        XCTAssertEqual(try Setup.blobsOpening(alpha, key: setup.newKey), 0)
+        XCTAssertEqual(try Setup.contents(setup.path("beta"), key: setup.oldKey), setup.original["beta"])
+        assertFails(try setup.sandbox.run(["status", "beta"]), mentioning: "a key rotation is in progress")
+        let undone = try setup.sandbox.run(["key", "rotate", "--abandon", "--passphrase-file", setup.oldPassphrase,
+                                            "--new-passphrase-file", setup.newPassphrase])
+        XCTAssertEqual(undone.status, 0, undone.stderr)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: setup.sandbox.home.path).sorted(),
+                       ["binders", "key.ncryptsec", "key.npub"])
+        XCTAssertEqual(try setup.sandbox.run(["verify", "beta", "--passphrase-file", setup.oldPassphrase]).status, 0)
+    }
+
     func testForgetOldKeepsNoRetiredKey() throws {
         let setup = try Setup()
         let run = try setup.rotate(["--forget-old"])
