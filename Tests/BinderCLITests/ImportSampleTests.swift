@@ -3,8 +3,8 @@ import BinderFormat
 import Foundation
 import XCTest
 
-/// `binder import` of samples nobody here wrote (Tests/Fixtures/import/ips, smart-health-cards;
-/// synthea is generated in Synthea's shape, see its README), each into a new binder with the real
+/// `binder import` of samples nobody here wrote (Tests/Fixtures/import/ips, smart-health-cards, a
+/// Synthea patient; beside it one generated in Synthea's shape, see its README), each into a new binder with the real
 /// binary, checked by code that shares nothing with binder: Tests/interop/fhir_codes.py lists
 /// each sample's coded items and finds them in the records' front matter (read with rust-nostr),
 /// check_export.py validates `binder export --format fhir` with fhir.resources.
@@ -52,6 +52,8 @@ final class ImportSampleTests: MountedFixtureTestCase {
             ("ips/Bundle-IPS-examples-Bundle-01.json", 15, ["conditions", "medications", "allergies", "labs"]),
             ("ips/bundle-minimal.json", 7, ["conditions", "medications", "allergies"]),
             ("ips/bundle-no-info-required-sections.json", 1, ["immunizations"]),
+            // A Synthea patient (v2.4, SMART's sample data) and a patient generated in Synthea's shape.
+            ("synthea/Buster_Hoeger_ad2e3fc5-2b5d-4cb9-8d03-9ea0f4ac8423.json", 30, ["conditions", "medications", "immunizations", "labs", "procedures", "visits"]),
             ("synthea/synthea-shaped-patient.json", 30, ["conditions", "medications", "allergies", "immunizations", "labs", "procedures", "visits"]),
             ("smart-health-cards/example-00-e-file.smart-health-card", 2, ["immunizations"]),
             ("smart-health-cards/example-01-e-file.smart-health-card", 2, ["immunizations"]),
@@ -81,8 +83,8 @@ final class ImportSampleTests: MountedFixtureTestCase {
     /// A second download of the same records, as a portal makes one: every id, fullUrl and
     /// reference (the samples' UUIDs) new. Nothing is added and nothing is changed.
     func testASecondDownloadWithNewIdsAddsNothing() throws {
-        let rows: [(sample: String, records: Int)] = [("ips/Bundle-IPS-examples-Bundle-01.json", 8), ("ips/bundle-minimal.json", 3),
-                                                      ("synthea/synthea-shaped-patient.json", 48)]
+        let rows: [(sample: String, items: Int)] = [("ips/Bundle-IPS-examples-Bundle-01.json", 8), ("ips/bundle-minimal.json", 3),
+                                                      ("synthea/Buster_Hoeger_ad2e3fc5-2b5d-4cb9-8d03-9ea0f4ac8423.json", 35), ("synthea/synthea-shaped-patient.json", 48)]
         for (index, row) in rows.enumerated() {
             let repository = try newBinder("download-\(index)")
             XCTAssertEqual(try importing([fixture(row.sample)], into: repository).status, 0, row.sample)
@@ -100,7 +102,7 @@ final class ImportSampleTests: MountedFixtureTestCase {
             let summary = try json(try importing([download, "--json"], into: repository))
             XCTAssertEqual(summary["created"] as? [String], [], row.sample)
             XCTAssertEqual(summary["updated"] as? [String], [], row.sample)
-            XCTAssertEqual(summary["unchanged"] as? Int, row.records, row.sample)
+            XCTAssertEqual(summary["unchanged"] as? Int, row.items, "\(row.sample): items already in the binder")
             XCTAssertEqual(try commits(in: repository), count, row.sample)
         }
     }
@@ -154,7 +156,7 @@ final class ImportSampleTests: MountedFixtureTestCase {
         try XCTSkipIf(try shell("python3 -c 'import fhir.resources'").status != 0, "fhir.resources missing (scripts/setup)")
         let repository = try newBinder("exported")
         let sources = ["hl7/CCD-1.xml", "hl7/Discharge_Summary.xml", "hl7/Referral_Note.xml", "ips/Bundle-IPS-examples-Bundle-01.json", "ips/bundle-minimal.json",
-                       "ips/bundle-no-info-required-sections.json", "synthea/synthea-shaped-patient.json"].map(fixture)
+                       "ips/bundle-no-info-required-sections.json", "synthea/Buster_Hoeger_ad2e3fc5-2b5d-4cb9-8d03-9ea0f4ac8423.json", "synthea/synthea-shaped-patient.json"].map(fixture)
         for source in sources {
             let run = try importing([source], into: repository)
             XCTAssertEqual(run.status, 0, "\(source): \(run.stderr)")
