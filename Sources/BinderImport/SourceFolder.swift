@@ -76,7 +76,9 @@ public enum SourceFolder {
                 return skipped.append(SkippedItem(file: shown, what: name, reason: "\(size) bytes, over the size limit (not read)"))
             }
             // The folder's total is checked before the file is read, and again with what was read (a file may grow).
-            if total + size > maximumBytes { throw .folderTooLarge(folder: root, bytes: total + size, limit: maximumBytes) }
+            // (A sparse file may declare a size near Int.max: the sum saturates rather than traps.)
+            let (withIt, overflow) = total.addingReportingOverflow(size)
+            if overflow || withIt > maximumBytes { throw .folderTooLarge(folder: root, bytes: overflow ? Int.max : withIt, limit: maximumBytes) }
             let bytes = try SourceReader.load(path: path, file: shown, maximumBytes: maximumBytes)
             total += bytes.count
             if total > maximumBytes { throw .folderTooLarge(folder: root, bytes: total, limit: maximumBytes) }
