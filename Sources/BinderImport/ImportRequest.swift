@@ -1,11 +1,12 @@
 import BinderFormat
 import Foundation
+import Synchronization
 
 /// An import handed to the binder's one writer (a running mount, through its control
 /// channel): the sources as `binder import` read them, and how to plan them. The writer plans
 /// against its own tip (`WriterImport`), so what is already in the binder is never added twice.
-/// Encoded as a binary property list (Foundation's), bytes as bytes: it crosses a local socket
-/// from memory to memory, never a file.
+/// Encoded as JSON (Foundation's coders) with the bytes beside it, raw (`WireCoding`): it
+/// crosses a local socket from memory to memory, never a file.
 public struct ImportRequest: Sendable {
     public var sources: [SourceDocument]
     public var documentsFolder: String
@@ -39,6 +40,7 @@ public struct ImportRequest: Sendable {
     public init(decoding bytes: [UInt8]) throws(WriterImport.Failure) {
         let wire: WireRequest = try WireCoding.decode(bytes)
         try WireCoding.check(folder: wire.documentsFolder)
+        try WireCoding.check(date: wire.importDate, dayOnly: true)
         var sources: [SourceDocument] = []
         for source in wire.sources { sources.append(try source.document()) }
         self.init(sources: sources, documentsFolder: wire.documentsFolder, importDate: wire.importDate, now: wire.now, force: wire.force,
@@ -82,15 +84,46 @@ public struct ImportOutcome: Sendable {
 
 // MARK: - On the wire
 
+/// `[JSON's length, 8 bytes big-endian][JSON][the bytes fields, raw, one after another]`: each
+/// `Data` field is `[offset, count]` in the JSON, into the bytes after it, so that attachments
+/// are neither copied into base64 nor parsed. (Foundation's binary property list decoder traps
+/// on some malformed input, which the `import-request` fuzz target found; its JSON decoder
+/// refuses, and nests at most 512 deep.)
 private enum WireCoding {
+    /// The bytes an encoding collects, in the order its fields are met.
+    private final class Sink: Sendable {
+        let bytes = Mutex<[UInt8]>([])
+    }
+
     static func encode(_ value: some Encodable) throws -> [UInt8] {
-        let encoder = PropertyListEncoder()
-        encoder.outputFormat = .binary
-        return Array(try encoder.encode(value))
+        let sink = Sink()
+        let encoder = JSONEncoder()
+        encoder.dataEncodingStrategy = .custom { data, encoder in
+            let offset = sink.bytes.withLock { bytes in
+                defer { bytes += data }
+                return bytes.count
+            }
+            var container = encoder.singleValueContainer()
+            try container.encode([offset, data.count])
+        }
+        let json = try encoder.encode(value)
+        return withUnsafeBytes(of: UInt64(json.count).bigEndian, Array.init) + Array(json) + sink.bytes.withLock { $0 }
     }
 
     static func decode<T: Decodable>(_ bytes: [UInt8]) throws(WriterImport.Failure) -> T {
-        do { return try PropertyListDecoder().decode(T.self, from: Data(bytes)) } catch {
+        guard bytes.count >= 8 else { throw .malformedRequest(reason: "\(bytes.count) bytes") }
+        let declared = bytes[0..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        guard declared <= UInt64(bytes.count - 8) else { throw .malformedRequest(reason: "its JSON is said to be longer than it") }
+        let jsonEnd = 8 + Int(declared)
+        let decoder = JSONDecoder()
+        decoder.dataDecodingStrategy = .custom { decoder in
+            let range = try decoder.singleValueContainer().decode([Int].self)
+            guard range.count == 2, range[0] >= 0, range[1] >= 0, range[0] <= bytes.count - jsonEnd - range[1] else {
+                throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "bytes out of range"))
+            }
+            return Data(bytes[(jsonEnd + range[0])..<(jsonEnd + range[0] + range[1])])
+        }
+        do { return try decoder.decode(T.self, from: Data(bytes[8..<jsonEnd])) } catch {
             throw .malformedRequest(reason: "\(error)")
         }
     }
@@ -99,6 +132,24 @@ private enum WireCoding {
     /// the paths the writer stores at, and a path from another process is never trusted further.
     static func check(folder: String) throws(WriterImport.Failure) {
         guard BinderExportMarks.safeRecordPath(folder + "/x.md") != nil else { throw .malformedRequest(reason: "a folder binder would not make") }
+    }
+
+    /// A date binder's readers would give (it names records' files): a day, or a timestamp.
+    static func check(date: String?, dayOnly: Bool = false) throws(WriterImport.Failure) {
+        guard let date else { return }
+        let parts = date.split(separator: "-", omittingEmptySubsequences: false)
+        if parts.count == 3, parts.allSatisfy({ $0.allSatisfy(\.isASCII) }), let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
+           Timestamps.day(year: year, month: month, day: day) == date {
+            return
+        }
+        guard !dayOnly, Timestamps.parse(date) != nil else { throw .malformedRequest(reason: "a date binder would not write") }
+    }
+
+    /// A kept file's extension or an attachment's format: a few letters and digits.
+    static func check(fileExtension: String) throws(WriterImport.Failure) {
+        guard (1...16).contains(fileExtension.utf8.count), fileExtension.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x7A).contains($0) }) else {
+            throw .malformedRequest(reason: "a file extension binder would not make")
+        }
     }
 
     static func check(fileName: String) throws(WriterImport.Failure) {
@@ -213,7 +264,12 @@ private struct WireRecord: Codable {
 
     func record() throws(WriterImport.Failure) -> ImportedRecord {
         try WireCoding.check(folder: folder)
-        for attachment in attachments { try WireCoding.check(fileName: attachment.fileName) }
+        for attachment in attachments {
+            try WireCoding.check(fileName: attachment.fileName)
+            try WireCoding.check(fileExtension: attachment.format)
+        }
+        try WireCoding.check(date: created)
+        try WireCoding.check(date: updated)
         if let preferredPath, BinderExportMarks.safeRecordPath(preferredPath) == nil {
             throw .malformedRequest(reason: "a record path binder would not make")
         }
@@ -280,6 +336,8 @@ private struct WireSource: Codable {
 
     func document() throws(WriterImport.Failure) -> SourceDocument {
         guard let format = SourceFormat(rawValue: format) else { throw .malformedRequest(reason: "an unknown source format") }
+        try WireCoding.check(fileExtension: keptExtension)
+        try WireCoding.check(date: created)
         var document = SourceDocument(file: file, format: format, bytes: Array(bytes), title: title, organisation: organisation, created: created,
                                       patient: PatientFacts(name: patientName, birthDate: patientBirthDate), source: source.source)
         document.keptExtension = keptExtension

@@ -128,8 +128,8 @@ final class WriterImportTests: XCTestCase {
         XCTAssertNotNil(try WriterImport.run(try request(force: true), importer: importer, serialised: alone).commit)
     }
 
-    /// The fuzz target's seeds (made by Python's plistlib, not by this code) decode as the
-    /// request they spell, and the one naming a folder out of the binder is refused.
+    /// The fuzz target's seeds (made by make-seeds.py in Python, not by this code) decode as
+    /// the request they spell; one naming a folder out of the binder, or bytes past its end, is refused.
     func testTheFuzzSeedsAreReadAsWritten() throws {
         let corpus = ImportFixtures.directory.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fuzz/corpus/import-request")
         let request = try ImportRequest(decoding: Array(try Data(contentsOf: corpus.appendingPathComponent("request"))))
@@ -142,7 +142,11 @@ final class WriterImportTests: XCTestCase {
         XCTAssertEqual(records[0].frontMatter?["tags"], .array(["lungs"]))
         XCTAssertEqual(records[1].preferredPath, "medications/metoprolol.md")
         XCTAssertEqual(request.sources.first?.patient, PatientFacts(name: "Mei-Ling Chen", birthDate: "1985-02-14"))
-        XCTAssertThrowsError(try ImportRequest(decoding: Array(try Data(contentsOf: corpus.appendingPathComponent("request-folder-out")))))
+        XCTAssertEqual(records[0].updated, "2005-01-02T00:00:00.000Z")
+        XCTAssertEqual(request.sources.first?.bytes, Array("<ClinicalDocument/>".utf8))
+        for refused in ["request-folder-out", "request-bytes-out"] {
+            XCTAssertThrowsError(try ImportRequest(decoding: Array(try Data(contentsOf: corpus.appendingPathComponent(refused)))), refused)
+        }
         let outcome = try ImportOutcome(decoding: Array(try Data(contentsOf: corpus.appendingPathComponent("outcome"))))
         XCTAssertEqual(outcome.plan.created.map(\.gitPath), ["conditions/a.json"])
         XCTAssertEqual(outcome.plan.unchanged, 3)
@@ -156,14 +160,23 @@ final class WriterImportTests: XCTestCase {
         hiddenFolder.documentsFolder = ".git"
         var badName = try request()
         badName.sources[0].records[0].attachments = [ImportedAttachment(fileName: "a/../b.pdf", format: "pdf", bytes: [1])]
+        var notADate = try request()
+        notADate.sources[0].records[0].created = "/.05-01-01"
+        var badExtension = try request()
+        badExtension.sources[0].keptExtension = "x/../y"
         let encoded = try request().encoded()
         let rows: [(String, [UInt8])] = [
             ("empty", []),
             ("text", Array("import 12\n".utf8)),
             ("cut short", Array(encoded.prefix(encoded.count / 2))),
+            ("a JSON longer than the request", [0, 0, 0, 0, 0, 0, 1, 0] + Array("{}".utf8)),
+            ("a JSON length past Int", [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF] + Array("{}".utf8)),
             ("a folder out of the binder", try outOfFolder.encoded()),
             ("a hidden documents folder", try hiddenFolder.encoded()),
             ("an attachment name with a slash", try badName.encoded()),
+            // The fuzz target's find: a created that is no date named a file `conditions//.05-01-01-….json`.
+            ("a created that is no date", try notADate.encoded()),
+            ("a kept extension with slashes", try badExtension.encoded()),
         ]
         for (name, bytes) in rows {
             XCTAssertThrowsError(try ImportRequest(decoding: bytes), name) { error in

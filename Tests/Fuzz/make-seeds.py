@@ -208,11 +208,26 @@ folder = tree([(b"40000", b"a", b"")])
 write("tree-delta", "folder-and-file", struct.pack(">H", len(folder)) + folder + tree([(b"100644", b"a.b", b""), (b"40000", b"a", b"")]))
 write("tree-delta", "unrelated", struct.pack(">H", 23) + tree([(b"100644", b"x", b"")]) + tree([(b"100644", b"y", b"1"), (b"100644", b"w", b"")]))
 
-# import-request: binder import's request to a mount (ImportRequest's binary property list), and
-# the outcome it answers (ImportOutcome).
-import plistlib
+# import-request: binder import's request to a mount (ImportRequest: the JSON's length in 8 bytes,
+# the JSON, then the bytes fields raw, each [offset, count] in the JSON), and the outcome it answers.
+def wire(value):
+    blobs = bytearray()
+    def walk(item):
+        if isinstance(item, bytes):
+            offset = len(blobs)
+            blobs.extend(item)
+            return [offset, len(item)]
+        if isinstance(item, dict):
+            return {key: walk(entry) for key, entry in item.items()}
+        if isinstance(item, list):
+            return [walk(entry) for entry in item]
+        return item
+    text = json.dumps(walk(value), separators=(",", ":")).encode()
+    return struct.pack(">Q", len(text)) + text + bytes(blobs)
+
+
 origin = {"organisation": "Good Health Clinic", "format": "C-CDA", "importDate": "2026-12-06", "documentDate": "2024-10-15"}
-record = {"folder": "conditions", "title": "Asthma", "created": "2005-01-01", "body": "- Status: active\n",
+record = {"folder": "conditions", "title": "Asthma", "created": "2005-01-01", "updated": "2005-01-02T00:00:00.000Z", "body": "- Status: active\n",
           "codes": [["http://snomed.info/sct", "195967001", "Asthma"], ["http://hl7.org/fhir/sid/icd-10-cm", "J45"]],
           "status": "active", "source": origin, "attachments": [{"fileName": "scan.pdf", "format": "pdf", "bytes": b"%PDF-1.4\n%%EOF\n"}],
           "frontMatter": '{"tags":["lungs"],"codes":[{"system":"s","code":"1"}]}'}
@@ -222,12 +237,9 @@ source = {"file": "ccd.xml", "format": "C-CDA", "bytes": b"<ClinicalDocument/>",
           "skipped": [{"file": "ccd.xml", "what": "Lisinopril", "reason": "planned"}], "narrative": [{"title": "Plan", "text": "Walk daily."}],
           "source": origin, "keepsSource": True, "signature": "not checked"}
 request = {"sources": [source], "documentsFolder": "documents", "importDate": "2026-12-06", "now": 1780000000, "force": False, "dryRun": True}
-write("import-request", "request", plistlib.dumps(request, fmt=plistlib.FMT_BINARY))
-write("import-request", "request-folder-out", plistlib.dumps(dict(request, sources=[dict(source, records=[dict(record, folder="../x")])]),
-                                                              fmt=plistlib.FMT_BINARY))
-write("import-request", "request-xml", plistlib.dumps(request))
-write("import-request", "outcome", plistlib.dumps({"commit": "0" * 40, "created": [{"gitPath": "conditions/a.json", "attachments": ["a.pdf"]}],
-                                                    "updated": ["patient-info.json"], "unchanged": 3,
-                                                    "skipped": [{"file": "f", "what": "w", "reason": "r"}], "newFolders": ["conditions"]},
-                                                   fmt=plistlib.FMT_BINARY))
-
+write("import-request", "request", wire(request))
+write("import-request", "request-folder-out", wire(dict(request, sources=[dict(source, records=[dict(record, folder="../x")])])))
+write("import-request", "request-bytes-out", wire(request)[:-4])
+write("import-request", "outcome", wire({"commit": "0" * 40, "created": [{"gitPath": "conditions/a.json", "attachments": ["a.pdf"]}],
+                                         "updated": ["patient-info.json"], "unchanged": 3,
+                                         "skipped": [{"file": "f", "what": "w", "reason": "r"}], "newFolders": ["conditions"]}))

@@ -20,8 +20,8 @@ enum ImportTargets {
         }
     }
 
-    /// Input: an import request as it crosses a mount's control socket (seeds: binary property
-    /// lists in its shape, made by make-seeds.py), and the outcome the mount answers. Decoding
+    /// Input: an import request as it crosses a mount's control socket (seeds: requests in its
+    /// shape, made by make-seeds.py), and the outcome the mount answers. Decoding
     /// either refuses it (a typed failure) or gives sources whose paths binder would make, and
     /// that plan into documents that parse back.
     static func request(_ bytes: [UInt8]) {
