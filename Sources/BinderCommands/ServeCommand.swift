@@ -14,9 +14,13 @@ struct ServeCommand: ParsableCommand {
         --token-secret-file. Bodies are \
         read only after the token is checked, within limits counted after decompression; each user \
         has a quota of repositories and bytes; logins are rate-limited per address; slow or idle \
-        connections are closed. Serve over https by putting a TLS proxy in front; clients refuse plain \
-        http except on loopback. Listening beyond loopback needs --public-url: logins signed for \
-        another server are refused.
+        connections are closed. Past --connections-per-address, a request waits up to --queue-wait \
+        seconds, then is answered 503 with Retry-After. Serve over https by putting a TLS proxy in \
+        front (give it with --trusted-proxy, so that limits count each client, not the proxy); \
+        clients refuse plain http except on loopback. Listening beyond loopback needs --public-url: \
+        logins signed for another server are refused. GET /healthz answers while the process runs, \
+        /readyz while its storage is usable, /metrics (Prometheus) with --metrics-token-file's token. \
+        SIGTERM stops accepting and lets requests in progress finish (--shutdown-grace).
         """)
 
     @Option(help: "The folder holding the repositories (created if missing).")
@@ -54,6 +58,26 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("body-timeout"),
             help: "Seconds a request body may go without a byte arriving; past the first such span it must also average 1 KiB/s.")
     var bodyTimeout: Int = 15
+    @Option(name: .customLong("queue-wait"),
+            help: "Seconds a request past --connections-per-address may wait for its turn (as many again may wait) before a 503.")
+    var queueWait: Int = 5
+    @Option(name: .customLong("trusted-proxy"), parsing: .upToNextOption,
+            help: ArgumentHelp("Proxies (IPv4/IPv6 addresses or networks) whose --forwarded-header names the client: the rightmost address in it that is not a trusted proxy is the one limits count. Repeatable.",
+                               valueName: "CIDR"))
+    var trustedProxies: [String] = []
+    @Option(name: .customLong("forwarded-header"),
+            help: ArgumentHelp("The header your trusted proxies write the client's address in: x-forwarded-for or forwarded (RFC 7239). The other one is ignored.",
+                               valueName: "NAME"))
+    var forwardedHeader: String = ForwardedHeader.xForwardedFor.rawValue
+    @Option(name: .customLong("metrics-token-file"),
+            help: ArgumentHelp("Serve GET /metrics (Prometheus text) to requests bearing the token in FILE (at least 16 characters); without it, /metrics is not served.",
+                               valueName: "FILE"))
+    var metricsTokenFile: String?
+    @Option(name: .customLong("shutdown-grace"),
+            help: "After SIGTERM or SIGINT: seconds requests in progress may take to finish (nothing new is accepted); then the process exits.")
+    var shutdownGrace: Int = 30
+    @Option(name: .customLong("log-format"), help: ArgumentHelp("text, or json: one JSON object per line.", valueName: "FORMAT"))
+    var logFormat: String = "text"
     /// Testing aid: this fraction of git requests fails with 503.
     @Option(name: .customLong("fault-rate"), help: .hidden)
     var faultRate: Double = 0
@@ -64,6 +88,9 @@ struct ServeCommand: ParsableCommand {
                               ("--connections-per-address", Int64(connectionsPerAddress)), ("--header-timeout", Int64(headerTimeout)),
                               ("--body-timeout", Int64(bodyTimeout))] where value < 1 {
             throw CommandFailure("\(name) must be at least 1")
+        }
+        for (name, value) in [("--queue-wait", queueWait), ("--shutdown-grace", shutdownGrace)] where value < 0 {
+            throw CommandFailure("\(name) must not be negative")
         }
         guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
               (0...65535).contains(port) else {
@@ -84,18 +111,39 @@ struct ServeCommand: ParsableCommand {
         }
         // Read once: the git processes the server spawns get a copy of the environment.
         unsetenv("BINDER_DATABASE_URL")
-        var logger = Logger(label: "binder.serve") { label in StreamLogHandler.standardError(label: label) }
+        var logger: Logger
+        switch logFormat {
+        case "text": logger = Logger(label: "binder.serve") { label in StreamLogHandler.standardError(label: label) }
+        case "json": logger = Logger(label: "binder.serve") { label in JSONLogHandler(label: label) }
+        default: throw CommandFailure("--log-format: '\(logFormat)' is neither text nor json")
+        }
         logger.logLevel = .info
+        var networks: [IPNetwork] = []
+        for text in trustedProxies {
+            guard let network = IPNetwork(text) else {
+                throw CommandFailure("--trusted-proxy: '\(text)' is not an IPv4 or IPv6 address or network (e.g. 10.0.0.0/8, fd00::/8)")
+            }
+            networks.append(network)
+        }
+        guard let header = ForwardedHeader(rawValue: forwardedHeader.lowercased()) else {
+            throw CommandFailure("--forwarded-header: '\(forwardedHeader)' is neither x-forwarded-for nor forwarded")
+        }
+        let metricsToken: SecureToken?
+        do { metricsToken = try metricsTokenFile.map { file throws(ServeSetupError) in try SecureToken(file: file) } } catch {
+            throw CommandFailure("--metrics-token-file \(error)")
+        }
         let server: BinderServer
         do {
             let limits = ServeLimits(repositoriesPerUser: maxReposPerUser, bytesPerUser: maxBytesPerUser, pushBytes: maxPushBytes,
                                      loginsPerMinute: loginsPerMinute)
-            let connections = ConnectionLimits(perAddress: connectionsPerAddress, headerTimeout: .seconds(headerTimeout),
-                                               bodyWindow: .seconds(bodyTimeout))
+            let connections = ConnectionLimits(perAddress: connectionsPerAddress, queueWait: .seconds(queueWait),
+                                               headerTimeout: .seconds(headerTimeout), bodyWindow: .seconds(bodyTimeout),
+                                               clientAddress: ClientAddressRule(trusting: networks, header: header))
             server = try BinderServer(options: .init(repositories: root, host: host, port: port, tokenLifetime: tokenLifetime,
                                                      rotateSecret: rotateSecret, publicURL: publicURL, faultRate: faultRate,
                                                      limits: limits, connections: connections, tokenSecretFile: tokenSecretFile,
-                                                     database: database),
+                                                     database: database, metricsToken: metricsToken,
+                                                     shutdownGrace: .seconds(shutdownGrace)),
                                       logger: logger)
         } catch { throw CommandFailure("\(error)") }
         do {

@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import ServiceLifecycle
 import Synchronization
 
 /// `binder serve`: the mgit-api protocol over HTTP/1.1 on Hummingbird. Routing, request
@@ -33,11 +34,17 @@ public final class BinderServer: Sendable {
         public var connections: ConnectionLimits
         /// Connections open at once in all; past it the server stops accepting until one closes.
         public var maxConnections: Int
+        /// `/metrics` answers only with this bearer token (`--metrics-token-file`); nil: not served.
+        public var metricsToken: SecureToken?
+        /// After SIGTERM or SIGINT: how long requests in progress may take to finish (no new
+        /// connection is accepted meanwhile); past it they are cut and the process exits.
+        public var shutdownGrace: Duration
 
         public init(repositories: String, host: String = "127.0.0.1", port: Int = 8417, tokenLifetime: Int64 = 86_400,
                     rotateSecret: Bool = false, publicURL: String? = nil, faultRate: Double = 0,
                     limits: ServeLimits = ServeLimits(), connections: ConnectionLimits = ConnectionLimits(),
-                    maxConnections: Int = 4096, tokenSecretFile: String? = nil, database: PostgresLocation? = nil) {
+                    maxConnections: Int = 4096, tokenSecretFile: String? = nil, database: PostgresLocation? = nil,
+                    metricsToken: SecureToken? = nil, shutdownGrace: Duration = .seconds(30)) {
             self.repositories = repositories
             self.host = host
             self.port = port
@@ -50,12 +57,16 @@ public final class BinderServer: Sendable {
             self.limits = limits
             self.connections = connections
             self.maxConnections = maxConnections
+            self.metricsToken = metricsToken
+            self.shutdownGrace = shutdownGrace
         }
     }
 
     private let options: Options
     let routes: Routes
     private let logger: Logger
+    let metrics = ServeMetrics()
+    private let readiness: Readiness
 
     public init(options: Options, logger: Logger) throws {
         self.options = options
@@ -67,8 +78,10 @@ public final class BinderServer: Sendable {
         }
         let secret = try Self.tokenSecret(options)
         var storage = try ServerStorage.folder(root: options.repositories, limits: options.limits)
+        var checks = [Readiness.folderWritable(options.repositories)]
         if let location = options.database {
             let database = try Self.openDatabase(location, logger: logger)
+            checks.append(Readiness.database(database))
             storage = ServerStorage(repositories: storage.repositories, challenges: PostgresChallenges(storage: database),
                                     scans: PostgresScanSessions(storage: database),
                                     counters: PostgresRateCounters(storage: database, perMinute: options.limits.loginsPerMinute))
@@ -76,6 +89,7 @@ public final class BinderServer: Sendable {
         routes = Routes(environment: ServeEnvironment(storage: storage, tokens: TokenAuthority(secret: secret, lifetime: options.tokenLifetime),
                                                       limits: options.limits, logger: logger, publicURL: options.publicURL),
                         faultRate: options.faultRate)
+        readiness = Readiness(checks: checks)
     }
 
     /// The token-signing secret: the operator's file, else the one kept in the repositories' folder.
@@ -105,7 +119,9 @@ public final class BinderServer: Sendable {
         }
     }
 
-    /// Binds and serves until `SIGINT`/`SIGTERM`; `ready` is told the bound port first.
+    /// Binds and serves until `SIGINT`/`SIGTERM`; `ready` is told the bound port first. On
+    /// either signal it stops accepting, lets the requests in progress finish within
+    /// `shutdownGrace` (then cancels them) and returns.
     public func run(ready: @escaping @Sendable (Int) -> Void) throws {
         Self.raiseDescriptorLimit()
         let bound = Mutex<Int?>(nil)
@@ -113,10 +129,16 @@ public final class BinderServer: Sendable {
             bound.withLock { $0 = port }
             ready(port)
         }
+        let notice = ShutdownNotice(logger: logger, grace: options.shutdownGrace)
+        var configuration = ServiceGroupConfiguration(services: [.init(service: app),
+                                                                 .init(service: notice, successTerminationBehavior: .ignore)],
+                                                      gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        configuration.maximumGracefulShutdownDuration = options.shutdownGrace
+        let group = ServiceGroup(configuration: configuration)
         let finished = DispatchSemaphore(value: 0)
         let failure = Mutex<(any Error)?>(nil)
         Task {
-            do { try await app.runService() } catch { failure.withLock { $0 = error } }
+            do { try await group.run() } catch { failure.withLock { $0 = error } }
             finished.signal()
         }
         finished.wait()
@@ -130,11 +152,15 @@ public final class BinderServer: Sendable {
     /// guard); `listening` is told the bound port. `run` serves it; tests drive it in-process.
     func application(listening: @escaping @Sendable (Int) -> Void) -> some ApplicationProtocol {
         let router = Router(context: ServeContext.self)
+        router.add(middleware: ClientAddressMiddleware(rule: options.connections.clientAddress))
+        router.add(middleware: MetricsRecorder(metrics: metrics))
         router.add(middleware: RequestLog(logger: logger))
+        OperationsRoutes(readiness: readiness, metrics: metrics, metricsToken: options.metricsToken, logger: logger)
+            .register(on: router)
         routes.register(on: router)
-        let ledger = AddressLedger(), connections = options.connections
+        let ledger = AddressLedger(), connections = options.connections, metrics = metrics
         let server = HTTPServerBuilder.http1(configuration: .init(
-            additionalChannelHandlers: [ConnectionGuard(limits: connections, ledger: ledger)],
+            additionalChannelHandlers: [ConnectionGuard(limits: connections, ledger: ledger, metrics: metrics)],
             idleTimeout: nil,
             httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 << 10, maxHeaderListSize: 32 << 10, maxHeaderFieldCount: 100)))
         return Application(
@@ -170,6 +196,17 @@ public final class BinderServer: Sendable {
     }
 }
 
+/// Tells the log when a shutdown begins and how long requests in progress have.
+struct ShutdownNotice: Service {
+    let logger: Logger
+    let grace: Duration
+
+    func run() async throws {
+        do { try await gracefulShutdown() } catch { return }   // cancelled: the server ended otherwise
+        logger.info("shutting down: no new connections; requests in progress have \(grace.components.seconds) s to finish")
+    }
+}
+
 /// Logs each request: method, path (never the query string or headers: a token could be in
 /// them), status and time. Errors other than `ServeFailure` become a plain 500.
 struct RequestLog: RouterMiddleware {
@@ -179,6 +216,8 @@ struct RequestLog: RouterMiddleware {
     func handle(_ request: Request, context: ServeContext, next: (Request, ServeContext) async throws -> Response) async throws -> Response {
         let started = ContinuousClock.now
         func log(_ status: Int) {
+            // Probes come every few seconds: their answers are what they say.
+            guard !OperationsRoutes.paths.contains(request.uri.path) || status >= 500 else { return }
             let elapsed = started.duration(to: .now)
             let ms = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
             logger.info("\(request.method) \(request.uri.path) \(status)", metadata: ["ms": "\(ms)", "from": "\(context.remoteAddress)"])

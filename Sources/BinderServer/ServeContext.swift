@@ -7,8 +7,9 @@ import NIOCore
 /// limits) and who is calling, once an authentication middleware has said so.
 struct ServeContext: RequestContext {
     var coreContext: CoreRequestContextStorage
-    /// The client's IP address ("unknown" for a socket without one).
-    let remoteAddress: String
+    /// The client's IP address ("unknown" for a socket without one): the socket's peer, or
+    /// behind a trusted proxy the address it forwarded (set by `ClientAddressMiddleware`).
+    var remoteAddress: String
     /// Set by `AccountAuthentication` or `GitAuthentication` before a protected route runs.
     var caller: Caller?
 

@@ -122,6 +122,20 @@ final class PostgresCluster: Sendable {
         return pid
     }
 
+    /// The port a `binder serve` spawned with `output` as its log says it listens on, once it
+    /// does (at most a minute: a first start migrates the schema); nil if it never says.
+    static func servingPort(log output: String) async throws -> Int? {
+        for _ in 0..<600 {
+            let text = String(decoding: FileManager.default.contents(atPath: output) ?? Data(), as: UTF8.self)
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Serving ") }), let colon = line.lastIndex(of: ":"),
+               let port = Int(line[line.index(after: colon)...]) {
+                return port
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return nil
+    }
+
     /// A port nothing listens on now (bound to 0, read, closed).
     private static func freePort() throws -> Int {
         let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

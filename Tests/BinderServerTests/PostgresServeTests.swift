@@ -26,14 +26,7 @@ import Testing
             var status: Int32 = 0
             waitpid(pid, &status, 0)
         }
-        var port: Int?
-        for _ in 0..<600 where port == nil {   // at most a minute: the first start migrates the schema
-            let text = String(decoding: FileManager.default.contents(atPath: log) ?? Data(), as: UTF8.self)
-            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Serving ") }), let colon = line.lastIndex(of: ":") {
-                port = Int(line[line.index(after: colon)...])
-            }
-            if port == nil { try await Task.sleep(for: .milliseconds(100)) }
-        }
+        let port = try await PostgresCluster.servingPort(log: log)
         let bound = try #require(port, "binder serve did not start: \(String(decoding: FileManager.default.contents(atPath: log) ?? Data(), as: UTF8.self))")
 
         let commandLine = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))

@@ -1,0 +1,205 @@
+import BinderCrypto
+import Foundation
+import XCTest
+
+/// `binder serve`'s front door and operations (issue 42), each against a real server on
+/// loopback driven by Tests/interop/front_door.py (raw sockets, so that a reset or an empty
+/// reply is seen as one): the cap's queue and its 503, `--trusted-proxy`, the probes and
+/// `/metrics`, SIGTERM, `--log-format json`.
+final class ServeFrontDoorTests: XCTestCase {
+    var root: BinderSandbox!
+    var server: TestServer!
+
+    override func setUpWithError() throws {
+        root = try BinderSandbox()
+    }
+
+    override func tearDown() {
+        server?.stop()
+        server = nil; root = nil
+    }
+
+    static let script = URL(fileURLWithPath: MgitClient.script).deletingLastPathComponent().appendingPathComponent("front_door.py").path
+
+    func frontDoor(_ arguments: [String], port: Int? = nil) throws -> String {
+        let run = try BinderSandbox.run(executable: "/usr/bin/env",
+                                        ["python3", Self.script, arguments[0], "127.0.0.1", "\(port ?? server.port)"]
+                                            + arguments.dropFirst())
+        XCTAssertEqual(run.status, 0, run.stderr)
+        return run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// The outcomes of many clients: {"200": n, "503": m, "reset": …}.
+    func outcomes(_ arguments: [String]) throws -> [String: Int] {
+        let text = try frontDoor(arguments)
+        return try XCTUnwrap(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Int], text)
+    }
+
+    // MARK: - Past the cap: a queue, then 503
+
+    /// The issue's case: 200 clients at once from one address (the cap 32, as many queued).
+    /// Every one gets an HTTP status, 200 or 503 with Retry-After; none a reset or an empty
+    /// reply (before, the connections past the cap were closed on arrival).
+    func testTwoHundredClientsFromOneAddressAllGetAnHTTPAnswer() throws {
+        server = try TestServer(root: root.root)
+        let summary = try outcomes(["burst", "200", "/healthz"])
+        XCTAssertEqual(Set(summary.keys).subtracting(["200", "503"]), [], "every client an HTTP status: \(summary)")
+        XCTAssertEqual(summary.values.reduce(0, +), 200)
+        XCTAssertGreaterThanOrEqual(summary["200"] ?? 0, 32, "the cap's and the queue's are served: \(summary)")
+        XCTAssertGreaterThanOrEqual(summary["503"] ?? 0, 1, "past the queue, 503: \(summary)")
+        // The server serves on.
+        XCTAssertEqual(try frontDoor(["one", "GET", "/healthz"]), "200")
+    }
+
+    /// Behind a trusted proxy every client has its own cap, counted per request: 40 clients at
+    /// once through one proxy connection each all pass a cap of 4; 40 requests of one client
+    /// (each with a different forged address on the left) pass only as its cap lets them.
+    func testBehindATrustedProxyEachClientHasItsOwnCap() throws {
+        server = try TestServer(root: root.root, options: ["--trusted-proxy", "127.0.0.1", "::1",
+                                                           "--connections-per-address", "4", "--queue-wait", "1"])
+        // Each request holds its slot 3 s (its body comes late); the queue waits 1 s.
+        let distinct = try outcomes(["hold", "40", "/api/auth/nostr/verify", "3", "1.2.3.4, 198.51.100.{i}"])
+        XCTAssertEqual(distinct, ["400": 40], "40 clients, none past its cap")
+        let forged = try outcomes(["hold", "40", "/api/auth/nostr/verify", "3", "{i}.0.0.1, 198.51.100.77"])
+        XCTAssertEqual(Set(forged.keys).subtracting(["400", "503"]), [], "\(forged)")
+        XCTAssertGreaterThanOrEqual(forged["400"] ?? 0, 4, "\(forged)")
+        XCTAssertGreaterThanOrEqual(forged["503"] ?? 0, 28, "one client behind forged left-hand addresses: \(forged)")
+    }
+
+    /// The login rate limit counts the forwarded client behind a trusted proxy, and the peer
+    /// when the peer is not trusted, whatever its header says.
+    func testLoginRateLimitsCountTheForwardedClientOnlyFromATrustedProxy() throws {
+        server = try TestServer(root: root.root, options: ["--trusted-proxy", "127.0.0.0/8", "--logins-per-minute", "2"])
+        func challenge(_ forwardedFor: String) throws -> String {
+            try frontDoor(["one", "POST", "/api/auth/nostr/challenge", "X-Forwarded-For: \(forwardedFor)"])
+        }
+        XCTAssertEqual(try challenge("6.6.6.1, 198.51.100.1"), "200")
+        XCTAssertEqual(try challenge("6.6.6.2, 198.51.100.1"), "200")
+        XCTAssertEqual(try challenge("6.6.6.3, 198.51.100.1"), "429", "one client, whatever it writes on the left")
+        XCTAssertEqual(try challenge("198.51.100.2"), "200", "another client has its own allowance")
+        server.stop()
+
+        // Not from a trusted proxy: the header is a forgery, and the peer is what counts.
+        server = try TestServer(root: root.root, options: ["--trusted-proxy", "10.0.0.0/8", "--logins-per-minute", "2"])
+        XCTAssertEqual(try challenge("198.51.100.1"), "200")
+        XCTAssertEqual(try challenge("198.51.100.2"), "200")
+        XCTAssertEqual(try challenge("198.51.100.3"), "429", "forged addresses from an untrusted peer share its allowance")
+    }
+
+    func testABadTrustedProxyIsRefusedAtStart() throws {
+        for (arguments, expected) in [(["--trusted-proxy", "10.0.0.0/33"], "--trusted-proxy: '10.0.0.0/33'"),
+                                      (["--trusted-proxy", "proxy.example"], "--trusted-proxy: 'proxy.example'"),
+                                      (["--forwarded-header", "x-real-ip"], "--forwarded-header: 'x-real-ip'"),
+                                      (["--log-format", "xml"], "--log-format: 'xml'")] {
+            let run = try BinderSandbox.run(executable: BinderSandbox.binary,
+                                            ["serve", "--repos", root.root.appendingPathComponent("r").path, "--listen", "127.0.0.1:0"]
+                                                + arguments)
+            XCTAssertNotEqual(run.status, 0)
+            XCTAssertTrue(run.stderr.contains(expected), run.stderr)
+        }
+    }
+
+    // MARK: - Operations
+
+    /// /healthz and /readyz answer anyone; /metrics only the scrape token's bearer, labelled
+    /// by route template and status, never with a repository id; without the option, 404.
+    func testProbesAndMetrics() throws {
+        let tokenFile = try root.file("metrics.token", "0123456789abcdef0123456789abcdef\n")
+        server = try TestServer(root: root.root, options: ["--metrics-token-file", tokenFile])
+        XCTAssertEqual(try frontDoor(["one", "GET", "/healthz"]), "200")
+        XCTAssertEqual(try frontDoor(["one", "GET", "/readyz"]), "200")
+        XCTAssertEqual(try frontDoor(["one", "GET", "/api/mgit/repos/secret-repo-4711/info/refs?service=git-upload-pack"]), "401")
+        XCTAssertEqual(try frontDoor(["one", "GET", "/metrics"]), "401")
+        XCTAssertEqual(try frontDoor(["one", "GET", "/metrics", "Authorization: Bearer wrong-token-wrong-token"]), "401")
+        _ = try outcomes(["burst", "100", "/healthz"])
+
+        let scrape = try shell("curl -s -H \"Authorization: Bearer $(cat '\(tokenFile)')\" \(server.url)/metrics")
+        let text = scrape.stdout
+        XCTAssertTrue(text.contains(#"binder_http_requests_total{route="/api/mgit/repos/{repoId}/info/refs",method="GET",status="401"} 1"#),
+                      text)
+        XCTAssertTrue(text.contains(#"binder_http_request_duration_seconds_bucket{route="/healthz",status="200""#), text)
+        XCTAssertTrue(text.contains("binder_open_connections "), text)
+        XCTAssertTrue(text.contains("binder_http_sent_bytes_total "), text)
+        XCTAssertFalse(text.contains("secret-repo-4711"), "no repository id in the metrics")
+        XCTAssertFalse(text.contains("127.0.0.1"), "no address in the metrics")
+        server.stop()
+
+        server = try TestServer(root: root.root)
+        XCTAssertEqual(try frontDoor(["one", "GET", "/metrics"]), "404")
+    }
+
+    /// SIGTERM: the requests in progress finish and are answered, new connections are
+    /// refused at once, and the process exits 0.
+    func testSIGTERMLetsRequestsInProgressFinishAndExitsZero() throws {
+        let log = root.root.appendingPathComponent("serve.log").path
+        FileManager.default.createFile(atPath: log, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: BinderSandbox.binary)
+        process.arguments = ["serve", "--repos", root.root.appendingPathComponent("srv").path, "--listen", "127.0.0.1:0",
+                             "--shutdown-grace", "20"]
+        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        var port: Int?
+        eventually(60, "the server listens") {
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            if let range = text.range(of: #"on http://127\.0\.0\.1:[0-9]+"#, options: .regularExpression) {
+                port = Int(text[range].split(separator: ":").last!)
+            }
+            return port != nil
+        }
+        let bound = try XCTUnwrap(port)
+
+        // Three requests whose bodies come 4 s after their heads: in progress at the signal.
+        let slow = Process()
+        slow.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        slow.arguments = ["python3", Self.script, "hold", "127.0.0.1", "\(bound)", "3", "/api/auth/nostr/verify", "4", "198.51.100.1"]
+        let slowOutput = Pipe()
+        slow.standardOutput = slowOutput
+        try slow.run()
+        eventually(10, "the slow requests are in progress") {
+            (try? shell("ss -Htn state established '( sport = :\(bound) )' | wc -l").stdout
+                .trimmingCharacters(in: .whitespacesAndNewlines)) == "3"
+        }
+        kill(process.processIdentifier, SIGTERM)
+        eventually(10, "the listener is closed") { (try? self.frontDoor(["connect"], port: bound)) == "refused" }
+        XCTAssertTrue(process.isRunning, "the process waits for the requests in progress")
+
+        slow.waitUntilExit()
+        let summary = String(decoding: slowOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(summary.trimmingCharacters(in: .whitespacesAndNewlines), #"{"400": 3}"#,
+                       "each request in progress was answered")
+        eventually(20, "the process exits") { !process.isRunning }
+        XCTAssertEqual(process.terminationReason, .exit)
+        XCTAssertEqual(process.terminationStatus, 0, (try? String(contentsOfFile: log, encoding: .utf8)) ?? "")
+        XCTAssertTrue(((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("shutting down"))
+    }
+
+    /// `--log-format json`: every log line is one JSON object with time, level and message,
+    /// and says no more than the text lines do: no token, no nsec.
+    func testJSONLogLinesAreObjectsWithoutSecrets() throws {
+        server = try TestServer(root: root.root, options: ["--log-format", "json"])
+        let key = try SecretKey.generate()
+        let nsec = String(decoding: try key.nsec().copyBytes(), as: UTF8.self)
+        let nsecFile = try root.file("user.nsec", nsec)
+        let login = try MgitClient.run(["login", server.url, nsecFile])
+        XCTAssertEqual(login.status, 0, login.stderr)
+        let token = login.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        XCTAssertEqual(try frontDoor(["one", "GET", "/api/mgit/user/repositories", "Authorization: Bearer \(token)"]), "200")
+        XCTAssertEqual(try frontDoor(["one", "GET", "/nowhere"]), "404")
+
+        let lines = server.log.split(separator: "\n").filter { !$0.hasPrefix("Serving ") }
+        XCTAssertGreaterThanOrEqual(lines.count, 4, server.log)
+        for line in lines {
+            let object = try XCTUnwrap(try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not JSON: \(line)")
+            XCTAssertNotNil(object["time"] as? String, String(line))
+            XCTAssertNotNil(object["level"] as? String, String(line))
+            XCTAssertNotNil(object["message"] as? String, String(line))
+        }
+        XCTAssertTrue(lines.contains { $0.contains(#""message":"GET /api/mgit/user/repositories 200""#) }, server.log)
+        XCTAssertFalse(server.log.contains(token), "no token in the log")
+        XCTAssertFalse(server.log.contains(nsec), "no key in the log")
+    }
+}
