@@ -34,8 +34,9 @@ extension KeyCommand {
                 exported files, other devices, a recovery sheet of the old key, the server's copy). A binder that \
                 syncs with a server is NOT pushed by this version: the server keeps its old copy, under the old key, \
                 and 'binder sync' refuses the rotated binder so that nothing goes out under the old repository id. \
-                Delete the old copy on the server (on limbo.health, in the app's settings) if the key leaked. Make a \
-                new recovery sheet afterwards: 'binder key backup --sheet FILE.pdf'.
+                binder cannot delete the server's old copy yet: if the key leaked, have it deleted there (on \
+                limbo.health from the Limbo app; on a 'binder serve' server by its operator, who can remove the \
+                repository's folder). Make a new recovery sheet afterwards: 'binder key backup --sheet FILE.pdf'.
                 """)
 
         @OptionGroup var passphrase: PassphraseOptions
@@ -225,8 +226,9 @@ extension KeyCommand {
             for name in run.record.binders {
                 guard let binder = try? LocalBinder.open(path: run.binderPath(name)), let target = SyncTarget.read(binder.repository) else { continue }
                 printOut("Not done for '\(name)': it syncs with \(target.server) as \(target.repoId), and this version of binder does not push")
-                printOut("  a rotated binder. Nothing was sent: the server still holds the OLD copy, readable with the old key. Delete it there")
-                printOut("  if the key leaked (limbo.health: in the app's settings). 'binder sync \(name)' refuses until binder can push it under a new id.")
+                printOut("  a rotated binder. Nothing was sent: the server still holds the OLD copy, readable with the old key. If the key leaked,")
+                printOut("  have it deleted there (limbo.health: from the Limbo app; a 'binder serve' server: by its operator). 'binder sync \(name)'")
+                printOut("  refuses this binder until binder can push it under a new id, so that nothing goes out under the old one.")
             }
             printOut("Copies made before the rotation (backups, exports, other devices, old recovery sheets) still open with the OLD key.")
             printOut("Make a new recovery sheet of the new key now: binder key backup --sheet FILE.pdf")
