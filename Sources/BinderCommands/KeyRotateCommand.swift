@@ -231,7 +231,26 @@ extension KeyCommand {
                 printOut("  refuses this binder until binder can push it under a new id, so that nothing goes out under the old one.")
             }
             printOut("Copies made before the rotation (backups, exports, other devices, old recovery sheets) still open with the OLD key.")
-            printOut("Make a new recovery sheet of the new key now: binder key backup --sheet FILE.pdf")
+            offerRecoverySheet()
+        }
+
+        /// On a terminal, the recovery sheet of the new key is offered at once (a file name, or
+        /// Enter for not now); elsewhere the command that makes it is printed.
+        private func offerRecoverySheet() {
+            guard isatty(0) == 1, isatty(1) == 1 else {
+                return printOut("Make a new recovery sheet of the new key now: binder key backup --sheet FILE.pdf")
+            }
+            let option = ContentOption(name: "--sheet", prompt: "A recovery sheet of the new key (a PDF file to write)", given: nil,
+                                       whenEmpty: "not now")
+            do {
+                guard let file = try ContentInput().values([option])[0] else {
+                    return printOut("Make it later with: binder key backup --sheet FILE.pdf")
+                }
+                var backup = try Backup.parse(["--sheet", file])
+                try backup.run()
+            } catch {
+                printErr("binder: the recovery sheet was not written (\((error as? CommandFailure)?.message ?? "\(error)")); make it with: binder key backup --sheet FILE.pdf")
+            }
         }
 
         /// Undoes a rotation whose new key is not in place yet: the old repositories back at

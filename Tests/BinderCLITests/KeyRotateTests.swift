@@ -379,3 +379,25 @@ final class KeyRotateTests: XCTestCase {
         XCTAssertTrue(sync.stderr.contains("re-encrypted to a new key"), sync.stderr)
     }
 }
+
+extension TerminalTests {
+    /// On a terminal: the current passphrase, the new one twice (none echoed), the new nsec
+    /// shown once, then the recovery sheet offered and written where the user says.
+    func testKeyRotateAsksOnATerminalAndOffersARecoverySheet() throws {
+        let setup = try KeyRotateTests.Setup()
+        let sheet = setup.sandbox.root.appendingPathComponent("new-sheet.pdf").path
+        let session = "krot\(getpid())"
+        try startSession(session, script: "BINDER_HOME='\(setup.sandbox.home.path)' '\(BinderSandbox.binary)' key rotate --log-n 8\n", in: setup.sandbox)
+        defer { _ = try? tmux("kill-session -t \(session)") }
+        try answer(session, after: "Current passphrase", "'test passphrase' Enter")
+        try answer(session, after: "New passphrase", "'Third-Secret-3' Enter")
+        try answer(session, after: "Repeat the passphrase", "'Third-Secret-3' Enter")
+        try answer(session, after: "A recovery sheet of the new key", "'\(sheet)' Enter")
+        let shown = try waitForScreen(session, toContain: "Recovery sheet of")
+        XCTAssertTrue(shown.contains("shown this once"), shown)
+        XCTAssertFalse(shown.contains("test passphrase") || shown.contains("Third-Secret-3"), "a passphrase was echoed:\n\(shown)")
+        XCTAssertTrue(try Data(contentsOf: URL(fileURLWithPath: sheet)).starts(with: Data("%PDF".utf8)))
+        let newPassphrase = try setup.sandbox.file("third", "Third-Secret-3\n")
+        XCTAssertEqual(try setup.sandbox.run(["verify", "alpha", "--passphrase-file", newPassphrase]).status, 0)
+    }
+}
