@@ -15,8 +15,9 @@ struct ServeCommand: ParsableCommand {
         read only after the token is checked, within limits counted after decompression; each user \
         has a quota of repositories and bytes; logins are rate-limited per address; slow or idle \
         connections are closed. Past --connections-per-address, a request waits up to --queue-wait \
-        seconds, then is answered 503 with Retry-After. Serve over https by putting a TLS proxy in \
-        front (give it with --trusted-proxy, so that limits count each client, not the proxy); \
+        seconds, then is answered 503 with Retry-After. Serve over https with --tls-cert and \
+        --tls-key (SIGHUP reloads them), or by putting a TLS proxy in front (give it with \
+        --trusted-proxy, so that limits count each client, not the proxy); \
         clients refuse plain http except on loopback. Listening beyond loopback needs --public-url: \
         logins signed for another server are refused. GET /healthz answers while the process runs, \
         /readyz while its storage is usable, /metrics (Prometheus) with --metrics-token-file's token. \
@@ -76,6 +77,12 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("shutdown-grace"),
             help: "After SIGTERM or SIGINT: seconds requests in progress may take to finish (nothing new is accepted); then the process exits.")
     var shutdownGrace: Int = 30
+    @Option(name: .customLong("tls-cert"),
+            help: ArgumentHelp("Serve https with this PEM certificate chain (with --tls-key); SIGHUP reads both files again for new connections.",
+                               valueName: "FILE"))
+    var tlsCert: String?
+    @Option(name: .customLong("tls-key"), help: ArgumentHelp("The PEM private key of --tls-cert.", valueName: "FILE"))
+    var tlsKey: String?
     @Option(name: .customLong("log-format"), help: ArgumentHelp("text, or json: one JSON object per line.", valueName: "FORMAT"))
     var logFormat: String = "text"
     /// Testing aid: this fraction of git requests fails with 503.
@@ -128,6 +135,11 @@ struct ServeCommand: ParsableCommand {
         guard let header = ForwardedHeader(rawValue: forwardedHeader.lowercased()) else {
             throw CommandFailure("--forwarded-header: '\(forwardedHeader)' is neither x-forwarded-for nor forwarded")
         }
+        guard (tlsCert == nil) == (tlsKey == nil) else { throw CommandFailure("--tls-cert and --tls-key go together") }
+        let tls: TLSCertificates?
+        do {
+            tls = try tlsCert.map { cert throws(ServeSetupError) in try TLSCertificates(certificateFile: cert, keyFile: tlsKey ?? "") }
+        } catch { throw CommandFailure("--tls-cert/--tls-key \(error)") }
         let metricsToken: SecureToken?
         do { metricsToken = try metricsTokenFile.map { file throws(ServeSetupError) in try SecureToken(file: file) } } catch {
             throw CommandFailure("--metrics-token-file \(error)")
@@ -143,12 +155,12 @@ struct ServeCommand: ParsableCommand {
                                                      rotateSecret: rotateSecret, publicURL: publicURL, faultRate: faultRate,
                                                      limits: limits, connections: connections, tokenSecretFile: tokenSecretFile,
                                                      database: database, metricsToken: metricsToken,
-                                                     shutdownGrace: .seconds(shutdownGrace)),
+                                                     shutdownGrace: .seconds(shutdownGrace), tls: tls),
                                       logger: logger)
         } catch { throw CommandFailure("\(error)") }
         do {
             try server.run { bound in
-                printOut("Serving \(root) on http://\(host.contains(":") ? "[\(host)]" : host):\(bound)")
+                printOut("Serving \(root) on \(tls == nil ? "http" : "https")://\(host.contains(":") ? "[\(host)]" : host):\(bound)")
             }
         } catch { throw CommandFailure("\(error)") }
     }

@@ -39,12 +39,14 @@ public final class BinderServer: Sendable {
         /// After SIGTERM or SIGINT: how long requests in progress may take to finish (no new
         /// connection is accepted meanwhile); past it they are cut and the process exits.
         public var shutdownGrace: Duration
+        /// Native TLS (`--tls-cert`, `--tls-key`), reloaded on SIGHUP; nil: plain HTTP.
+        public var tls: TLSCertificates?
 
         public init(repositories: String, host: String = "127.0.0.1", port: Int = 8417, tokenLifetime: Int64 = 86_400,
                     rotateSecret: Bool = false, publicURL: String? = nil, faultRate: Double = 0,
                     limits: ServeLimits = ServeLimits(), connections: ConnectionLimits = ConnectionLimits(),
                     maxConnections: Int = 4096, tokenSecretFile: String? = nil, database: PostgresLocation? = nil,
-                    metricsToken: SecureToken? = nil, shutdownGrace: Duration = .seconds(30)) {
+                    metricsToken: SecureToken? = nil, shutdownGrace: Duration = .seconds(30), tls: TLSCertificates? = nil) {
             self.repositories = repositories
             self.host = host
             self.port = port
@@ -59,6 +61,7 @@ public final class BinderServer: Sendable {
             self.maxConnections = maxConnections
             self.metricsToken = metricsToken
             self.shutdownGrace = shutdownGrace
+            self.tls = tls
         }
     }
 
@@ -130,9 +133,12 @@ public final class BinderServer: Sendable {
             ready(port)
         }
         let notice = ShutdownNotice(logger: logger, grace: options.shutdownGrace)
-        var configuration = ServiceGroupConfiguration(services: [.init(service: app),
-                                                                 .init(service: notice, successTerminationBehavior: .ignore)],
-                                                      gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: app), .init(service: notice, successTerminationBehavior: .ignore)]
+        if let tls = options.tls {
+            services.append(.init(service: TLSReloadOnHangup(certificates: tls, logger: logger), successTerminationBehavior: .ignore))
+        }
+        var configuration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         configuration.maximumGracefulShutdownDuration = options.shutdownGrace
         let group = ServiceGroup(configuration: configuration)
         let finished = DispatchSemaphore(value: 0)
@@ -159,17 +165,25 @@ public final class BinderServer: Sendable {
             .register(on: router)
         routes.register(on: router)
         let ledger = AddressLedger(), connections = options.connections, metrics = metrics
-        let server = HTTPServerBuilder.http1(configuration: .init(
+        let http1 = HTTP1Channel.Configuration(
             additionalChannelHandlers: [ConnectionGuard(limits: connections, ledger: ledger, metrics: metrics)],
             idleTimeout: nil,
-            httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 << 10, maxHeaderListSize: 32 << 10, maxHeaderFieldCount: 100)))
+            httpDecoderConfiguration: .init(maxHeaderFieldSize: 16 << 10, maxHeaderListSize: 32 << 10, maxHeaderFieldCount: 100))
+        let server: HTTPServerBuilder
+        if let tls = options.tls {
+            server = HTTPServerBuilder { responder in
+                ReloadableTLSChannel(base: HTTP1Channel(responder: responder, configuration: http1), certificates: tls)
+            }
+        } else {
+            server = .http1(configuration: http1)
+        }
         return Application(
             router: router, server: server,
             configuration: .init(address: .hostname(options.host, port: options.port), serverName: nil, backlog: 1024,
                                  availableConnectionsDelegate: MaximumAvailableConnections(options.maxConnections, logger: logger)),
-            onServerRunning: { [routes, host = options.host] channel in
+            onServerRunning: { [routes, host = options.host, scheme = options.tls == nil ? "http" : "https"] channel in
                 let port = channel.localAddress?.port ?? 0
-                routes.listening(at: "http://" + (host.contains(":") ? "[\(host)]" : host) + ":\(port)")
+                routes.listening(at: scheme + "://" + (host.contains(":") ? "[\(host)]" : host) + ":\(port)")
                 listening(port)
             },
             logger: logger)

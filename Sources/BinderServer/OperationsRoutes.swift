@@ -69,9 +69,12 @@ public struct SecureToken: Sendable {
 public enum ServeSetupError: Error, CustomStringConvertible {
     case unreadable(file: String, errno: Int32)
     case tooShort(file: String)
+    /// `--tls-cert`/`--tls-key` could not be used.
+    case tls(file: String, detail: String)
 
     public var description: String {
         switch self {
+        case .tls(let file, let detail): return "\(file): cannot serve TLS with it: \(detail)"
         case .unreadable(let file, let errno): return "\(file): cannot read it: \(String(cString: strerror(errno)))"
         case .tooShort(let file): return "\(file): the token must be at least 16 characters (e.g. openssl rand -hex 32)"
         }

@@ -35,6 +35,29 @@ final class ServeFrontDoorTests: XCTestCase {
         return try XCTUnwrap(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Int], text)
     }
 
+    /// `binder serve` as a child of this test (its exit status is read), on a free port: the
+    /// process, the port, and its log's path.
+    func spawnServe(_ options: [String]) throws -> (Process, Int, String) {
+        let log = root.root.appendingPathComponent("serve-\(UUID().uuidString).log").path
+        FileManager.default.createFile(atPath: log, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: BinderSandbox.binary)
+        process.arguments = ["serve", "--repos", root.root.appendingPathComponent("srv").path, "--listen", "127.0.0.1:0"] + options
+        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        var port: Int?
+        eventually(60, "the server listens") {
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            if let range = text.range(of: #"on https?://127\.0\.0\.1:[0-9]+"#, options: .regularExpression) {
+                port = Int(text[range].split(separator: ":").last!)
+            }
+            return port != nil || !process.isRunning
+        }
+        return (process, try XCTUnwrap(port, (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""), log)
+    }
+
     // MARK: - Past the cap: a queue, then 503
 
     /// The issue's case: 200 clients at once from one address (the cap 32, as many queued).
@@ -90,7 +113,10 @@ final class ServeFrontDoorTests: XCTestCase {
         for (arguments, expected) in [(["--trusted-proxy", "10.0.0.0/33"], "--trusted-proxy: '10.0.0.0/33'"),
                                       (["--trusted-proxy", "proxy.example"], "--trusted-proxy: 'proxy.example'"),
                                       (["--forwarded-header", "x-real-ip"], "--forwarded-header: 'x-real-ip'"),
-                                      (["--log-format", "xml"], "--log-format: 'xml'")] {
+                                      (["--log-format", "xml"], "--log-format: 'xml'"),
+                                      (["--tls-cert", "/nonexistent.pem"], "--tls-cert and --tls-key go together"),
+                                      (["--tls-cert", "/nonexistent.pem", "--tls-key", "/nonexistent.key"],
+                                       "cannot serve TLS with it")] {
             let run = try BinderSandbox.run(executable: BinderSandbox.binary,
                                             ["serve", "--repos", root.root.appendingPathComponent("r").path, "--listen", "127.0.0.1:0"]
                                                 + arguments)
@@ -131,26 +157,8 @@ final class ServeFrontDoorTests: XCTestCase {
     /// SIGTERM: the requests in progress finish and are answered, new connections are
     /// refused at once, and the process exits 0.
     func testSIGTERMLetsRequestsInProgressFinishAndExitsZero() throws {
-        let log = root.root.appendingPathComponent("serve.log").path
-        FileManager.default.createFile(atPath: log, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: BinderSandbox.binary)
-        process.arguments = ["serve", "--repos", root.root.appendingPathComponent("srv").path, "--listen", "127.0.0.1:0",
-                             "--shutdown-grace", "20"]
-        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
+        let (process, bound, log) = try spawnServe(["--shutdown-grace", "20"])
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        var port: Int?
-        eventually(60, "the server listens") {
-            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-            if let range = text.range(of: #"on http://127\.0\.0\.1:[0-9]+"#, options: .regularExpression) {
-                port = Int(text[range].split(separator: ":").last!)
-            }
-            return port != nil
-        }
-        let bound = try XCTUnwrap(port)
 
         // Three requests whose bodies come 4 s after their heads: in progress at the signal.
         let slow = Process()
@@ -201,5 +209,49 @@ final class ServeFrontDoorTests: XCTestCase {
         XCTAssertTrue(lines.contains { $0.contains(#""message":"GET /api/mgit/user/repositories 200""#) }, server.log)
         XCTAssertFalse(server.log.contains(token), "no token in the log")
         XCTAssertFalse(server.log.contains(nsec), "no key in the log")
+    }
+
+    // MARK: - Native TLS
+
+    /// `--tls-cert`/`--tls-key`: https with the first certificate; after the files are replaced
+    /// and SIGHUP sent, new connections get the second; a broken file on the next SIGHUP
+    /// keeps the second serving.
+    func testTLSCertificateIsReloadedOnSIGHUP() throws {
+        let folder = root.root.path
+        for name in ["one", "two"] {
+            let made = try shell("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=binder-\(name) "
+                                 + "-addext subjectAltName=IP:127.0.0.1 -keyout '\(folder)/\(name).key' -out '\(folder)/\(name).crt'")
+            XCTAssertEqual(made.status, 0, made.stderr)
+        }
+        func install(_ name: String) throws {
+            _ = try shell("cp '\(folder)/\(name).crt' '\(folder)/cert.pem' && cp '\(folder)/\(name).key' '\(folder)/key.pem'")
+        }
+        try install("one")
+        let (process, port, log) = try spawnServe(["--tls-cert", folder + "/cert.pem", "--tls-key", folder + "/key.pem"])
+        defer { if process.isRunning { kill(process.processIdentifier, SIGTERM); process.waitUntilExit() } }
+        XCTAssertTrue(((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("on https://127.0.0.1:"))
+        func served() throws -> String {
+            try shell("echo | openssl s_client -connect 127.0.0.1:\(port) 2>/dev/null | openssl x509 -noout -subject").stdout
+        }
+        func healthz(trusting name: String) throws -> String {
+            try shell("curl -s --cacert '\(folder)/\(name).crt' https://127.0.0.1:\(port)/healthz").stdout
+        }
+        XCTAssertTrue(try served().contains("binder-one"))
+        XCTAssertEqual(try healthz(trusting: "one"), "ok\n")
+        XCTAssertEqual(try healthz(trusting: "two"), "", "not the second certificate yet")
+
+        try install("two")
+        kill(process.processIdentifier, SIGHUP)
+        eventually(10, "new connections get the second certificate") { (try? served())?.contains("binder-two") == true }
+        XCTAssertEqual(try healthz(trusting: "two"), "ok\n")
+
+        _ = try shell("echo broken > '\(folder)/cert.pem'")
+        kill(process.processIdentifier, SIGHUP)
+        eventually(10, "the failed reload is logged") {
+            ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("TLS certificate not reloaded")
+        }
+        XCTAssertTrue(try served().contains("binder-two"), "the old certificate serves on")
+        XCTAssertTrue(process.isRunning)
+        XCTAssertFalse(((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("PRIVATE KEY"))
     }
 }
