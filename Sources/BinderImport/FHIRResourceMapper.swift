@@ -32,7 +32,19 @@ struct FHIRResourceMapper {
         return verification == "refuted" || verification == "entered-in-error" || FHIRValues.string(resource["status"]) == "entered-in-error"
     }
 
+    /// The International Patient Summary's code system for saying there is nothing to list
+    /// ("no-allergy-info", "no-known-problems", "no-medication-info"…): such a resource is a statement, not an item.
+    static let absentOrUnknownSystem = "http://hl7.org/fhir/uv/ips/CodeSystem/absent-unknown-uv-ips"
+
+    /// Skips a resource whose concept says there is nothing (IPS absent/unknown), with its folder and what it said.
+    mutating func skipsAStatementOfNothing(_ concept: JSONValue?, folder: String) -> Bool {
+        guard let said = FHIRValues.codes(concept).first(where: { $0.system == Self.absentOrUnknownSystem }) else { return false }
+        skip(folder, "it says there is nothing to list (\(said.display ?? said.code))")
+        return true
+    }
+
     mutating func condition() {
+        if skipsAStatementOfNothing(resource["code"], folder: "conditions") { return }
         guard let name = FHIRValues.name(resource["code"]) else { return skip(nil, "it has no name") }
         if isRefuted() { return skip(name, "refuted or entered in error") }
         let status = FHIRValues.code(resource["clinicalStatus"])
@@ -45,6 +57,7 @@ struct FHIRResourceMapper {
 
     mutating func medication() {
         let medication = resource["medicationCodeableConcept"] ?? reader.resolve(resource["medicationReference"])?["code"]
+        if skipsAStatementOfNothing(medication, folder: "medications") { return }
         guard let name = FHIRValues.name(medication) ?? FHIRValues.string(FHIRValues.object(resource["medicationReference"])?["display"])
         else { return skip(nil, "it names no medication") }
         let status = FHIRValues.string(resource["status"])
@@ -69,6 +82,7 @@ struct FHIRResourceMapper {
     mutating func allergy() {
         // DSTU2 names the substance `substance`, its status `status`, its onset `onset`.
         let substance = resource["code"] ?? resource["substance"]
+        if skipsAStatementOfNothing(substance, folder: "allergies") { return }
         let codes = FHIRValues.codes(substance)
         // SNOMED CT's "no known allergy" family: a statement of none, not an allergy.
         let none: Set<String> = ["716186003", "409137002", "428607008", "429625007", "428197003"]
@@ -91,6 +105,7 @@ struct FHIRResourceMapper {
     }
 
     mutating func immunization() {
+        if skipsAStatementOfNothing(resource["vaccineCode"], folder: "immunizations") { return }
         guard let name = FHIRValues.name(resource["vaccineCode"]) else { return skip(nil, "it names no vaccine") }
         let status = FHIRValues.string(resource["status"])
         if status == "not-done" || status == "entered-in-error" { return skip(name, "not given (status \(status ?? ""))") }
@@ -159,6 +174,7 @@ struct FHIRResourceMapper {
     }
 
     mutating func procedure() {
+        if skipsAStatementOfNothing(resource["code"], folder: "procedures") { return }
         guard let name = FHIRValues.name(resource["code"]) else { return skip(nil, "it has no name") }
         let status = FHIRValues.string(resource["status"])
         if status == "not-done" || status == "entered-in-error" || status == "preparation" { return skip(name, "not done (status \(status ?? ""))") }

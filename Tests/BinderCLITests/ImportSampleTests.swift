@@ -47,19 +47,21 @@ final class ImportSampleTests: MountedFixtureTestCase {
     /// its folder with its code system and code; a second import of it adds nothing.
     func testEveryCodedItemOfEachSampleIsARecordOfItsFolder() throws {
         let nsecFile = try binder.sandbox.file("nsec", Fixtures.nsec)
-        // (sample, at least this many coded items, folders that must hold records)
-        let rows: [(sample: String, items: Int, folders: Set<String>)] = [
-            ("ips/Bundle-IPS-examples-Bundle-01.json", 15, ["conditions", "medications", "allergies", "labs"]),
-            ("ips/bundle-minimal.json", 7, ["conditions", "medications", "allergies"]),
-            ("ips/bundle-no-info-required-sections.json", 1, ["immunizations"]),
+        // (sample, at least this many coded items, folders that must hold records, folders that must hold none)
+        let rows: [(sample: String, items: Int, folders: Set<String>, none: Set<String>)] = [
+            ("ips/Bundle-IPS-examples-Bundle-01.json", 15, ["conditions", "medications", "allergies", "labs"], []),
+            ("ips/bundle-minimal.json", 7, ["conditions", "medications", "allergies"], []),
+            ("ips/bundle-no-info-required-sections.json", 1, ["immunizations"], []),
+            // Its 2022 version says "no information" about allergies, problems, medications with IPS codes: no records.
+            ("ips/bundle-no-info-required-sections-2022.json", 1, ["immunizations"], ["allergies", "conditions", "medications"]),
             // A Synthea patient (v2.4, SMART's sample data) and a patient generated in Synthea's shape.
-            ("synthea/Buster_Hoeger_ad2e3fc5-2b5d-4cb9-8d03-9ea0f4ac8423.json", 30, ["conditions", "medications", "immunizations", "labs", "procedures", "visits"]),
-            ("synthea/synthea-shaped-patient.json", 30, ["conditions", "medications", "allergies", "immunizations", "labs", "procedures", "visits"]),
-            ("smart-health-cards/example-00-e-file.smart-health-card", 2, ["immunizations"]),
-            ("smart-health-cards/example-01-e-file.smart-health-card", 2, ["immunizations"]),
+            ("synthea/Buster_Hoeger_ad2e3fc5-2b5d-4cb9-8d03-9ea0f4ac8423.json", 30, ["conditions", "medications", "immunizations", "labs", "procedures", "visits"], []),
+            ("synthea/synthea-shaped-patient.json", 30, ["conditions", "medications", "allergies", "immunizations", "labs", "procedures", "visits"], []),
+            ("smart-health-cards/example-00-e-file.smart-health-card", 2, ["immunizations"], []),
+            ("smart-health-cards/example-01-e-file.smart-health-card", 2, ["immunizations"], []),
             // A report of a CBC and a chemistry panel: their members' values are rows of the report.
-            ("smart-health-cards/example-02-e-file.smart-health-card", 70, ["labs"]),
-            ("smart-health-cards/example-03-e-file.smart-health-card", 1, ["immunizations"]),
+            ("smart-health-cards/example-02-e-file.smart-health-card", 70, ["labs"], []),
+            ("smart-health-cards/example-03-e-file.smart-health-card", 1, ["immunizations"], []),
         ]
         for (index, row) in rows.enumerated() {
             let repository = try newBinder("sample-\(index)")
@@ -72,6 +74,7 @@ final class ImportSampleTests: MountedFixtureTestCase {
             XCTAssertGreaterThanOrEqual(checked["expected"] as? Int ?? 0, row.items, row.sample)
             let records = checked["records"] as? [String: Int] ?? [:]
             XCTAssertTrue(row.folders.isSubset(of: Set(records.keys)), "\(row.sample): \(records)")
+            XCTAssertTrue(row.none.isDisjoint(with: Set(records.keys)), "\(row.sample): \(records)")
             let count = try commits(in: repository)
             let again = try importing(arguments, into: repository)
             XCTAssertEqual(again.status, 0, again.stderr)

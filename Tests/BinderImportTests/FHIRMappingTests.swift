@@ -101,6 +101,38 @@ final class FHIRMappingTests: XCTestCase {
         }
     }
 
+    /// The International Patient Summary says "nothing to list" with a code of its absent/unknown
+    /// system (HL7's 2022 example bundle-no-info-required-sections.json): a statement, not an
+    /// allergy, problem, medication, immunization or procedure; it is listed as left out.
+    func testAStatementThatThereIsNothingMakesNoRecord() throws {
+        func concept(_ code: String, _ display: String) -> String {
+            #"{"coding": [{"system": "http://hl7.org/fhir/uv/ips/CodeSystem/absent-unknown-uv-ips", "code": "\#(code)", "display": "\#(display)"}]}"#
+        }
+        let rows: [(resource: String, folder: String, said: String)] = [
+            (#"{"resourceType": "AllergyIntolerance", "id": "a", "code": \#(concept("no-allergy-info", "No information about allergies"))}"#,
+             "allergies", "No information about allergies"),
+            (#"{"resourceType": "AllergyIntolerance", "id": "k", "code": \#(concept("no-known-allergies", "No known allergies"))}"#,
+             "allergies", "No known allergies"),
+            (#"{"resourceType": "Condition", "id": "c", "code": \#(concept("no-problem-info", "No information about problems"))}"#,
+             "conditions", "No information about problems"),
+            (#"{"resourceType": "MedicationStatement", "id": "m", "status": "unknown", "medicationCodeableConcept": \#(concept("no-medication-info", "No information about medications"))}"#,
+             "medications", "No information about medications"),
+            (#"{"resourceType": "Immunization", "id": "i", "status": "completed", "vaccineCode": \#(concept("no-immunization-info", "No information about immunizations"))}"#,
+             "immunizations", "No information about immunizations"),
+            (#"{"resourceType": "Procedure", "id": "p", "status": "completed", "code": \#(concept("no-procedure-info", "No information about past history of procedures"))}"#,
+             "procedures", "No information about past history of procedures"),
+        ]
+        for row in rows {
+            let document = try SourceReader.parse(Array(row.resource.utf8), file: "ips.json", importDate: "2026-12-06")
+            XCTAssertEqual(document.records.map(\.folder), [], row.resource)
+            XCTAssertEqual(document.skipped.map(\.what), [row.folder], row.resource)
+            XCTAssertTrue(document.skipped.first?.reason.contains("it says there is nothing to list (\(row.said))") == true, "\(document.skipped)")
+        }
+        // A real allergy beside them is still one.
+        let real = #"{"resourceType": "AllergyIntolerance", "id": "r", "code": {"coding": [{"system": "http://snomed.info/sct", "code": "91936005", "display": "Allergy to penicillin"}]}}"#
+        XCTAssertEqual(try SourceReader.parse(Array(real.utf8), file: "ips.json", importDate: "2026-12-06").records.map(\.folder), ["allergies"])
+    }
+
     func testFHIRDatesBecomeCreated() {
         let rows: [(String, String?)] = [
             ("2019-03-12", "2019-03-12"), ("2019-03", "2019-03-01"), ("2019", "2019-01-01"),

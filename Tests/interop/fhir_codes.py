@@ -12,7 +12,8 @@ resource type: Condition -> conditions, MedicationStatement/MedicationRequest ->
 immunizations, Observation and DiagnosticReport -> labs (a panel's members and an observation's
 components are rows of the panel's record, so their codes are expected there too), Procedure ->
 procedures, Encounter -> visits, Coverage -> insurance. Items that state nothing happened
-(refuted, entered in error, not done, planned) are not expected. `check` reads the binder with
+(refuted, entered in error, not done, planned) or that there is nothing to list (SNOMED CT's
+"no known allergy", the IPS absent/unknown codes) are not expected. `check` reads the binder with
 read_binder.py (rust-nostr and `cryptography`, not binder) and looks for each code in the
 `codes` front matter of the records of its folder. ImportSampleTests runs it after `binder import`.
 """
@@ -27,6 +28,8 @@ FOLDERS = {"Condition": "conditions", "MedicationStatement": "medications", "Med
            "DiagnosticReport": "labs", "Procedure": "procedures", "Encounter": "visits", "Coverage": "insurance"}
 # SNOMED CT's "no known allergy" concepts: a statement that there is none, not an allergy.
 NO_KNOWN_ALLERGY = {"716186003", "409137002", "428607008", "429625007", "428197003"}
+# The International Patient Summary's codes for "nothing to list" (no-allergy-info, no-known-problems…).
+ABSENT_OR_UNKNOWN = "http://hl7.org/fhir/uv/ips/CodeSystem/absent-unknown-uv-ips"
 
 
 def resources_of(path):
@@ -107,6 +110,8 @@ def listed(path):
             codes = codings(resource.get("code"))
             for component in resource.get("component", []):
                 codes += codings(component.get("code"))
+        if any(system == ABSENT_OR_UNKNOWN for system, _ in codes):
+            continue
         if kind == "DiagnosticReport":
             categories = [c for concept in resource.get("category", []) for _, c in codings(concept)]
             if "RAD" in categories or "LP29684-5" in categories:
