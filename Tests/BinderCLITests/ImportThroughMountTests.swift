@@ -34,6 +34,8 @@ final class ImportThroughMountTests: MountedFixtureTestCase {
         XCTAssertEqual(result["commit"] as? String, try git("rev-parse main").trimmingCharacters(in: .whitespacesAndNewlines))
         XCTAssertEqual(try git("log -1 --format=%s main"), "Import records\n")
         XCTAssertGreaterThanOrEqual(Int(try git("log -1 --format=%at main").trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0, started)
+        // The clone's work tree (ciphertext) follows, as it does for saves.
+        XCTAssertEqual(try git("status --porcelain"), "", "the work tree follows the import")
         // Each record is there in the mounted folder now, and reads as the stored record.
         for path in created {
             let shown = String(decoding: try binder.read(path), as: UTF8.self)
