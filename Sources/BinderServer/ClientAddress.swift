@@ -41,7 +41,7 @@ public struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The address's 4 or 16 bytes (IPv4-mapped IPv6 as its 4); nil when it is not an address.
-    static func addressBytes(_ text: String) -> [UInt8]? {
+    @_spi(Fuzzing) public static func addressBytes(_ text: String) -> [UInt8]? {
         guard !text.isEmpty, text.utf8.count <= 64, !text.contains("%") else { return nil }
         var v4 = in_addr()
         if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
@@ -53,7 +53,7 @@ public struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The canonical text of 4 or 16 bytes (inet_ntop's), so that one client is one key.
-    static func text(_ bytes: [UInt8]) -> String {
+    @_spi(Fuzzing) public static func text(_ bytes: [UInt8]) -> String {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         var copy = bytes
         let family = bytes.count == 4 ? AF_INET : AF_INET6
@@ -100,7 +100,7 @@ public struct ClientAddressRule: Sendable {
     }
 
     /// The same, given the values of `header` in the request (each line as sent, in order).
-    func client(peer: String, headerValues: [String]) -> String {
+    @_spi(Fuzzing) public func client(peer: String, headerValues: [String]) -> String {
         guard let peerBytes = IPNetwork.addressBytes(peer) else { return peer }
         var nearest = IPNetwork.text(peerBytes)
         guard networks.contains(where: { $0.contains(peerBytes) }) else { return nearest }

@@ -175,7 +175,12 @@ write("timestamps", "time-min", b"\1" + struct.pack(">qi", -(2 ** 63), -1))
 write("timestamps", "time-max", b"\1" + struct.pack(">qi", 2 ** 63 - 1, 2 ** 31 - 1))
 
 # server-request: the first byte picks the decoder: 0 a repository id, 1 the start of a
-# receive-pack body, 2 a request body (then 0: gzip, 1: deflate).
+# receive-pack body, 2 a request body (then 0: gzip, 1: deflate), 3 a forwarding header's
+# lines (then 0: X-Forwarded-For, 1: Forwarded).
+for i, lines in enumerate([b"\0198.51.100.7", b"\0" + b"1.2.3.4, 198.51.100.7\n10.0.0.1", b"\0[2001:db8::1]:443, fd00::5",
+                           b"\0unknown, 127.0.0.2", b"\0,,,", b"\1for=1.2.3.4, for=\"[2001:db8:cafe::17]:4711\";proto=https",
+                           b"\1for=_hidden;by=x, for=\"", b"\1proto=https"]):
+    write("server-request", f"forwarded-{i}", b"\3" + lines)
 for i, repo in enumerate(["binder-1739999999999", "scan-0a1b", "-upload", "ARepo", "%61", "a..b", "x.git"]):
     write("server-request", f"id-{i}", b"\0" + repo.encode())
 

@@ -6,11 +6,12 @@ import Foundation
 // Hummingbird's and SwiftNIO's). Built by `scripts/fuzz server-request` only: it instruments
 // Hummingbird and SwiftNIO too, which takes minutes. A plain build replays files.
 // The first byte picks the decoder: a repository id from a request path, the start of a
-// receive-pack body (push-to-create reads it), or a gzip/deflate request body.
+// receive-pack body (push-to-create reads it), a gzip/deflate request body, or a forwarding
+// header from a trusted proxy (`--trusted-proxy`; then 0: X-Forwarded-For, 1: Forwarded).
 func fuzzServerInput(_ bytes: [UInt8]) {
     guard let selector = bytes.first else { return }
     let rest = Array(bytes.dropFirst())
-    switch selector % 3 {
+    switch selector % 4 {
     case 0:
         let id = String(decoding: rest, as: UTF8.self)
         // A valid id is a plain folder name: never an option, hidden, nested, or upper case.
@@ -19,6 +20,14 @@ func fuzzServerInput(_ bytes: [UInt8]) {
     case 1:
         if let request = ReceivePackRequest.parse(rest), request.createsBranchesWithObjects,
            request.commands.isEmpty || request.packObjects == nil { abort() }
+    case 3:
+        // The client is always one canonical address: the peer's, or one the header names.
+        let header: ForwardedHeader = rest.first.map { $0 % 2 == 0 ? .xForwardedFor : .forwarded } ?? .xForwardedFor
+        let values = String(decoding: rest.dropFirst(), as: UTF8.self).split(separator: "\n").map(String.init)
+        let rule = ClientAddressRule(trusting: [IPNetwork("127.0.0.0/8")!, IPNetwork("fd00::/8")!], header: header)
+        let client = rule.client(peer: "127.0.0.1", headerValues: values)
+        guard let bytes = IPNetwork.addressBytes(client), IPNetwork.text(bytes) == client else { abort() }
+        if rule.client(peer: "203.0.113.9", headerValues: values) != "203.0.113.9" { abort() }   // untrusted: ignored
     default:
         // Decompressed bytes never pass the limit, whatever the input.
         let limit = 1 << 16
