@@ -39,6 +39,8 @@ struct CreateCommand: ParsableCommand {
 
     func run() throws {
         let state = StateDirectory()
+        // A binder made now would be under the key the rotation is leaving.
+        try KeyRotationRecord.refuseWhileUnderWay(state)
         let locator = BinderLocator(state: state)
         let path = locator.path(forName: name)
         guard !FileManager.default.fileExists(atPath: path) else {

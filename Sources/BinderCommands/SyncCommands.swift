@@ -157,6 +157,8 @@ struct CloneCommand: ParsableCommand {
 
     func run() throws {
         let state = StateDirectory()
+        // A clone made now would not be rotated (it is not in the rotation's record).
+        try KeyRotationRecord.refuseWhileUnderWay(state)
         try state.ensureExists()
         let accounts = Accounts(path: state.accountsFile)
         let key = try KeyStore(state: state).secretKey(passphrase: passphrase.source)

@@ -173,6 +173,8 @@ final class KeyRotateTests: XCTestCase {
             if setup.recordExists {
                 assertFails(try setup.sandbox.run(["status", "alpha"]), mentioning: "a key rotation is in progress: run 'binder key rotate' to finish it")
                 assertFails(try setup.sandbox.run(["sync", "beta"]), mentioning: "a key rotation is in progress")
+                assertFails(try setup.sandbox.run(["mount", "alpha", setup.sandbox.root.path]), mentioning: "a key rotation is in progress")
+                assertFails(try setup.sandbox.run(["create", "gamma", "--patient-name", "-"], stdin: "Pat\n"), mentioning: "a key rotation is in progress")
             } else {
                 XCTAssertEqual(keys, ["alpha": "old", "beta": "old"], "step \(step): no record, yet a binder was changed")
             }
