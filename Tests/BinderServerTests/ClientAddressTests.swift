@@ -1,4 +1,4 @@
-@testable import BinderServer
+@_spi(Fuzzing) @testable import BinderServer
 import Foundation
 import Hummingbird
 import Testing
