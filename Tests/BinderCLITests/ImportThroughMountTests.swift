@@ -84,6 +84,28 @@ final class ImportThroughMountTests: MountedFixtureTestCase {
         XCTAssertEqual(try git("log --format=%s main").split(separator: "\n").filter { $0 == "Import records" }.count, 1)
     }
 
+    /// Two imports of one document at once: the mount stores its records once (the second is
+    /// planned again against the tip the first moved, or planned after it), in one commit.
+    func testTwoImportsAtOnceStoreTheRecordsOnce() throws {
+        let before = try commits()
+        let both = try shell("""
+            '\(BinderSandbox.binary)' import '\(fixture("ccd.xml"))' --json --binder '\(binder.repository)' > ../first.json & first=$!
+            '\(BinderSandbox.binary)' import '\(fixture("ccd.xml"))' --json --binder '\(binder.repository)' > ../second.json & second=$!
+            wait $first || exit 1
+            wait $second || exit 2
+            """, in: mnt, environment: ["BINDER_HOME": binder.sandbox.home.path])
+        XCTAssertEqual(both.status, 0, both.stderr)
+        var created = 0
+        for name in ["first.json", "second.json"] {
+            let data = try Data(contentsOf: binder.sandbox.root.appendingPathComponent(name))
+            let result = try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any], String(decoding: data, as: UTF8.self))
+            created += (result["created"] as? [String])?.count ?? -100
+        }
+        XCTAssertEqual(created, 12)
+        XCTAssertEqual(try commits(), before + 1)
+        XCTAssertEqual(try git("ls-tree -r --name-only main medications").split(separator: "\n").filter { $0.contains("metoprolol") }.count, 2)
+    }
+
     func testADryRunThroughTheMountStoresNothing() throws {
         let before = try git("rev-parse main")
         let files = try binder.files()
