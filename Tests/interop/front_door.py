@@ -12,9 +12,6 @@ or a reset, or an empty reply. Prints one JSON object: how many clients got each
       (`{i}` is the client's number), wait HOLD_SECONDS, then send its 2-byte body `{}`.
   front_door.py one HOST PORT METHOD PATH [HEADER: VALUE ...]
       one request; prints its status.
-  front_door.py silent HOST PORT COUNT SOURCE
-      COUNT connections from SOURCE that send nothing; after a second, prints how many were
-      answered 503 already (and were not reset).
   front_door.py connect HOST PORT
       prints "accepted" or "refused".
 """
@@ -111,27 +108,6 @@ def hold(count, path, seconds, forwarded_for):
     return run_clients(count, client)
 
 
-def silent(count, source):
-    sockets = []
-    for _ in range(count):
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.bind((source, 0))
-        s.settimeout(5)
-        s.connect((HOST, PORT))
-        sockets.append(s)
-    time.sleep(1)
-    answered = 0
-    for s in sockets:
-        s.setblocking(False)
-        try:
-            if s.recv(12) == b"HTTP/1.1 503":
-                answered += 1
-        except (BlockingIOError, OSError):
-            pass
-        s.close()
-    return answered
-
-
 def one(method, path, headers):
     s = socket.create_connection((HOST, PORT), timeout=DEADLINE)
     extra = "".join(h + "\r\n" for h in headers)
@@ -149,8 +125,6 @@ if __name__ == "__main__":
         print(json.dumps(burst(int(sys.argv[4]), sys.argv[5]), sort_keys=True))
     elif command == "hold":
         print(json.dumps(hold(int(sys.argv[4]), sys.argv[5], float(sys.argv[6]), sys.argv[7]), sort_keys=True))
-    elif command == "silent":
-        print(silent(int(sys.argv[4]), sys.argv[5]))
     elif command == "connect":
         try:
             socket.create_connection((HOST, PORT), timeout=5).close()

@@ -19,8 +19,8 @@ usage:
       Starts a POST of LENGTH bytes (default 100,000), sends 10 of them, then waits up to SECONDS for the
       server to close the connection; prints "closed" or "open".
   server_attacks.py cap HOST PORT COUNT SOURCE
-      Opens COUNT silent connections from SOURCE and prints how many the server closed within
-      a second (those past its per-address cap).
+      Opens COUNT silent connections from SOURCE and prints how many the server answered
+      "HTTP/1.1 503" within a second (those past its per-address cap and queue), not reset.
   server_attacks.py trickle URL TOKEN LENGTH STEP_BYTES STEP_SECONDS MAX_SECONDS
       Starts a POST of LENGTH bytes and sends STEP_BYTES of it every STEP_SECONDS, for at most
       MAX_SECONDS; prints the status the server answers, "closed" if it closed the connection
@@ -160,18 +160,16 @@ def cap(host, port, count, source):
         s.connect((host, port))
         sockets.append(s)
     time.sleep(1)
-    closed = 0
+    answered = 0
     for s in sockets:
         s.setblocking(False)
         try:
-            if s.recv(1) == b"":
-                closed += 1
-        except BlockingIOError:
-            pass
+            if s.recv(12) == b"HTTP/1.1 503":
+                answered += 1
         except OSError:
-            closed += 1
+            pass
         s.close()
-    return closed
+    return answered
 
 
 def trickle(url, token, length, step_bytes, step_seconds, max_seconds):
