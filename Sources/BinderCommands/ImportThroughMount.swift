@@ -84,11 +84,12 @@ struct MountImports: Sendable {
 
     /// The answer to one request: the outcome, or a refusal with its code.
     func answer(_ payload: [UInt8]) -> ControlPayload.Answer {
-        if readOnly {
-            return .refused(ControlRefusal(code: .readOnly, errno: EROFS, message: "the mount is read-only"))
-        }
         do {
             let request = try ImportRequest(decoding: payload)
+            // A dry run stores nothing: a read-only mount answers it too.
+            if readOnly && !request.dryRun {
+                return .refused(ControlRefusal(code: .readOnly, errno: EROFS, message: "the mount is read-only"))
+            }
             let outcome = try WriterImport.run(request, importer: importer()) { store in try view.commitBeside(store) }
             // Counts only: the records' names say what the patient has.
             logger.info(request.dryRun ? "import planned (dry run)" : "import stored",

@@ -126,6 +126,11 @@ final class ImportThroughMountTests: MountedFixtureTestCase {
         XCTAssertTrue(run.stderr.contains("mounted read-only at \(mnt): nothing can be stored through it"), run.stderr)
         XCTAssertTrue(run.stderr.contains("(nothing was imported)"), run.stderr)
         XCTAssertEqual(try git("rev-parse main"), before)
+        // A dry run stores nothing: a read-only mount answers it.
+        let dryRun = try importing([fixture("ccd.xml"), "--dry-run"])
+        XCTAssertEqual(dryRun.status, 0, dryRun.stderr)
+        XCTAssertTrue(dryRun.stdout.contains("Would import 12 records"), dryRun.stdout)
+        XCTAssertEqual(try git("rev-parse main"), before)
     }
 
     func testADocumentAboutSomeoneElseIsRefusedThroughTheMountToo() throws {
