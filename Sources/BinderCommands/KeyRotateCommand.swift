@@ -73,8 +73,12 @@ extension KeyCommand {
             if let left = try? FileManager.default.contentsOfDirectory(atPath: state.rotationFolder), !left.isEmpty {
                 throw CommandFailure("\(state.rotationFolder) holds what an earlier rotation left, without its record; move it away first")
             }
+            // Git repositories only (bare, or a work tree's .git): no lock file is made in anything else.
             let candidates = ((try? FileManager.default.contentsOfDirectory(atPath: state.bindersDirectory)) ?? [])
-                .filter { !$0.hasPrefix(".") }.sorted()
+                .filter { name in
+                    let gitDirectory = KeyRotationRun.gitDirectory(state.bindersDirectory + "/" + name)
+                    return !name.hasPrefix(".") && FileManager.default.fileExists(atPath: gitDirectory + "/HEAD")
+                }.sorted()
             let locks = try KeyRotationRun.lockAll(candidates, state: state)
             let oldKey = try unlock(store)
             let names = try binders(candidates, state: state, key: oldKey)

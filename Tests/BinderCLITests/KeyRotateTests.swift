@@ -237,6 +237,16 @@ final class KeyRotateTests: XCTestCase {
         XCTAssertEqual(try setup.sandbox.run(["verify", "beta", "--passphrase-file", setup.oldPassphrase]).status, 0)
     }
 
+    /// A damaged record is never taken for "no rotation": rotate says so, binders stay refused.
+    func testADamagedRecordIsRefusedNotIgnored() throws {
+        let setup = try Setup()
+        try Data("{\"oldNpub\": 1".utf8).write(to: setup.sandbox.home.appendingPathComponent("key-rotation.json"))
+        assertFails(try setup.rotate(), mentioning: "is damaged")
+        assertFails(try setup.sandbox.run(["status", "alpha"]), mentioning: "a key rotation is in progress")
+        assertFails(try setup.sandbox.run(["key", "export", "--retired", "npub1nothing"]), mentioning: "no retired key")
+        XCTAssertEqual(try setup.keyOfEachBinder(), ["alpha": "old", "beta": "old"])
+    }
+
     func testForgetOldKeepsNoRetiredKey() throws {
         let setup = try Setup()
         let run = try setup.rotate(["--forget-old"])
