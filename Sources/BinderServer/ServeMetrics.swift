@@ -1,5 +1,6 @@
 import Hummingbird
 import Prometheus
+import Synchronization
 
 /// What `/metrics` tells, in Prometheus' text format, from a registry of this server's own
 /// (not swift-metrics' global one: tests run several servers in one process). Every label is
@@ -10,6 +11,8 @@ final class ServeMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
     /// Connections open now (`ConnectionGuard`).
     let openConnections: Gauge
+    /// Requests being answered now (from the router to their answer's last byte).
+    let requestsInProgress: Gauge
     /// Requests waiting for their address's turn now, and those answered 503 after waiting.
     let queuedRequests: Gauge
     let refusedOverCap: Counter
@@ -26,6 +29,8 @@ final class ServeMetrics: Sendable {
     init() {
         openConnections = registry.makeGauge(descriptor: .init(namespace: "binder", metricName: "open_connections", unitName: "",
                                                                helpText: "HTTP connections open now"))
+        requestsInProgress = registry.makeGauge(descriptor: .init(namespace: "binder", subsystem: "http", metricName: "requests_in_progress",
+                                                                  unitName: "", helpText: "Requests being answered now"))
         queuedRequests = registry.makeGauge(descriptor: .init(namespace: "binder", metricName: "queued_requests", unitName: "",
                                                               helpText: "Requests waiting past their address's cap now"))
         refusedOverCap = registry.makeCounter(descriptor: .init(namespace: "binder", metricName: "refused_over_cap", unitName: "total",
@@ -70,20 +75,45 @@ struct MetricsRecorder: RouterMiddleware {
     func handle(_ request: Request, context: ServeContext, next: (Request, ServeContext) async throws -> Response) async throws -> Response {
         let started = ContinuousClock.now
         let method = request.method.rawValue
+        let inProgress = InProgress(metrics.requestsInProgress)
         do {
             var response = try await next(request, context)
             let status = response.status.code, route = context.endpointPath ?? "unmatched"
             let body = response.body
+            // Counted once the body is written (or fails); a body never written (the
+            // connection gone first) ends `inProgress` as the closure is dropped.
             response.body = ResponseBody(contentLength: body.contentLength) { [metrics] writer in
-                defer { metrics.record(route: route, method: method, status: status, duration: started.duration(to: .now)) }
+                defer {
+                    inProgress.end()
+                    metrics.record(route: route, method: method, status: status, duration: started.duration(to: .now))
+                }
                 try await body.write(writer)
             }
             return response
         } catch {
+            inProgress.end()
             let status = (error as? any HTTPResponseError)?.status.code ?? 500
             metrics.record(route: context.endpointPath ?? "unmatched", method: method, status: status,
                            duration: started.duration(to: .now))
             throw error
         }
     }
+}
+
+/// One request in `ServeMetrics.requestsInProgress`: counted at creation, uncounted once, by
+/// `end` or when the last reference goes (an answer dropped unwritten).
+final class InProgress: Sendable {
+    private let gauge: Gauge
+    private let ended = Atomic<Bool>(false)
+
+    init(_ gauge: Gauge) {
+        self.gauge = gauge
+        gauge.increment()
+    }
+
+    func end() {
+        if !ended.exchange(true, ordering: .relaxed) { gauge.decrement() }
+    }
+
+    deinit { end() }
 }

@@ -145,6 +145,7 @@ final class ServeFrontDoorTests: XCTestCase {
                       text)
         XCTAssertTrue(text.contains(#"binder_http_request_duration_seconds_bucket{route="/healthz",status="200""#), text)
         XCTAssertTrue(text.contains("binder_open_connections "), text)
+        XCTAssertTrue(text.contains("binder_http_requests_in_progress 1"), "this scrape alone: \(text)")
         XCTAssertTrue(text.contains("binder_http_sent_bytes_total "), text)
         XCTAssertFalse(text.contains("secret-repo-4711"), "no repository id in the metrics")
         XCTAssertFalse(text.contains("127.0.0.1"), "no address in the metrics")
