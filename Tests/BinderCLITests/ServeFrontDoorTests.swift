@@ -186,6 +186,55 @@ final class ServeFrontDoorTests: XCTestCase {
         XCTAssertTrue(((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("shutting down"))
     }
 
+    /// SIGTERM in the middle of a real `git push` (its pack trickling in through a throttled
+    /// relay, 40 KB/s): the push completes and is stored, the process exits 0.
+    func testSIGTERMLetsAGitPushInProgressFinish() throws {
+        let metricsToken = "0123456789abcdef0123456789abcdef"
+        let (process, bound, log) = try spawnServe(["--shutdown-grace", "60",
+                                                    "--metrics-token-file", try root.file("metrics.token", metricsToken + "\n")])
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let nsecFile = try root.file("user.nsec", String(decoding: try SecretKey.generate().nsec().copyBytes(), as: UTF8.self))
+        let login = try MgitClient.run(["login", "http://127.0.0.1:\(bound)", nsecFile])
+        XCTAssertEqual(login.status, 0, login.stderr)
+        let tokenFile = try root.file("user.token", login.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        let work = root.root.appendingPathComponent("work").path
+        let made = try shell("git init -q -b main '\(work)' && cd '\(work)' && head -c 200000 /dev/urandom > blob.bin && git add -A "
+                             + "&& git -c user.name=t -c user.email=t@t commit -q -m first")
+        XCTAssertEqual(made.status, 0, made.stderr)
+
+        let portFile = root.root.appendingPathComponent("relay.port").path
+        let relay = Process()
+        relay.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        relay.arguments = ["python3", ServerHardeningTests.attacks, "throttle", "\(bound)", portFile, "40000", "1000000000", "0", "60"]
+        try relay.run()
+        defer { if relay.isRunning { relay.terminate() } }
+        eventually(10, "the relay listens") { FileManager.default.fileExists(atPath: portFile) }
+        let relayPort = try String(contentsOfFile: portFile, encoding: .utf8)
+
+        let push = Process()
+        push.executableURL = URL(fileURLWithPath: "/bin/sh")
+        push.arguments = ["-c", "git -c http.extraHeader=\"Authorization: Bearer $(cat '\(tokenFile)')\" -C '\(work)' "
+                          + "push -q http://127.0.0.1:\(relayPort)/api/mgit/repos/slowpush main"]
+        let pushErrors = Pipe()
+        push.standardError = pushErrors
+        try push.run()
+        // The push's POST is in progress once a scrape sees a request besides itself.
+        eventually(20, "the push is in progress") {
+            let scrape = (try? shell("curl -s -H 'Authorization: Bearer \(metricsToken)' http://127.0.0.1:\(bound)/metrics").stdout) ?? ""
+            return scrape.split(separator: "\n").contains { $0.hasPrefix("binder_http_requests_in_progress ") && !$0.hasSuffix(" 1.0") }
+        }
+        kill(process.processIdentifier, SIGTERM)
+        eventually(10, "the listener is closed") { (try? self.frontDoor(["connect"], port: bound)) == "refused" }
+        XCTAssertTrue(push.isRunning, "the push was still sending when the signal came")
+
+        push.waitUntilExit()
+        XCTAssertEqual(push.terminationStatus, 0, String(decoding: pushErrors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        eventually(30, "the process exits") { !process.isRunning }
+        XCTAssertEqual(process.terminationStatus, 0, (try? String(contentsOfFile: log, encoding: .utf8)) ?? "")
+        let stored = try shell("git -C '\(root.root.path)/srv/slowpush.git' rev-parse main").stdout
+        XCTAssertEqual(stored, try shell("git -C '\(work)' rev-parse main").stdout, "the push is stored whole")
+    }
+
     /// `--log-format json`: every log line is one JSON object with time, level and message,
     /// and says no more than the text lines do: no token, no nsec.
     func testJSONLogLinesAreObjectsWithoutSecrets() throws {
