@@ -10,6 +10,8 @@ public final class BinderWriter {
     let key: NIP44.ConversationKey
     let author: Signature
     private var changes: [TreeChange] = []
+    /// Where blobs go after `packBlobs`: one pack, installed by `commit` (else loose objects).
+    private var pack: BlobPack?
 
     public init(repository: GitRepository, key: NIP44.ConversationKey, author: Signature) {
         self.repository = repository
@@ -28,17 +30,31 @@ public final class BinderWriter {
         }
     }
 
+    /// From now on, the blobs staged are written into one pack of exactly `count` blobs (one per
+    /// document, sidecar and folder staged), made durable by `commit` before the branch moves:
+    /// a bulk import's thousands of blobs are not thousands of fsynced loose objects
+    /// (`BlobPack`). A `count` of 0 changes nothing.
+    public func packBlobs(count: Int) throws {
+        guard count > 0, pack == nil else { return }
+        pack = try repository.objects.blobPack(objects: count)
+    }
+
+    private func storeBlob(_ bytes: [UInt8]) throws -> ObjectID {
+        if let pack { return try pack.add(bytes) }
+        return try repository.objects.writeBlob(bytes)
+    }
+
     /// Stages `document` at `path` (a `.json` path).
     public func putDocument(_ document: MedicalDocument, at path: String) throws {
         let json = document.serializedBytes()
         guard json.count <= NIP44.maxPlaintextSize else { throw Error.tooLarge(path: path, bytes: json.count) }
         let payload = try NIP44.encrypt(json, key: key)
-        changes.append(.write(path: path, blob: try repository.objects.writeBlob(Array(payload.utf8))))
+        changes.append(.write(path: path, blob: try storeBlob(Array(payload.utf8))))
     }
 
     /// Stages an attachment's sidecar (DEK format) at `sidecarPath`.
     public func putSidecar(_ content: [UInt8], at sidecarPath: String) throws {
-        changes.append(.write(path: sidecarPath, blob: try repository.objects.writeBlob(try Sidecar.encrypt(content, key: key))))
+        changes.append(.write(path: sidecarPath, blob: try storeBlob(try Sidecar.encrypt(content, key: key))))
     }
 
     /// Stages a standalone attachment shown as `folder/fileName` (e.g. `2026-02-10-photo.jpg`):
@@ -64,12 +80,16 @@ public final class BinderWriter {
         if let color { meta["color"] = .string(color) }
         if let displayOrder { meta["displayOrder"] = JSONValue(displayOrder) }
         let payload = try NIP44.encrypt(JSONValue.object(meta).serializedBytes(), key: key)
-        changes.append(.write(path: BinderNaming.folderMetadataPath(in: path), blob: try repository.objects.writeBlob(Array(payload.utf8))))
+        changes.append(.write(path: BinderNaming.folderMetadataPath(in: path), blob: try storeBlob(Array(payload.utf8))))
     }
 
     /// Commits everything staged onto the tip of `main` (a structural message, never content).
     @discardableResult
     public func commit(message: String) throws -> ObjectID {
+        if let pack {
+            self.pack = nil
+            try pack.install()
+        }
         let parent = try repository.refs.branchTip("main")
         let id = try repository.commits.commitChanges(onto: parent, changes: changes, message: message, author: author)
         changes.removeAll()

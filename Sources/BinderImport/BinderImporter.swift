@@ -84,6 +84,9 @@ public final class BinderImporter: Sendable {
         guard !plan.isEmpty else { return nil }
         let writer = BinderWriter(repository: repository, key: key, author: author)
         do {
+            // One pack for every blob below: a folder's `.meta.json`, each record's document and
+            // attachments' sidecars, each updated document.
+            try writer.packBlobs(count: plan.newFolders.count + plan.created.reduce(0) { $0 + 1 + $1.attachments.count } + plan.updated.count)
             for folder in plan.newFolders {
                 let name = String(folder.split(separator: "/").last ?? "")
                 try writer.putFolder(folder, displayName: name.prefix(1).uppercased() + name.dropFirst())
