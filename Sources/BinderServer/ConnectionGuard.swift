@@ -50,7 +50,8 @@ public struct ConnectionLimits: Sendable {
 /// The cap counts slots in `AddressLedger`. A client that connects itself holds one per
 /// connection, taken as it opens (its address is the socket's). A request through a trusted
 /// proxy names its client only in its head, so it holds one from its head to its answer's
-/// end, under the address `ClientAddressRule` reads; the proxy's connections count nothing.
+/// end, under the address `ClientAddressRule` reads; the proxy's connections count nothing
+/// (a request pipelined behind one in progress rides on its slot: proxies do not pipeline).
 /// Past the cap the connection (or the request) waits in the address's queue with nothing
 /// read; past the queue or `queueWait` it is answered 503 with `Retry-After`.
 final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
