@@ -1,6 +1,5 @@
 import BinderCore
 import BinderCrypto
-import BinderGit
 import BinderSync
 import BinderSystem
 import Foundation
