@@ -6,10 +6,11 @@ import PackageDescription
 //   (SHA-1 for a pack's checksums)
 //   BinderCommands -> BinderSync -> BinderCore; BinderCommands -> BinderServer -> {BinderGit, BinderCrypto}
 //   BinderCommands -> BinderImport -> BinderCore
-//   BinderExport -> BinderSystem (SharedLibrarySymbols: Pango's, Cairo's and libjpeg's entry points, opened at first use)
+//   BinderExport -> BinderSystem (SharedLibrarySymbols: Pango's, Cairo's, libjpeg's and poppler-glib's entry points, opened at first use)
 // Each C library is imported by exactly one Swift target:
 //   CSodium, CSecp256k1, CCrypto (OpenSSL's libcrypto: SHA-256, SHA-1, Poly1305) -> BinderCrypto; CGit2, CBinderZlib -> BinderGit;
-//   CFuse3 -> BinderFUSE; CLinux -> BinderSystem; CPangoCairo (Pango, Cairo, libjpeg) -> BinderExport;
+//   CFuse3 -> BinderFUSE; CLinux -> BinderSystem; CPangoCairo (Pango, Cairo, libjpeg; poppler-glib, which draws a PDF's pages
+//   onto Cairo) -> BinderExport;
 //   CQREncode (libqrencode) -> BinderCommands; CZBar (libzbar: reading a QR code in an image) -> BinderCommands.
 let package = Package(
     name: "binder",
@@ -54,7 +55,8 @@ let package = Package(
         .systemLibrary(name: "CFuse3", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
         .target(name: "CLinux"),
         // Opened with dlopen at their first use, not linked (each shim.h says why): their headers
-        // are in /usr/include (libqrencode-dev, libzbar-dev, libcairo2-dev, libjpeg-dev; scripts/setup).
+        // are in /usr/include (libqrencode-dev, libzbar-dev, libcairo2-dev, libjpeg-dev; scripts/setup), poppler-glib's few
+        // declarations in CPangoCairo's popplershim.h (libpoppler-glib-dev checks them: scripts/test).
         .systemLibrary(name: "CQREncode"),
         .systemLibrary(name: "CZBar"),
         .systemLibrary(name: "CPangoCairo"),

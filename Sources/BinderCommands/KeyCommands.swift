@@ -51,7 +51,7 @@ struct KeyCommand: ParsableCommand {
         @OptionGroup var passphrase: PassphraseOptions
         @Option(name: .customLong("log-n"), help: "scrypt cost (2^N) when encrypting an nsec or hex key.")
         var logN: UInt8 = NIP49.defaultLogN
-        @Option(name: .customLong("qr"), help: "Read the key from the QR code in a photo or scan of a recovery sheet (PNG, JPEG, or a scanner's PDF with the page as a JPEG), not from standard input.")
+        @Option(name: .customLong("qr"), help: "Read the key from the QR code in a photo or scan of a recovery sheet, or in the sheet's own PDF (PNG, JPEG, PDF: its first 10 pages), not from standard input.")
         var qr: String?
 
         func run() throws {

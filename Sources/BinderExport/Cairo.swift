@@ -42,6 +42,18 @@ final class CairoSurface {
         return owned
     }
 
+    /// An opaque image (RGB24) of `width` × `height` pixels, to draw on: the caller bounds the size.
+    static func image(width: Int, height: Int) throws(ExportError) -> CairoSurface {
+        let api = try PangoCairo.load()
+        guard let surface = api.cairo_image_surface_create(CAIRO_FORMAT_RGB24, Int32(width), Int32(height)) else {
+            throw .render("cairo made no \(width)×\(height) image")
+        }
+        let owned = CairoSurface(surface, api: api)
+        let status = api.cairo_surface_status(surface)
+        guard status == CAIRO_STATUS_SUCCESS else { throw .render(PangoCairo.describe(status, api)) }
+        return owned
+    }
+
     /// A JPEG decoded by libjpeg; the original bytes are attached, so the PDF embeds them as
     /// they are (DCT) rather than re-encoding the pixels.
     static func jpeg(_ bytes: [UInt8]) -> CairoSurface? {

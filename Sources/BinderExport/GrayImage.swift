@@ -73,7 +73,7 @@ public struct GrayImage: Sendable {
 
     /// Luma (ITU-R BT.601) of Cairo's native-endian 0xAARRGGBB pixels (premultiplied in ARGB32;
     /// RGB24 has no alpha), over white.
-    private static func gray(_ surface: CairoSurface) -> GrayImage {
+    static func gray(_ surface: CairoSurface) -> GrayImage {
         let api = surface.api
         api.cairo_surface_flush(surface.pointer)
         let width = Int(api.cairo_image_surface_get_width(surface.pointer)), height = Int(api.cairo_image_surface_get_height(surface.pointer))

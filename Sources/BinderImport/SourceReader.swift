@@ -15,7 +15,7 @@ public enum SourceReader {
     /// The sources at `path`: a file's, or a folder's (`SourceFolder`). A file that is not
     /// C-CDA, FHIR or a health card may be a PDF, an image, audio, video or a note
     /// (`SourceFiles`): its record goes in `into` (default `documents`).
-    /// A PNG, JPEG or scanner's PDF file is searched for a health card's QR codes with
+    /// A PNG, JPEG or PDF file is searched for a health card's QR codes with
     /// `scanner` when given (`HealthCardPicture`); a folder's pictures are not (decoding every
     /// photo of a folder would cost seconds each).
     public static func sources(path: String, file: String, maximumBytes: Int = ImportLimits.defaultMaximumBytes,

@@ -57,7 +57,7 @@ final class EverydayMountTests: XCTestCase {
         XCTAssertNil(mountEntry(binder.mountpoint))
     }
 
-    /// The mount daemon draws nothing: Pango, Cairo, libjpeg, libzbar and libqrencode are opened
+    /// The mount daemon draws nothing: Pango, Cairo, libjpeg, poppler, libzbar and libqrencode are opened
     /// only by the commands that draw or read pictures (CPangoCairo's shim.h), so the daemon,
     /// which holds the plaintext for hours, never maps them or what they bring (X11, fontconfig).
     func testTheDaemonDoesNotMapTheDrawingLibraries() throws {
@@ -69,7 +69,7 @@ final class EverydayMountTests: XCTestCase {
         // (read by `cat`: a /proc file has size 0, and Foundation's read of this one came back short)
         let maps = try shell("cat /proc/\(daemon)/maps").stdout
         XCTAssertTrue(maps.contains("libgit2"), "the daemon's own libraries are in its maps")
-        for library in ["libpango", "libcairo", "libjpeg", "libzbar", "libqrencode", "libX11", "libfontconfig"] {
+        for library in ["libpango", "libcairo", "libjpeg", "libzbar", "libqrencode", "libpoppler", "libX11", "libfontconfig"] {
             XCTAssertFalse(maps.contains(library), "the mount daemon maps \(library)")
         }
     }

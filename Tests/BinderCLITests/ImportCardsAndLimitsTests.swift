@@ -82,6 +82,57 @@ final class ImportCardsAndLimitsTests: MountedFixtureTestCase {
         XCTAssertTrue(again.stdout.contains("Nothing new"), again.stdout)
     }
 
+    /// A card's QR code drawn in a PDF rather than held as a JPEG (what vaccination records are):
+    /// as vectors (Ghostscript's page of qrencode's EPS, and that page redrawn by Cairo) or as a
+    /// Flate-compressed picture 2 inches wide (Ghostscript's page of qrencode's modules as a
+    /// PGM): each is the card, the PDF kept as its attachment. A PDF whose pages cannot be drawn
+    /// (a password, a page of 100,000 inches, garbage) is kept as a document and says why its
+    /// codes were not looked for.
+    func testACardsQRCodeDrawnInAPDFIsTheCard() throws {
+        let root = binder.sandbox.root.path
+        let viewer = try shell("find /usr/share/ghostscript -name viewpbm.ps | head -1").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let made = try shell("""
+            set -e
+            tr -d '\\n' < '\(fixture("covid-card.shc.txt"))' > card.txt
+            qrencode -l L -t EPS -s 2 -o card.eps -r card.txt
+            gs -q -dNOSAFER -dEPSCrop -sDEVICE=pdfwrite -o vector.pdf card.eps
+            pdftocairo -pdf vector.pdf cairo.pdf
+            qrencode -l L -t ASCII -m 0 -r card.txt | python3 -c 'import sys
+            rows = [line.rstrip("\\n")[::2] for line in sys.stdin if line.strip()]
+            n = len(rows) + 8
+            dark = lambda x, y: 4 <= x < n - 4 and 4 <= y < n - 4 and rows[y - 4][x - 4] == "#"
+            sys.stdout.buffer.write(b"P5\\n%d %d\\n255\\n" % (n, n) + bytes(0 if dark(x, y) else 255 for y in range(n) for x in range(n)))' > card.pgm
+            gs -q -dNOSAFER -dSCALE=16 -sDEVICE=pdfwrite -o picture.pdf '\(viewer)' -c '(card.pgm) viewpbm'
+            gs -q -sDEVICE=pdfwrite -sOwnerPassword=owner -sUserPassword=secret -dEncryptionR=3 -dKeyLength=128 -o locked.pdf cairo.pdf
+            """, in: root)
+        XCTAssertEqual(made.status, 0, made.stderr)
+        XCTAssertEqual(try shell("pdfimages -list picture.pdf | tail -1 | awk '{print $4, $5, $9}'", in: root).stdout, "93 93 image\n")
+        XCTAssertEqual(try shell("pdfimages -list vector.pdf | wc -l; pdfinfo cairo.pdf | grep -c cairo", in: root).stdout, "2\n1\n",
+                       "the vector pages hold no picture; the second is Cairo's")
+        let count = try commits()
+        for name in ["vector.pdf", "cairo.pdf", "picture.pdf"] {
+            let dry = try importing([root + "/" + name, "--dry-run"])
+            XCTAssertEqual(dry.status, 0, "\(name): \(dry.stderr)")
+            XCTAssertTrue(dry.stdout.contains("Would import 3 records (documents 1, immunizations 2), 1 attachment"), "\(name): \(dry.stdout)")
+            XCTAssertTrue(dry.stdout.contains("    + smart-health-card-from-https-spec-smarthealth-cards-examples-issuer.pdf\n"), dry.stdout)
+        }
+        try Data(Array("%PDF-1.7\n".utf8) + (0..<50_000).map { UInt8(truncatingIfNeeded: $0 &* 7919 >> 3) }).write(to: URL(fileURLWithPath: root + "/garbage.pdf"))
+        try HandMadePDF.pages(1, mediaBox: "0 0 7200000 7200000").write(to: URL(fileURLWithPath: root + "/huge.pdf"))
+        let rows = [("locked.pdf", "the PDF is protected by a password"),
+                    ("huge.pdf", "page 1 is 100000 × 100000 inches: too large to draw"),
+                    ("garbage.pdf", "the PDF cannot be read")]
+        for (name, why) in rows {
+            let dry = try importing([root + "/" + name, "--dry-run"])
+            XCTAssertEqual(dry.status, 0, "\(name): \(dry.stderr)")
+            XCTAssertTrue(dry.stdout.contains("Would import 1 record (documents 1), 1 attachment"), "\(name): \(dry.stdout)")
+            XCTAssertTrue(dry.stdout.contains("its QR codes") && dry.stdout.contains("not looked for: \(why)"), "\(name): \(dry.stdout)")
+        }
+        XCTAssertEqual(try commits(), count)
+        let run = try importing([root + "/picture.pdf"])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        XCTAssertEqual(try git("ls-tree --name-only main immunizations/").split(separator: "\n").filter { $0.contains("cvx-207") }.count, 2)
+    }
+
     /// Chunks of a card on standard input, a line each in any order, are joined; one missing is
     /// named, and nothing is stored.
     func testChunksOnStandardInputAreJoinedAndAMissingOneIsNamed() throws {

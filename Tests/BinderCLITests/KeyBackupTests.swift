@@ -29,6 +29,17 @@ final class KeyBackupTests: XCTestCase {
         return sheet
     }
 
+    /// A scanner's PDF: the page as a JPEG inside a PDF (made here by Ghostscript's pdfwrite).
+    func makeScan(ofPhoto photo: String) throws -> String {
+        let scan = sandbox.root.appendingPathComponent("scan.pdf").path
+        let viewer = try shell("find /usr/share/ghostscript -name viewjpeg.ps | head -1").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let wrapped = try shell("gs -q -dNOSAFER -sDEVICE=pdfwrite -o '\(scan)' '\(viewer)' -c '(\(photo)) "
+                                + "<< /PageSize 2 index viewJPEGgetsize 2 array astore >> setpagedevice viewJPEG'")
+        XCTAssertEqual(wrapped.status, 0, wrapped.stderr)
+        XCTAssertEqual(try shell("grep -c DCTDecode '\(scan)'").stdout, "1\n")
+        return scan
+    }
+
     func testSheetHoldsTheNcryptsecAsTextAndAsAQRCode() throws {
         let sheet = try makeSheet()
         let attributes = try FileManager.default.attributesOfItem(atPath: sheet)
@@ -103,21 +114,17 @@ final class KeyBackupTests: XCTestCase {
         XCTAssertTrue(help.stdout.contains("OLD passphrase"), help.stdout)
     }
 
-    /// A photo or scan (PNG, JPEG, a scanner's PDF) of the sheet gives the key back; so does its
-    /// text typed as printed; the sheet's own PDF (drawn, no picture) is refused with what to do.
+    /// A photo or scan (PNG, JPEG, a scanner's PDF) of the sheet gives the key back, and so does
+    /// the sheet's own PDF (its code drawn as vectors by Cairo: poppler-glib draws the page);
+    /// so does its text typed as printed.
     func testImportFromAPictureOrTheTypedTextOfTheSheet() throws {
         let sheet = try makeSheet()
         let page = sandbox.root.appendingPathComponent("page").path
         XCTAssertEqual(try shell("pdftoppm -png -r 150 '\(sheet)' '\(page)'").status, 0)
         XCTAssertEqual(try shell("pdftoppm -jpeg -r 200 '\(sheet)' '\(page)-photo'").status, 0)
-        // A scanner's PDF: the page as a JPEG inside a PDF (made here by Ghostscript's pdfwrite).
-        let scan = sandbox.root.appendingPathComponent("scan.pdf").path
-        let viewer = try shell("find /usr/share/ghostscript -name viewjpeg.ps | head -1").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        let wrapped = try shell("gs -q -dNOSAFER -sDEVICE=pdfwrite -o '\(scan)' '\(viewer)' -c '(\(page)-photo-1.jpg) "
-                                + "<< /PageSize 2 index viewJPEGgetsize 2 array astore >> setpagedevice viewJPEG'")
-        XCTAssertEqual(wrapped.status, 0, wrapped.stderr)
-        XCTAssertEqual(try shell("grep -c DCTDecode '\(scan)'").stdout, "1\n")
-        for picture in [page + "-1.png", page + "-photo-1.jpg", scan] {
+        let scan = try makeScan(ofPhoto: page + "-photo-1.jpg")
+        XCTAssertEqual(try shell("pdfimages -list '\(sheet)' | wc -l").stdout, "2\n", "the sheet holds no picture: its code is drawn")
+        for picture in [page + "-1.png", page + "-photo-1.jpg", scan, sheet] {
             let box = try BinderSandbox()
             let run = try box.run(["key", "import", "--qr", picture, "--passphrase-file", try box.file("p", "paper passphrase\n")])
             XCTAssertEqual(run.status, 0, "\(picture): \(run.stderr)")
@@ -132,12 +139,62 @@ final class KeyBackupTests: XCTestCase {
         XCTAssertEqual(try box.run(["key", "export"]).stdout, ncryptsec + "\n")
 
         let refused = try BinderSandbox()
-        assertFails(try refused.run(["key", "import", "--qr", sheet, "--passphrase-file", passphrase]), mentioning: "not the sheet's own file")
         assertFails(try refused.run(["key", "import", "--qr", passphrase, "--passphrase-file", passphrase]), mentioning: "not a PNG or JPEG")
-        let markers = sandbox.root.appendingPathComponent("markers.pdf")
-        try Data(Array("%PDF-1.4\n".utf8) + Array(repeating: [UInt8]([0xFF, 0xD8, 0xFF, 0xC0, 0x00]), count: 200_000).joined()).write(to: markers)
-        assertFails(try refused.run(["key", "import", "--qr", markers.path, "--passphrase-file", passphrase]), mentioning: "no readable QR code")
         assertFails(try refused.run(["key", "import", "--qr", sandbox.root.appendingPathComponent("none.png").path]), mentioning: "cannot read")
         XCTAssertFalse(FileManager.default.fileExists(atPath: refused.home.appendingPathComponent("key.ncryptsec").path))
+    }
+
+    /// A PDF that is no sheet is refused with a clear error, and at once: one that needs a
+    /// password, garbage after `%PDF` (with JPEG markers a scanner's PDF would have), a page of
+    /// 100,000 inches (never allocated), thousands of pages (the first 10 looked at), none.
+    func testAHostilePDFIsRefusedByNameAndNothingIsImported() throws {
+        let sheet = try makeSheet()
+        let root = sandbox.root.path
+        let locked = try shell("gs -q -sDEVICE=pdfwrite -sOwnerPassword=owner -sUserPassword=secret -dEncryptionR=3 -dKeyLength=128 "
+                               + "-o locked.pdf '\(sheet)'", in: root)
+        XCTAssertEqual(locked.status, 0, locked.stderr)
+        try Data(Array("%PDF-1.4\n".utf8) + Array(repeating: [UInt8]([0xFF, 0xD8, 0xFF, 0xC0, 0x00]), count: 200_000).joined())
+            .write(to: URL(fileURLWithPath: root + "/markers.pdf"))
+        try HandMadePDF.pages(1, mediaBox: "0 0 7200000 7200000").write(to: URL(fileURLWithPath: root + "/huge.pdf"))
+        try HandMadePDF.pages(1, mediaBox: "0 0 1440000 72").write(to: URL(fileURLWithPath: root + "/long.pdf"))
+        try HandMadePDF.pages(5_000, mediaBox: "0 0 72 72").write(to: URL(fileURLWithPath: root + "/many.pdf"))
+        try HandMadePDF.pages(0, mediaBox: "0 0 72 72").write(to: URL(fileURLWithPath: root + "/empty.pdf"))
+        let rows = [("locked.pdf", "cannot read the PDF \(root)/locked.pdf: the PDF is protected by a password"),
+                    ("markers.pdf", "cannot read the PDF \(root)/markers.pdf: the PDF cannot be read"),
+                    ("huge.pdf", "page 1 is 100000 × 100000 inches: too large to draw (at most 20 million pixels, 20,000 a side)"),
+                    ("long.pdf", "page 1 is 20000 × 1.0 inches: too large to draw"),
+                    ("many.pdf", "many.pdf is a PDF with no readable QR code in its first 10 pages (of 5000)"),
+                    ("empty.pdf", "empty.pdf is a PDF with no pages")]
+        let box = try BinderSandbox()
+        for (name, message) in rows {
+            assertFails(try box.run(["key", "import", "--qr", root + "/" + name, "--passphrase-file", passphrase]), mentioning: message)
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: box.home.appendingPathComponent("key.ncryptsec").path))
+    }
+
+    /// poppler-glib is opened when a PDF is read, not at start: on a machine without it (here
+    /// /dev/null over its file, in a mount namespace of the command's own) a scanner's PDF of the
+    /// sheet still gives the key (its JPEG read as it is), and the sheet's own PDF is refused
+    /// with one line naming what to install.
+    func testWithoutPopplerAScannersPDFStillGivesTheKey() throws {
+        let found = try shell("ldconfig -p | awk '$1 == \"libpoppler-glib.so.8\" { print $NF; exit }'").stdout
+        let library = found.trimmingCharacters(in: .whitespacesAndNewlines)
+        try XCTSkipIf(library.isEmpty || (try shell("command -v unshare").status) != 0, "no libpoppler-glib or unshare here")
+        let sheet = try makeSheet()
+        let page = sandbox.root.appendingPathComponent("page").path
+        XCTAssertEqual(try shell("pdftoppm -jpeg -r 200 '\(sheet)' '\(page)'").status, 0)
+        let scan = try makeScan(ofPhoto: page + "-1.jpg")
+        let box = try BinderSandbox()
+        func importWithoutPoppler(_ picture: String) throws -> BinderRun {
+            try BinderSandbox.run(executable: "/usr/bin/unshare",
+                                  ["-m", "sh", "-c", "mount --bind /dev/null \"$0\" && exec \"$@\"", library, BinderSandbox.binary,
+                                   "key", "import", "--qr", picture, "--passphrase-file", passphrase],
+                                  environment: ["BINDER_HOME": box.home.path])
+        }
+        assertFails(try importWithoutPoppler(sheet), mentioning: "poppler-glib is needed to read a PDF's pages (apt install libpoppler-glib8)")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: box.home.appendingPathComponent("key.ncryptsec").path))
+        let run = try importWithoutPoppler(scan)
+        XCTAssertEqual(run.status, 0, run.stderr)
+        XCTAssertEqual(try box.run(["key", "export"]).stdout, ncryptsec + "\n")
     }
 }

@@ -1,11 +1,14 @@
 /*
- * Sources/CPangoCairo/shim.h declares the Pango and GLib functions it uses itself (their
- * headers need pkg-config's include paths). Compiled by scripts/test after Pango's own headers:
- * a declaration or value there that does not match them fails this compile.
+ * Sources/CPangoCairo/shim.h and popplershim.h declare the Pango, poppler-glib and GLib
+ * functions they use themselves (their headers need pkg-config's include paths). Compiled by
+ * scripts/test after Pango's and poppler-glib's own headers: a declaration or value there that
+ * does not match them fails this compile.
  */
 #include <stddef.h>
 #include <pango/pangocairo.h>
+#include <poppler.h>
 #include "../../Sources/CPangoCairo/shim.h"
+#include "../../Sources/CPangoCairo/popplershim.h"
 
 _Static_assert(BINDER_PANGO_SCALE == PANGO_SCALE, "PANGO_SCALE");
 _Static_assert(BINDER_PANGO_WRAP_WORD_CHAR == PANGO_WRAP_WORD_CHAR, "PANGO_WRAP_WORD_CHAR");
@@ -15,5 +18,7 @@ _Static_assert(sizeof(PangoWrapMode) == sizeof(unsigned int) && sizeof(PangoElli
 _Static_assert(sizeof(PangoRectangle) == 4 * sizeof(int) && offsetof(PangoRectangle, x) == 0
                && offsetof(PangoRectangle, y) == sizeof(int) && offsetof(PangoRectangle, width) == 2 * sizeof(int)
                && offsetof(PangoRectangle, height) == 3 * sizeof(int), "PangoRectangle as shim.h lays it out");
+
+_Static_assert(BINDER_POPPLER_ERROR_ENCRYPTED == POPPLER_ERROR_ENCRYPTED, "POPPLER_ERROR_ENCRYPTED");
 
 int main(void) { return 0; }
