@@ -70,6 +70,8 @@ public final class BinderServer: Sendable {
     private let logger: Logger
     let metrics = ServeMetrics()
     private let readiness: Readiness
+    /// The database store when `Options.database` is set (its pool's use goes to /metrics).
+    private let database: PostgresStorage?
 
     public init(options: Options, logger: Logger) throws {
         self.options = options
@@ -82,8 +84,10 @@ public final class BinderServer: Sendable {
         let secret = try Self.tokenSecret(options)
         var storage = try ServerStorage.folder(root: options.repositories, limits: options.limits)
         var checks = [Readiness.folderWritable(options.repositories)]
+        var opened: PostgresStorage?
         if let location = options.database {
             let database = try Self.openDatabase(location, logger: logger)
+            opened = database
             checks.append(Readiness.database(database))
             storage = ServerStorage(repositories: storage.repositories, challenges: PostgresChallenges(storage: database),
                                     scans: PostgresScanSessions(storage: database),
@@ -93,6 +97,7 @@ public final class BinderServer: Sendable {
                                                       limits: options.limits, logger: logger, publicURL: options.publicURL),
                         faultRate: options.faultRate)
         readiness = Readiness(checks: checks)
+        database = opened
     }
 
     /// The token-signing secret: the operator's file, else the one kept in the repositories' folder.
@@ -161,7 +166,8 @@ public final class BinderServer: Sendable {
         router.add(middleware: ClientAddressMiddleware(rule: options.connections.clientAddress))
         router.add(middleware: MetricsRecorder(metrics: metrics))
         router.add(middleware: RequestLog(logger: logger))
-        OperationsRoutes(readiness: readiness, metrics: metrics, metricsToken: options.metricsToken, logger: logger)
+        OperationsRoutes(readiness: readiness, metrics: metrics, metricsToken: options.metricsToken, logger: logger,
+                         database: database)
             .register(on: router)
         routes.register(on: router)
         let ledger = AddressLedger(), connections = options.connections, metrics = metrics

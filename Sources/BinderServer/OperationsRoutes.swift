@@ -13,6 +13,8 @@ struct OperationsRoutes: Sendable {
     /// The scrape token; nil: `/metrics` is not served.
     let metricsToken: SecureToken?
     let logger: Logger
+    /// The database store, whose pool's use a scrape reports; nil for the folder store alone.
+    let database: PostgresStorage?
 
     static let paths: Set<String> = ["/healthz", "/readyz", "/metrics"]
 
@@ -31,6 +33,10 @@ struct OperationsRoutes: Sendable {
             let header = request.headers[.authorization] ?? ""
             guard header.lowercased().hasPrefix("bearer "), metricsToken.matches(String(header.dropFirst(7))) else {
                 throw ServeFailure(401, "missing or wrong metrics token")
+            }
+            if let database {
+                metrics.observeDatabase(operationsInFlight: database.operationsInFlight.load(ordering: .relaxed),
+                                        maximumConnections: database.maximumConnections)
             }
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                             body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.exposition())))

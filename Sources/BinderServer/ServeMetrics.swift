@@ -60,6 +60,16 @@ final class ServeMetrics: Sendable {
         }
     }
 
+    /// The database pool's use, set as a scrape comes (`PostgresStorage.operationsInFlight`).
+    func observeDatabase(operationsInFlight: Int, maximumConnections: Int) {
+        registry.makeGauge(descriptor: .init(namespace: "binder", subsystem: "database", metricName: "operations_in_flight",
+                                             unitName: "", helpText: "Database operations holding or waiting for a pool connection now"))
+            .set(to: Double(operationsInFlight))
+        registry.makeGauge(descriptor: .init(namespace: "binder", subsystem: "database", metricName: "connections_maximum",
+                                             unitName: "", helpText: "Connections this replica's pool opens at most"))
+            .set(to: Double(maximumConnections))
+    }
+
     /// The registry's text, as Prometheus scrapes it.
     func exposition() -> [UInt8] {
         registry.emitToBuffer()

@@ -19,8 +19,11 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let urlFile = folder + "/database-url", log = folder + "/serve.log"
         #expect(FileManager.default.createFile(atPath: urlFile, contents: Data(database.url.utf8), attributes: [.posixPermissions: 0o600]))
+        let metricsToken = "0123456789abcdef0123456789abcdef"
+        #expect(FileManager.default.createFile(atPath: folder + "/metrics-token", contents: Data(metricsToken.utf8)))
         let pid = try PostgresCluster.spawn([Self.binary!, "serve", "--repos", folder + "/repos", "--listen", "127.0.0.1:0",
-                                             "--database-url-file", urlFile], output: log)
+                                             "--database-url-file", urlFile, "--metrics-token-file", folder + "/metrics-token"],
+                                            output: log)
         defer {
             kill(pid, SIGTERM)
             var status: Int32 = 0
@@ -33,6 +36,13 @@ import Testing
             return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: body, as: UTF8.self))
         }
         #expect(try await readyz().0 == 200)
+
+        // A scrape reports the pool's use: its size, and nothing in flight between requests.
+        var scrape = URLRequest(url: URL(string: "http://127.0.0.1:\(bound)/metrics")!)
+        scrape.setValue("Bearer \(metricsToken)", forHTTPHeaderField: "Authorization")
+        let metrics = String(decoding: try await URLSession.shared.data(for: scrape).0, as: UTF8.self)
+        #expect(metrics.contains("binder_database_connections_maximum 16.0"), "\(metrics)")
+        #expect(metrics.contains("binder_database_operations_in_flight 0.0"), "\(metrics)")
 
         // A schema behind this binder's (a migration's record gone): not ready, saying why;
         // ready again once it is back.

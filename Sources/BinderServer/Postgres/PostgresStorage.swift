@@ -1,4 +1,5 @@
 import Logging
+import Synchronization
 import PostgresNIO
 
 /// Why the database store did not start.
@@ -49,12 +50,17 @@ final class PostgresStorage: Sendable {
     private let pool: Task<Void, Never>
     /// The migrations this start applied; empty when the database was already current.
     let appliedMigrations: [Int]
+    /// The pool's use, for /metrics: operations (`perform`, `transaction`) running now, each
+    /// holding or waiting for one of at most `maximumConnections` connections.
+    let operationsInFlight = Atomic<Int>(0)
+    let maximumConnections: Int
 
-    private init(client: PostgresClient, pool: Task<Void, Never>, logger: Logger, appliedMigrations: [Int]) {
+    private init(client: PostgresClient, pool: Task<Void, Never>, logger: Logger, appliedMigrations: [Int], maximumConnections: Int) {
         self.client = client
         self.pool = pool
         self.logger = logger
         self.appliedMigrations = appliedMigrations
+        self.maximumConnections = maximumConnections
     }
 
     /// Opens the pool to `location` and migrates the schema (under an advisory lock, so
@@ -88,7 +94,8 @@ final class PostgresStorage: Sendable {
                 return applied
             }
             if !applied.isEmpty { logger.info("database migrated", metadata: ["versions": "\(applied)"]) }
-            return PostgresStorage(client: client, pool: pool, logger: logger, appliedMigrations: applied)
+            return PostgresStorage(client: client, pool: pool, logger: logger, appliedMigrations: applied,
+                                   maximumConnections: configuration.options.maximumConnections)
         } catch {
             pool.cancel()
             await pool.value
@@ -107,6 +114,8 @@ final class PostgresStorage: Sendable {
     /// Runs `body`, turning any failure into `StorageError.backend(operation:)`.
     func perform<Result: Sendable>(_ operation: String,
                                    _ body: (PostgresClient) async throws -> Result) async throws(StorageError) -> Result {
+        operationsInFlight.add(1, ordering: .relaxed)
+        defer { operationsInFlight.subtract(1, ordering: .relaxed) }
         do { return try await body(client) } catch let error as StorageError { throw error } catch {
             throw .backend(operation: operation, detail: Self.detail(of: error))
         }
@@ -115,6 +124,8 @@ final class PostgresStorage: Sendable {
     /// Runs `body` in one transaction (committed when it returns, rolled back when it throws).
     func transaction<Result: Sendable>(_ operation: String,
                                        _ body: (PostgresConnection) async throws -> Result) async throws(StorageError) -> Result {
+        operationsInFlight.add(1, ordering: .relaxed)
+        defer { operationsInFlight.subtract(1, ordering: .relaxed) }
         do {
             return try await client.withTransaction(logger: logger) { connection in try await body(connection) }
         } catch let error as PostgresTransactionError {
