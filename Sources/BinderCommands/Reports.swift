@@ -171,6 +171,8 @@ struct StatusReport {
     let openConflicts: [String]
     /// What a running mount of the binder says of its own sync; nil when it is not mounted.
     var mount: MountSyncReport?
+    /// The npub of the key `binder key rotate` carried this binder from, while it is not pushed.
+    var rotatedFrom: String? = nil
 
     static func gather(_ binder: LocalBinder, state: StateDirectory) -> StatusReport {
         let repository = binder.repository, path = binder.path
@@ -184,7 +186,8 @@ struct StatusReport {
                             target: target, record: target == nil ? SyncRecord() : SyncRecord.load(repository),
                             pendingCommits: SyncRecord.pendingCommits(repository),
                             openConflicts: ConflictNames.openConflicts(BinderHistory(repository).tipPaths()),
-                            mount: WriterLock.mountControl(gitDirectory: binder.gitDirectory).map { MountSyncReport.ask(control: $0.control, holder: $0.holder) })
+                            mount: WriterLock.mountControl(gitDirectory: binder.gitDirectory).map { MountSyncReport.ask(control: $0.control, holder: $0.holder) },
+                            rotatedFrom: SyncTarget.rotatedFrom(repository))
     }
 
     func printText() {
@@ -205,6 +208,9 @@ struct StatusReport {
         }
         printOut("server: \(target.server)")
         printOut("repository: \(target.repoId)")
+        if rotatedFrom != nil {
+            printOut("key rotation: re-encrypted to your new key ('binder key rotate') and not pushed; the server's copy is the old one, under the old key, and 'binder sync' refuses this binder until binder can push it under a new id")
+        }
         printOut("last sync: \(time(record.lastSync))")
         printOut("last attempt: \(time(record.lastAttempt))")
         printOut("pending commits: \(pendingCommits)")
