@@ -52,7 +52,7 @@ struct ServeCommand: ParsableCommand {
     var maxPushBytes: Int = 512 << 20
     @Option(name: .customLong("logins-per-minute"), help: "Login challenges (and verifies) per minute from one address.")
     var loginsPerMinute: Int = 30
-    @Option(name: .customLong("connections-per-address"), help: "Connections one address may hold open at once.")
+    @Option(name: .customLong("connections-per-address"), help: "Connections one address may hold open at once (behind a --trusted-proxy: requests in progress per client).")
     var connectionsPerAddress: Int = 32
     @Option(name: .customLong("header-timeout"), help: "Seconds a connection may take to send a request's headers (or stay idle).")
     var headerTimeout: Int = 10

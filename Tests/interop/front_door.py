@@ -6,7 +6,8 @@ or a reset, or an empty reply. Prints one JSON object: how many clients got each
 ("200", "503", ..., "reset", "empty", "timeout"), and "503_without_retry_after".
 
   front_door.py burst HOST PORT COUNT PATH
-      COUNT connections opened first, all of them, then each sends `GET PATH` at once.
+      COUNT connections opened first, all of them, then (a second later, so that the server
+      has taken them all in) each sends `GET PATH` at once.
   front_door.py hold HOST PORT COUNT PATH HOLD_SECONDS FORWARDED_FOR
       COUNT connections each send a POST head to PATH with `X-Forwarded-For:` FORWARDED_FOR
       (`{i}` is the client's number), wait HOLD_SECONDS, then send its 2-byte body `{}`.
@@ -90,6 +91,7 @@ def run_clients(count, client):
 
 def burst(count, path):
     def client(_, s):
+        time.sleep(1)
         s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (path, HOST)).encode())
         return read_answer(s)
     return run_clients(count, client)
