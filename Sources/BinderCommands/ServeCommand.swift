@@ -21,7 +21,10 @@ struct ServeCommand: ParsableCommand {
         clients refuse plain http except on loopback. Listening beyond loopback needs --public-url: \
         logins signed for another server are refused. GET /healthz answers while the process runs, \
         /readyz while its storage is usable, /metrics (Prometheus) with --metrics-token-file's token. \
-        SIGTERM stops accepting and lets requests in progress finish (--shutdown-grace).
+        SIGTERM stops accepting and lets requests in progress finish (--shutdown-grace). \
+        A repository's owner deletes it with DELETE /api/mgit/repos/<repoId>; its id then answers \
+        410 (deleted by its owner) and is never created again; DIR/.binder-serve/deleted keeps \
+        only the owner's public key and the time.
         """)
 
     @Option(help: "The folder holding the repositories (created if missing).")

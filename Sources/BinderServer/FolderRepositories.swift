@@ -22,7 +22,7 @@ final class FolderRepositories: RepositoryStorage {
     }
 
     func repository(_ id: String) -> (any StoredRepository)? {
-        guard store.exists(id) else { return nil }
+        guard store.exists(id), store.tombstone(id) == nil else { return nil }
         return FolderRepository(id: id, owner: store.owner(id), endpoint: GitEndpoint(path: store.path(id), git: git), store: store)
     }
 
@@ -43,6 +43,8 @@ final class FolderRepositories: RepositoryStorage {
         defer { try? FileManager.default.removeItem(atPath: staging) }
         let response = try await GitEndpoint(path: staging, git: git).receivePack(request, protocolHeader: protocolHeader)
         guard store.hasBranch(at: staging) else { return (response, false) }   // git's report says why
+        // Deleted meanwhile: a deleted id is never created again.
+        if let tombstone = store.tombstone(id) { throw .gone(id: id, tombstone: tombstone) }
         guard store.publish(staging, as: id) else { throw .idTaken(id) }
         return (response, true)
     }
@@ -79,6 +81,17 @@ final class FolderRepositories: RepositoryStorage {
     }
 
     func remove(_ id: String) -> Bool { store.remove(id) }
+
+    func delete(_ id: String, now: Int64) throws(StorageError) -> RepositoryTombstone {
+        let tombstone = RepositoryTombstone(owner: store.owner(id) ?? "", deletedAt: now)
+        do { try store.writeTombstone(id, owner: tombstone.owner, at: now) } catch {
+            throw .backend(operation: "cannot delete the repository", detail: "\(error)")
+        }
+        store.remove(id)
+        return tombstone
+    }
+
+    func tombstone(_ id: String) -> RepositoryTombstone? { store.tombstone(id) }
 
     func stagingRepositories() -> [(id: String, modified: Date)] { store.stagingRepositories() }
 

@@ -20,12 +20,14 @@ struct RepositoryStore: Sendable {
     var spoolFolder: String { serverFolder + "/spool" }
     /// An empty repository whose advertisement answers for ids that do not exist yet.
     var emptyTemplate: String { serverFolder + "/empty.git" }
+    /// Tombstones of repositories their owners deleted: one file per id, `OWNER DELETEDAT`.
+    var tombstoneFolder: String { serverFolder + "/deleted" }
 
     /// Makes the server's folders, clearing what an earlier run left in staging and spool, and
     /// fills `index` from the repositories there.
     func prepare() throws {
         let fm = FileManager.default
-        for folder in [serverFolder, stagingFolder, spoolFolder] {
+        for folder in [serverFolder, stagingFolder, spoolFolder, tombstoneFolder] {
             try fm.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         }
         for folder in [stagingFolder, spoolFolder] {
@@ -36,6 +38,8 @@ struct RepositoryStore: Sendable {
             _ = try GitRepository.create(path: emptyTemplate, bare: true)
         }
         var owners: [String: String] = [:]
+        // A deletion cut between its tombstone and the removal is finished here.
+        for id in ids() where tombstone(id) != nil { remove(id) }
         for id in ids() where exists(id) {
             if let owner = owner(id) { owners[id] = owner }
         }
@@ -116,6 +120,36 @@ struct RepositoryStore: Sendable {
         index.remove(id)
         try? FileManager.default.removeItem(atPath: doomed)
         return true
+    }
+
+    /// Records that `owner` deleted `id` at `time`: written beside, fsynced, renamed, the
+    /// folder fsynced, before the repository is removed (a kill between is finished by `prepare`).
+    func writeTombstone(_ id: String, owner: String, at time: Int64) throws {
+        let final = tombstoneFolder + "/" + id
+        let temporary = final + ".\(UUID().uuidString).tmp"
+        guard FileManager.default.createFile(atPath: temporary, contents: Data("\(owner) \(time)\n".utf8),
+                                             attributes: [.posixPermissions: 0o600]) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: temporary])
+        }
+        defer { unlink(temporary) }
+        for (path, flags) in [(temporary, O_RDONLY), (tombstoneFolder, O_RDONLY | O_DIRECTORY)] {
+            let descriptor = open(path, flags)
+            guard descriptor >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+            defer { close(descriptor) }
+            if path == tombstoneFolder {
+                guard rename(temporary, final) == 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+            }
+            guard fsync(descriptor) == 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+        }
+    }
+
+    /// The tombstone of `id`, if its owner deleted it (a file that does not parse counts as
+    /// one with no owner: the id stays gone, and nobody is told more).
+    func tombstone(_ id: String) -> RepositoryTombstone? {
+        guard let data = FileManager.default.contents(atPath: tombstoneFolder + "/" + id) else { return nil }
+        let fields = String(decoding: data.prefix(256), as: UTF8.self).split(whereSeparator: \.isWhitespace)
+        guard fields.count == 2, let time = Int64(fields[1]) else { return RepositoryTombstone(owner: "", deletedAt: 0) }
+        return RepositoryTombstone(owner: String(fields[0]), deletedAt: time)
     }
 
     /// When the last session opened on staging repository `id` ends (written when a session

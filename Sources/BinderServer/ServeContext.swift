@@ -45,20 +45,56 @@ enum Caller: Sendable {
 struct ServeFailure: HTTPResponseError, CustomStringConvertible {
     let code: Int
     let message: String
+    /// Set for 410: the deleted repository's tombstone (see `goneResponse`).
+    var tombstone: RepositoryTombstone? = nil
 
     init(_ code: Int, _ message: String) {
         self.code = code
         self.message = message
     }
 
+    /// 410 for a repository its owner deleted.
+    static func gone(_ id: String, _ tombstone: RepositoryTombstone) -> ServeFailure {
+        var failure = ServeFailure(410, "repository \(id) was deleted by its owner")
+        failure.tombstone = tombstone
+        return failure
+    }
+
     var status: HTTPResponse.Status { .init(code: code) }
     var description: String { "\(code) \(message)" }
 
     func response(from request: Request, context: some RequestContext) throws -> Response {
+        if let tombstone { return Self.goneResponse(message, tombstone, request: request) }
         var response = JSONReply.response(code, ErrorReply(error: message))
         if code == 401 { response.headers[.wwwAuthenticate] = "Bearer" }
         if code == 429 { response.headers[.retryAfter] = "60" }
         if code == 413 || code == 429 { response.headers[.connection] = "close" }
+        return response
+    }
+}
+
+extension ServeFailure {
+    /// The reason a 410 carries, for machines: the only one there is today.
+    static let goneReason = "deleted-by-owner"
+    static let goneReasonHeader = HTTPFields.Element.Name("Binder-Gone")!
+
+    /// 410 with `Binder-Gone: deleted-by-owner`: to git's Smart HTTP requests as `text/plain`
+    /// (the only type git shows, as `remote: …` lines), to the others as JSON
+    /// `{"error", "reason", "deletedAt"}`. A client tells it apart by the status (binder serve
+    /// answers 410 for nothing else) and the reason, never by the words.
+    static func goneResponse(_ message: String, _ tombstone: RepositoryTombstone, request: Request) -> Response {
+        let deletedAt = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: TimeInterval(tombstone.deletedAt)))
+        let path = request.uri.path
+        var response: Response
+        if path.hasSuffix("/info/refs") || path.hasSuffix("/git-upload-pack") || path.hasSuffix("/git-receive-pack") {
+            let text = "\(message) on \(deletedAt) (moved to a new key with binder key rotate, or deleted):"
+                + " import the owner's new key (binder key import) and sync again, or clone the new repository\n"
+            response = Response(status: .gone, headers: [.contentType: "text/plain; charset=utf-8"],
+                                body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+        } else {
+            response = JSONReply.response(410, GoneReply(error: message, reason: goneReason, deletedAt: deletedAt))
+        }
+        response.headers[goneReasonHeader] = goneReason
         return response
     }
 }
@@ -84,6 +120,20 @@ enum JSONReply {
 
 struct ErrorReply: Encodable {
     let error: String
+}
+
+/// A 410's body (`ServeFailure.goneResponse`).
+struct GoneReply: Encodable {
+    let error: String
+    let reason: String
+    let deletedAt: String
+}
+
+/// `{"status": …}` answers of the routes limbo.health answers that way (deletion).
+struct StatusReply: Encodable {
+    let status: String
+    let reason: String?
+    let repoId: String?
 }
 
 struct ChallengeReply: Encodable {

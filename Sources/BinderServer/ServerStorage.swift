@@ -30,6 +30,8 @@ enum StorageError: Error, Equatable, CustomStringConvertible {
     case refConflict(ref: String, expected: String?, found: String?)
     /// Not a full ref name (`refs/…`) or not an object id.
     case badRefUpdate(ref: String)
+    /// The repository was deleted by its owner (`RepositoryStorage.delete`): its tombstone.
+    case gone(id: String, tombstone: RepositoryTombstone)
     /// The storage itself failed (git exited non-zero, a disk or database error): `detail` is
     /// for the log only, never sent.
     case backend(operation: String, detail: String)
@@ -40,6 +42,7 @@ enum StorageError: Error, Equatable, CustomStringConvertible {
         case .storageQuotaUsedUp: return "storage quota used up"
         case .notACreatingPush: return "a new repository is created only by a push that brings a branch and its objects"
         case .idTaken(let id): return "repository \(id) was created meanwhile"
+        case .gone(let id, _): return "repository \(id) was deleted by its owner"
         case .refConflict(let ref, let expected, let found):
             return "\(ref) is at \(found ?? "nothing"), not \(expected ?? "nothing")"
         case .badRefUpdate(let ref): return "bad ref update of \(ref)"
@@ -57,6 +60,7 @@ enum StorageError: Error, Equatable, CustomStringConvertible {
         case .refConflict: return ServeFailure(409, description)
         case .badRefUpdate: return ServeFailure(400, description)
         case .backend(let operation, _): return ServeFailure(500, operation)
+        case .gone(let id, let tombstone): return .gone(id, tombstone)
         }
     }
 }
@@ -68,6 +72,16 @@ struct PackResponse: Sendable {
     let length: Int?
     /// The next bytes, at most `count`; empty at the end. Called by one task, in turn.
     let read: @Sendable (_ count: Int) async throws -> [UInt8]
+}
+
+/// What the server keeps of a repository its owner deleted, so that the id answers 410 to
+/// its owner (not 404, not a fresh push-to-create): who owned it and when it was deleted.
+/// Never a key, a ref or an object.
+struct RepositoryTombstone: Sendable, Equatable {
+    /// The owner's public key (hex), as `binder-owner` held it.
+    let owner: String
+    /// When it was deleted (Unix seconds).
+    let deletedAt: Int64
 }
 
 /// One repository's owner and size, as the quota counts them.
@@ -137,8 +151,15 @@ protocol RepositoryStorage: Sendable {
     /// until `release`): `.repositoryQuota`, or `.storageQuotaUsedUp` when no byte is left. A
     /// store that can must check the bytes again inside the push's own transaction.
     func reservePush(owner: String, creating: Bool) async throws(StorageError) -> PushReservation
-    /// Removes `id` at once for every request; false when it was not there.
+    /// Removes `id` at once for every request; false when it was not there. Leaves no
+    /// tombstone (an ended share's staging repository).
     func remove(_ id: String) async throws(StorageError) -> Bool
+    /// Its owner's deletion: the tombstone recorded durably first (owner, `now`), then `id`
+    /// removed as `remove` does; its bytes and its place leave the owner's quota. From then on
+    /// `repository(id)` is nil, `tombstone(id)` is not, and `create(id, …)` throws `.gone`.
+    func delete(_ id: String, now: Int64) async throws(StorageError) -> RepositoryTombstone
+    /// The tombstone of `id` if its owner deleted it.
+    func tombstone(_ id: String) async throws(StorageError) -> RepositoryTombstone?
     /// The `scan-…` staging repositories, with when each last changed.
     func stagingRepositories() async throws(StorageError) -> [(id: String, modified: Date)]
     /// A new spool file for a request body (unlinked; gone with its descriptor).

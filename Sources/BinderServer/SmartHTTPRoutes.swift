@@ -46,6 +46,7 @@ struct SmartHTTPRoutes: Sendable {
                 guard repository.owner == user.pubkey else { throw ServeFailure(403, "not authorized for this repository") }
                 endpoint = repository
             } else {
+                try await refuseDeleted(id, to: user)
                 guard service == .receivePack else { throw ServeFailure(403, "not authorized for this repository") }
                 try await repositories.checkCreationQuota(owner: user.pubkey)
                 endpoint = repositories.unborn
@@ -57,6 +58,14 @@ struct SmartHTTPRoutes: Sendable {
         return Response(status: .ok, headers: [.contentType: "application/x-\(service.rawValue)-advertisement",
                                                .cacheControl: "no-cache"],
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
+    /// An id its owner deleted is never served nor created again: 410 to its owner (who can
+    /// tell "deleted" from "never existed"), 403 to anyone else, as for someone else's repository.
+    private func refuseDeleted(_ id: String, to user: TokenAuthority.Claims) async throws {
+        guard let tombstone = try await repositories.tombstone(id) else { return }
+        guard tombstone.owner == user.pubkey else { throw ServeFailure(403, "not authorized for this repository") }
+        throw ServeFailure.gone(id, tombstone)
     }
 
     /// A scan token opens its own staging repository only, and never creates one.
@@ -86,8 +95,9 @@ struct SmartHTTPRoutes: Sendable {
             try BearerToken.authorize(user, service == .uploadPack ? .read(repoId: id) : .account)
             if let repository {
                 guard repository.owner == user.pubkey else { throw ServeFailure(403, "not authorized for this repository") }
-            } else if service == .uploadPack {
-                throw ServeFailure(403, "not authorized for this repository")
+            } else {
+                try await refuseDeleted(id, to: user)
+                if service == .uploadPack { throw ServeFailure(403, "not authorized for this repository") }
             }
             owner = user.pubkey
         case nil:

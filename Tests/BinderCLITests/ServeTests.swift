@@ -129,6 +129,74 @@ final class ServeTests: XCTestCase {
         XCTAssertEqual(try server.git("alices", "log --format=%s main"), "Initialize binder\n")
     }
 
+    /// `DELETE /api/mgit/repos/ID` (limbo.health's shape): its owner only; afterwards the id
+    /// answers 410 `deleted-by-owner` to its owner's clone, fetch and push (never created again
+    /// by a push), 403 to anyone else as before; its place in the quota is free; the server
+    /// keeps a tombstone of the owner's public key and the time, nothing else.
+    func testTheOwnerDeletesARepositoryAndItsIdAnswersGone() throws {
+        server.stop()
+        server = try TestServer(root: root.root, options: ["--max-repos-per-user", "1"])
+        let (aliceFile, alice) = try nsecFile("alice")
+        let (bobFile, _) = try nsecFile("bob")
+        let aliceToken = try login(aliceFile), bobToken = try login(bobFile)
+        let work = root.root.appendingPathComponent("work").path
+        XCTAssertEqual(try shell("git init -q -b main '\(work)' && cd '\(work)' && echo ciphertext > a.json && git add a.json && git -c user.name=t -c user.email=t@t commit -q -m 'Initialize binder'").status, 0)
+        XCTAssertEqual(try git("-C '\(work)' push -q '\(server.url)/api/mgit/repos/alices' main", token: aliceToken).status, 0)
+        // The quota is full: a second repository is refused.
+        XCTAssertNotEqual(try git("-C '\(work)' push -q '\(server.url)/api/mgit/repos/alices-second' main", token: aliceToken).status, 0)
+
+        let delete = { (id: String, token: String) throws -> (status: Int, body: String) in
+            let run = try MgitClient.run(["delete", self.server.url, "/api/mgit/repos/" + id, try self.root.file("token-\(UUID().uuidString)", token)])
+            let parts = run.stdout.split(separator: " ", maxSplits: 1)
+            return (Int(parts.first ?? "") ?? -1, parts.count > 1 ? String(parts[1]).trimmingCharacters(in: .newlines) : "")
+        }
+        let bobs = try delete("alices", bobToken)
+        XCTAssertEqual(bobs.status, 403)
+        XCTAssertEqual(bobs.body, #"{"reason":"Not authorized to delete this repository","status":"error"}"#)
+        XCTAssertEqual(try delete("nobody", aliceToken).status, 404)
+        XCTAssertEqual(try server.git("alices", "log --format=%s main"), "Initialize binder\n", "refusals delete nothing")
+
+        let deleted = try delete("alices", aliceToken)
+        XCTAssertEqual(deleted.status, 200, deleted.body)
+        XCTAssertEqual(deleted.body, #"{"repoId":"alices","status":"OK"}"#)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: server.repos + "/alices.git"))
+        let tombstone = try String(contentsOfFile: server.repos + "/.binder-serve/deleted/alices", encoding: .utf8)
+        let fields = tombstone.split(separator: " ")
+        XCTAssertEqual(fields.count, 2, tombstone)
+        XCTAssertEqual(String(fields[0]), alice.publicKey.hex)
+        XCTAssertLessThanOrEqual(abs((Int64(fields[1].trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) - Int64(Date().timeIntervalSince1970)), 120)
+        XCTAssertEqual(try get("/api/mgit/user/repositories", token: aliceToken).body, "[]")
+
+        // Its owner is told it is gone, by status and reason; anyone else sees what they saw before.
+        for service in ["git-upload-pack", "git-receive-pack"] {
+            let answer = try get("/api/mgit/repos/alices/info/refs?service=" + service, token: aliceToken)
+            XCTAssertEqual(answer.status, 410, service)
+            XCTAssertEqual(try get("/api/mgit/repos/alices/info/refs?service=" + service, token: bobToken).status, 403, service)
+        }
+        let again = try delete("alices", aliceToken)
+        XCTAssertEqual(again.status, 410)
+        XCTAssertTrue(again.body.contains(#""reason":"deleted-by-owner""#), again.body)
+        XCTAssertEqual(try get("/api/mgit/qr/clone/alices", token: aliceToken).status, 404)
+        // git shows the server's words; a push does not create the id again, whoever makes it.
+        let clone = try git("clone -q '\(server.url)/api/mgit/repos/alices' alices-copy", token: aliceToken)
+        XCTAssertNotEqual(clone.status, 0)
+        XCTAssertTrue(clone.stderr.contains("410") && clone.stderr.contains("deleted by its owner"), clone.stderr)
+        let fetch = try git("-C '\(work)' fetch -q '\(server.url)/api/mgit/repos/alices'", token: aliceToken)
+        XCTAssertNotEqual(fetch.status, 0)
+        XCTAssertTrue(fetch.stderr.contains("deleted by its owner"), fetch.stderr)
+        let push = try git("-C '\(work)' push -q '\(server.url)/api/mgit/repos/alices' main", token: aliceToken)
+        XCTAssertNotEqual(push.status, 0)
+        XCTAssertTrue(push.stderr.contains("deleted by its owner"), push.stderr)
+        XCTAssertNotEqual(try git("-C '\(work)' push -q '\(server.url)/api/mgit/repos/alices' main", token: bobToken).status, 0)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: server.repos + "/alices.git"))
+
+        // Its place in the quota is free again; a restart keeps the tombstone.
+        XCTAssertEqual(try git("-C '\(work)' push -q '\(server.url)/api/mgit/repos/alices-second' main", token: aliceToken).status, 0)
+        server.stop()
+        try server.start()
+        XCTAssertEqual(try get("/api/mgit/repos/alices/info/refs?service=git-upload-pack", token: aliceToken).status, 410)
+    }
+
     /// The clone QR's token (issue 43) fetches the one repository it was issued for, as the Limbo
     /// app's clone does (upload-pack only), and nothing else: no other repository, no push, no
     /// listing, no share, and no new QR (so it cannot renew itself). Its clone URL is the

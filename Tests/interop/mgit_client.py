@@ -112,6 +112,10 @@ def main(argv):
         status, body = call("GET", server + argv[3], token=token)
         print(status, body.decode())
         return 0
+    if cmd == "delete":
+        status, body = call("DELETE", server + argv[3], token=read(argv[4]))
+        print(status, body.decode())
+        return 0
     if cmd == "post":
         status, body = call("POST", server + argv[3], body=json.loads(read(argv[4])), token=read(argv[5]))
         print(status, body.decode())
