@@ -92,6 +92,9 @@ public final class BinderWriter {
         }
         let parent = try repository.refs.branchTip("main")
         let id = try repository.commits.commitChanges(onto: parent, changes: changes, message: message, author: author)
+        // A repository with a work tree (a clone by an older binder) follows the commit, as the
+        // mount's saves do, so that `git status` stays clean; a failure loses nothing.
+        if !repository.isBare { try? repository.checkout.syncWorkTreeToHead(paths: changes.map(\.path)) }
         changes.removeAll()
         return id
     }

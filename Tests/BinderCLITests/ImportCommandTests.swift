@@ -36,6 +36,8 @@ final class ImportCommandTests: MountedFixtureTestCase {
         XCTAssertEqual(run.stderr, "", "no progress line off a terminal")
         XCTAssertEqual(try commits(), before + 1)
         XCTAssertEqual(try git("log -1 --format=%s main"), "Import records\n")
+        // The fixture clone's work tree (ciphertext) follows the commit, as it does a mount's saves.
+        XCTAssertEqual(try git("status --porcelain"), "", "the work tree follows the import")
         let rows: [(path: String, code: String, type: String, created: String)] = [
             ("allergies/2010-03-01-penicillin-g-benzathine.json", "7982", "allergy", "2010-03-01"),
             ("conditions/2019-03-12-essential-hypertension.json", "59621000", "condition", "2019-03-12"),
