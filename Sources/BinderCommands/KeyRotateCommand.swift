@@ -229,10 +229,9 @@ extension KeyCommand {
             }
             for name in run.record.binders {
                 guard let binder = try? LocalBinder.open(path: run.binderPath(name)), let target = SyncTarget.read(binder.repository) else { continue }
-                printOut("Not done for '\(name)': it syncs with \(target.server) as \(target.repoId), and this version of binder does not push")
-                printOut("  a rotated binder. Nothing was sent: the server still holds the OLD copy, readable with the old key. If the key leaked,")
-                printOut("  have it deleted there (limbo.health: from the Limbo app; a 'binder serve' server: by its operator). 'binder sync \(name)'")
-                printOut("  refuses this binder until binder can push it under a new id, so that nothing goes out under the old one.")
+                printOut("Not pushed yet: '\(name)' syncs with \(target.server) as \(target.repoId), which still holds the OLD copy, readable")
+                printOut("  with the old key. Run 'binder sync \(name)': it pushes the binder under a new id with your new key, then deletes")
+                printOut("  the old copy (with the old key's login, or the retired key: --retired-passphrase-file). Nothing goes out under the old id.")
             }
             printOut("Copies made before the rotation (backups, exports, other devices, old recovery sheets) still open with the OLD key.")
             offerRecoverySheet()

@@ -173,6 +173,8 @@ struct StatusReport {
     var mount: MountSyncReport?
     /// The npub of the key `binder key rotate` carried this binder from, while it is not pushed.
     var rotatedFrom: String? = nil
+    /// The repository id of the copy under the old key still to delete on the server, after a rotated binder moved.
+    var oldCopy: String? = nil
 
     static func gather(_ binder: LocalBinder, state: StateDirectory) -> StatusReport {
         let repository = binder.repository, path = binder.path
@@ -187,7 +189,7 @@ struct StatusReport {
                             pendingCommits: SyncRecord.pendingCommits(repository),
                             openConflicts: ConflictNames.openConflicts(BinderHistory(repository).tipPaths()),
                             mount: WriterLock.mountControl(gitDirectory: binder.gitDirectory).map { MountSyncReport.ask(control: $0.control, holder: $0.holder) },
-                            rotatedFrom: SyncTarget.rotatedFrom(repository))
+                            rotatedFrom: SyncTarget.rotatedFrom(repository), oldCopy: SyncTarget.oldCopy(repository)?.repoId)
     }
 
     func printText() {
@@ -209,7 +211,10 @@ struct StatusReport {
         printOut("server: \(target.server)")
         printOut("repository: \(target.repoId)")
         if rotatedFrom != nil {
-            printOut("key rotation: re-encrypted to your new key ('binder key rotate') and not pushed; the server's copy is the old one, under the old key, and 'binder sync' refuses this binder until binder can push it under a new id")
+            printOut("key rotation: re-encrypted to your new key ('binder key rotate') and not pushed yet; the server's copy is the old one, under the old key: 'binder sync' pushes it under a new id, then deletes the old copy")
+        }
+        if let oldCopy {
+            printOut("old copy: \(oldCopy) (under the old key) is still on the server: 'binder sync' deletes it (--retired-passphrase-file if the old login expired)")
         }
         printOut("last sync: \(time(record.lastSync))")
         printOut("last attempt: \(time(record.lastAttempt))")

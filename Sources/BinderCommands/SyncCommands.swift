@@ -231,6 +231,9 @@ struct SyncCommand: ParsableCommand {
     @OptionGroup var serverOptions: ServerOptions
     @OptionGroup var deadline: DeadlineOptions
     @OptionGroup var passphrase: PassphraseOptions
+    @Option(name: .customLong("retired-passphrase-file"),
+            help: ArgumentHelp("After 'binder key rotate': the retired key's old passphrase, from the first line of FILE, to delete the binder's old copy on the server when its old login has expired (else asked on a terminal).", valueName: "FILE"))
+    var retiredPassphraseFile: String?
 
     func run() throws {
         let state = StateDirectory()
@@ -262,11 +265,18 @@ struct SyncCommand: ParsableCommand {
                 target = SyncTarget(server: base, repoId: id)
             }
         }
-        let chosen = target!
+        // A binder `binder key rotate` re-encrypted moves to a new id on its server.
+        let rotation = RotatedBinderSync(repository: repository, name: BinderLocator.displayName(path), state: state, accounts: accounts,
+                                         key: key, retiredPassphrase: retiredPassphraseFile.map { .file($0) })
+        let moved = try configured.flatMap { try rotation.target(configured: $0) }
+        let chosen = moved ?? target!
         // One writer per binder: a mounted binder is synced by its mount (the command asks it);
         // otherwise this command holds the writer lock while it syncs.
         let writerLock: WriterLock
         do { writerLock = try WriterLock.acquire(gitDirectory: local.gitDirectory) } catch .held(let holder) {
+            if moved != nil {
+                throw CommandFailure("cannot move \(BinderLocator.displayName(path)) to its new key's repository while it is \(holder): unmount it first")
+            }
             return try syncThroughMount(holder, path: path, configured: configured, chosen: chosen)
         } catch {
             throw CommandFailure("cannot sync \(path): \(error)")
@@ -283,10 +293,26 @@ struct SyncCommand: ParsableCommand {
                                         progress: ProgressPrinter(force: progress).callback, retry: deadline.policy)
             // The target is remembered by the engine once the server accepted it.
             report = try engine.sync()
+        } catch .gone(let why) as SyncError {
+            throw Self.movedAway(BinderLocator.displayName(path), chosen, why)
         } catch let error as SyncError {
             throw deadline.failure(error)
         }
         printOut("Synced \(BinderLocator.displayName(path)): " + syncSummary(report, target: chosen))
+        for line in try rotation.finish(moved: moved, client: client) { printOut(line) }
+    }
+
+    /// Exit code of a sync whose repository its owner deleted on the server (binder serve's 410).
+    static let movedAwayExitCode: Int32 = 3
+
+    /// The server answered that its owner deleted this binder's repository: another device
+    /// rotated the key (and moved the binder), or deleted it. Nothing here is touched.
+    static func movedAway(_ name: String, _ target: SyncTarget, _ why: String) -> CommandFailure {
+        CommandFailure("\(name)'s copy \(target.repoId) on \(target.server) was deleted by its owner (\(why)): this binder was moved to a new key "
+                       + "on another device (binder key rotate), or deleted there. Nothing here was changed; your unsynced commits stay in "
+                       + "\(name). Import the new key here with 'binder key import' (or 'binder key import --qr' from its recovery sheet), "
+                       + "then 'binder list' shows the moved binder and 'binder clone ID --name NEW' brings it here; copy into it what "
+                       + "this binder has that it lacks", exitCode: movedAwayExitCode)
     }
 
     /// The binder is held by another process: a mount is asked to sync through its control

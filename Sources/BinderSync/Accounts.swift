@@ -21,6 +21,9 @@ public struct Accounts: Sendable {
     struct File: Codable {
         var defaultServer: String?
         var servers: [String: Entry] = [:]
+        /// Per server, the token of a key `binder key rotate` retired (sealed to the current
+        /// key), set aside until the old copy of a binder is deleted with it.
+        var retired: [String: Entry]? = nil
     }
 
     private func load() -> File {
@@ -58,6 +61,33 @@ public struct Accounts: Sendable {
         } catch { throw .configuration("cannot encrypt the token: \(error)") }
         file.servers[server] = Entry(pubkey: key.publicKey.hex, token: encrypted, loggedInAt: Int64(Date().timeIntervalSince1970))
         if makeDefault { file.defaultServer = server }
+        try save(file)
+    }
+
+    /// A rotated binder's first sync: the token `server` issued to another identity (a
+    /// retired key's; sealed to `key` by `reseal`) is set aside before `key` logs in there,
+    /// so that the old copy can still be deleted with it.
+    public func setAsideRetiredToken(server: String, key: SecretKey) throws(SyncError) {
+        var file = load()
+        guard let entry = file.servers[server], entry.pubkey != key.publicKey.hex,
+              let conversationKey = try? NIP44.ConversationKey(selfOf: key),
+              (try? NIP44.decrypt(payload: entry.token, key: conversationKey)) != nil else { return }
+        file.retired = (file.retired ?? [:]).merging([server: entry]) { _, new in new }
+        file.servers[server] = nil
+        try save(file)
+    }
+
+    /// The set-aside token `server` issued to `pubkey` (hex), decrypted with `key`.
+    public func retiredToken(server: String, pubkey: String, key: SecretKey) -> String? {
+        guard let entry = load().retired?[server], entry.pubkey == pubkey,
+              let plain = try? NIP44.decrypt(payload: entry.token, key: NIP44.ConversationKey(selfOf: key)) else { return nil }
+        return String(decoding: plain.copyBytes(), as: UTF8.self)
+    }
+
+    public func dropRetiredToken(server: String) throws(SyncError) {
+        var file = load()
+        guard file.retired?[server] != nil else { return }
+        file.retired?[server] = nil
         try save(file)
     }
 

@@ -154,6 +154,28 @@ public struct ServerClient: Sendable {
             .filter { !$0.isStagingCopy }
     }
 
+    /// How a deletion ended.
+    public enum Deletion: Sendable, Equatable {
+        /// Deleted now.
+        case deleted
+        /// Deleted before (binder serve's 410), or not there (404: limbo.health forgets a
+        /// deleted id; a never-created one is as good as deleted).
+        case alreadyGone
+    }
+
+    /// `DELETE /api/mgit/repos/<repoId>` (limbo.health's route, and binder serve's): the owner
+    /// deletes a repository. 403 (another account's) is `.forbidden`, 401 `.unauthorized`.
+    public func deleteRepository(_ repoId: String, token: String) throws(SyncError) -> Deletion {
+        do {
+            _ = try call("DELETE", "/api/mgit/repos/" + repoId, body: Optional<Empty>.none, token: token, as: DeletionAnswer.self)
+            return .deleted
+        } catch .gone {
+            return .alreadyGone
+        } catch .server(404, _) {
+            return .alreadyGone
+        }
+    }
+
     // MARK: - HTTP
 
     /// One JSON call, retried with backoff while the server is unreachable or answers 5xx/429
@@ -190,6 +212,7 @@ public struct ServerClient: Sendable {
         switch (answer.status, answer.retryAfter) {
         case (401, _): throw .unauthorized(reason)
         case (403, _): throw .forbidden(reason)
+        case (410, _): throw .gone(reason)
         case (429, let wait?), (503, let wait?): throw .busy(status: answer.status, message: reason, retryAfter: wait)
         default: throw .server(status: answer.status, message: reason)
         }
@@ -233,6 +256,9 @@ struct VerifyRequest: Encodable {
 }
 
 struct VerifyAnswer: Decodable { let token: String }
+
+/// `DELETE /api/mgit/repos/<repoId>` → `{"status": "OK", "repoId": …}`.
+struct DeletionAnswer: Decodable { let status: String }
 
 /// `{"error": …}` (auth middleware) or `{"status": "error", "reason": …}` (route handlers).
 struct ErrorAnswer: Decodable {

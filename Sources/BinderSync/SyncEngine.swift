@@ -57,9 +57,9 @@ public final class SyncEngine: Sendable {
             let now = Int64(Date().timeIntervalSince1970)
             record.lastAttempt = now
             do {
-                if SyncTarget.rotatedFrom(repository) != nil {
+                if SyncTarget.rotatedFrom(repository) != nil, SyncTarget.read(repository) == target {
                     // Its history is under a new key now; the server's copy (repoId) is under the old.
-                    throw SyncError.configuration("this binder was re-encrypted to a new key ('binder key rotate') and is not pushed under a new repository id yet: nothing was sent to \(target.server) (see 'binder key rotate --help')")
+                    throw SyncError.configuration("this binder was re-encrypted to a new key ('binder key rotate') and is not pushed under a new repository id yet: nothing was sent to \(target.server); unmount it and run 'binder sync', which moves it")
                 }
                 let report = try syncRounds()
                 // Where it syncs is remembered once the server accepted it.

@@ -23,6 +23,9 @@ public enum SyncError: Error, Sendable, CustomStringConvertible, Equatable {
     /// answer libgit2 cannot read, a broken pack): its words, or what was wrong with them.
     /// An answer, not a network failure: not retried, and `error`, never `offline`.
     case garbled(String)
+    /// The server answered 410: its owner deleted the repository (binder serve's tombstone;
+    /// `binder key rotate` on another device moves a binder to a new id, then deletes the old).
+    case gone(String)
     /// This machine could not store what arrived (a full disk): the OS error's words and errno.
     case storage(String, errno: Int32)
 
@@ -39,6 +42,7 @@ public enum SyncError: Error, Sendable, CustomStringConvertible, Equatable {
             return "the server answered \(status): \(message) (it asked to wait \(Int(wait.rounded(.up))) s)"
         case .garbled(let why): return "the server's answer is not the protocol: \(why)"
         case .storage(let why, _): return why
+        case .gone(let why): return "the server's copy was deleted by its owner: \(why)"
         }
     }
 

@@ -51,6 +51,43 @@ public struct SyncTarget: Sendable, Equatable {
     }
 
     static let rotatedFromKey = "binder.rotatedfrom"
+
+    // A rotated binder's move to a new id (`binder sync` after `binder key rotate`), kept in its
+    // config so that a move cut anywhere continues: `binder.newrepoid` (the id it is pushed
+    // under, chosen once), `binder.oldrepoid` and `binder.oldrepokey` (the copy under the old
+    // key, and that key's npub, until the server deleted it).
+    static let newIdKey = "binder.newrepoid", oldIdKey = "binder.oldrepoid", oldKeyKey = "binder.oldrepokey"
+
+    /// Where a rotated binder (`rotatedFrom`) syncing with `self` is pushed: a new id on the
+    /// same server, chosen at the first call and recorded with the old id and key.
+    public func rotatedTarget(_ repository: GitRepository, oldNpub: String) throws -> SyncTarget {
+        if let id = try repository.config.value(Self.newIdKey) { return SyncTarget(server: server, repoId: id) }
+        let id = Self.newRepoID()
+        try repository.config.setValue(Self.oldIdKey, repoId)
+        try repository.config.setValue(Self.oldKeyKey, oldNpub)
+        try repository.config.setValue(Self.newIdKey, id)
+        return SyncTarget(server: server, repoId: id)
+    }
+
+    /// The rotated history landed under the new id (now `binder.repoid`): the binder syncs as
+    /// any other from here; the old copy stays recorded until deleted.
+    public static func finishMove(_ repository: GitRepository) throws {
+        try repository.config.removeValue(rotatedFromKey)
+        try repository.config.removeValue(newIdKey)
+    }
+
+    /// The copy under the old key still to delete on the binder's server: its id and the old
+    /// key's npub; nil when there is none (or it was deleted).
+    public static func oldCopy(_ repository: GitRepository) -> (repoId: String, npub: String)? {
+        guard rotatedFrom(repository) == nil, let id = (try? repository.config.value(oldIdKey)) ?? nil,
+              let npub = (try? repository.config.value(oldKeyKey)) ?? nil else { return nil }
+        return (id, npub)
+    }
+
+    public static func forgetOldCopy(_ repository: GitRepository) throws {
+        try repository.config.removeValue(oldIdKey)
+        try repository.config.removeValue(oldKeyKey)
+    }
 }
 
 /// What the last syncs did, kept beside git's own files (`<git dir>/binder-sync.json`) for

@@ -375,23 +375,29 @@ final class KeyRotateTests: XCTestCase {
         XCTAssertEqual(documents, 4)
     }
 
-    /// A binder with a server: not pushed, said so, and `binder sync` refuses it afterwards.
-    func testBinderWithAServerIsNotPushedAndSyncRefuses() throws {
+    /// A binder with a server: not pushed by the rotation, said so; `binder sync` moves it to a
+    /// new id (RotationSyncTests), never under the old one: with the server down, the new id
+    /// is chosen and kept, and the binder still names the old one.
+    func testBinderWithAServerIsNotPushedByTheRotationAndSyncChoosesANewId() throws {
         let setup = try Setup()
         let configured = try shell("git -C '\(setup.path("beta"))' config binder.server http://127.0.0.1:9 && git -C '\(setup.path("beta"))' config binder.repoid binder-1")
         XCTAssertEqual(configured.status, 0, configured.stderr)
         let run = try setup.rotate()
         XCTAssertEqual(run.status, 0, run.stderr)
-        XCTAssertTrue(run.stdout.contains("Not done for 'beta'") && run.stdout.contains("binder-1"), run.stdout)
-        XCTAssertFalse(run.stdout.contains("Not done for 'alpha'"), run.stdout)
+        XCTAssertTrue(run.stdout.contains("Not pushed yet: 'beta'") && run.stdout.contains("binder-1"), run.stdout)
+        XCTAssertFalse(run.stdout.contains("Not pushed yet: 'alpha'"), run.stdout)
         let config = try shell("git -C '\(setup.path("beta"))' config binder.repoid")
         XCTAssertEqual(config.stdout, "binder-1\n")
         let status = try setup.sandbox.run(["status", "beta"])
         XCTAssertTrue(status.stdout.contains("key rotation: re-encrypted to your new key"), status.stdout + status.stderr)
         XCTAssertFalse(try setup.sandbox.run(["status", "alpha"]).stdout.contains("key rotation"))
-        let sync = try setup.sandbox.run(["sync", "beta", "--passphrase-file", setup.newPassphrase])
+        let sync = try setup.sandbox.run(["sync", "beta", "--passphrase-file", setup.newPassphrase, "--deadline", "1"])
         XCTAssertNotEqual(sync.status, 0)
-        XCTAssertTrue(sync.stderr.contains("re-encrypted to a new key"), sync.stderr)
+        XCTAssertTrue(sync.stderr.contains("offline"), sync.stderr)
+        let newId = try shell("git -C '\(setup.path("beta"))' config binder.newrepoid").stdout
+        XCTAssertTrue(newId.hasPrefix("binder-") && newId != "binder-1\n", newId)
+        XCTAssertEqual(try shell("git -C '\(setup.path("beta"))' config binder.repoid").stdout, "binder-1\n")
+        XCTAssertEqual(try shell("git -C '\(setup.path("beta"))' config binder.oldrepoid").stdout, "binder-1\n")
     }
 }
 

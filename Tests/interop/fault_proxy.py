@@ -4,6 +4,9 @@ tests: it forwards every request and answer unchanged, except that
 
   --fail-every N    answers every Nth request 503 (a JSON error body) without forwarding it;
   --reset-every N   resets every Nth connection (TCP RST, no answer) without forwarding;
+  --reset-method-file PATH
+                    while PATH exists, resets every request of the method it names (DELETE, say)
+                    the same way: a test cuts the network for one kind of request, then mends it;
   --huge-challenge BYTES
                     answers POST /api/auth/nostr/challenge with a JSON body of BYTES bytes,
                     streamed with no Content-Length (only a client that counts stops early);
@@ -61,6 +64,7 @@ def main():
     parser.add_argument("--log", required=True)
     parser.add_argument("--fail-every", type=int, default=0)
     parser.add_argument("--reset-every", type=int, default=0)
+    parser.add_argument("--reset-method-file")
     parser.add_argument("--huge-challenge", type=int, default=0)
     parser.add_argument("--huge-advertisement", type=int, default=0)
     parser.add_argument("--stall-challenge", action="store_true")
@@ -93,6 +97,13 @@ def main():
             with lock:
                 log.write(f"{number} {self.command} {self.path} {status}\n")
 
+        def reset_method(self):
+            try:
+                with open(options.reset_method_file) as f:
+                    return f.read().strip()
+            except (OSError, TypeError):
+                return None
+
         def handle_any(self):
             with lock:
                 counter[0] += 1
@@ -113,7 +124,7 @@ def main():
                 self.close_connection = True
                 self.wait_for_close()
                 return
-            if options.reset_every and number % options.reset_every == 0:
+            if (options.reset_every and number % options.reset_every == 0) or self.reset_method() == self.command:
                 self.record(number, "reset")
                 self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 self.close_connection = True

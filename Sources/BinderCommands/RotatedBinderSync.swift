@@ -1,0 +1,99 @@
+import BinderCrypto
+import BinderGit
+import BinderSync
+import BinderSystem
+import Foundation
+
+/// The server side of `binder key rotate`, done by the next `binder sync` of each binder that
+/// syncs (docs/DESIGN.md, "Key rotation"): the rotated history is pushed under a new id
+/// (`SyncTarget.rotatedTarget`, chosen once) by the new key's account, exactly as a new
+/// binder's first push creates its repository; then the copy under the old key is deleted by
+/// the old key's account (its token set aside in `accounts.json`, else the retired key and its
+/// old passphrase). Every step is recorded in the binder's config before the next, so a sync
+/// cut anywhere (the network down before or after the push) is continued by the next one;
+/// rotated objects never go to the old id (`SyncEngine` refuses that target).
+struct RotatedBinderSync {
+    let repository: GitRepository
+    let name: String
+    let state: StateDirectory
+    let accounts: Accounts
+    /// The current (new) key.
+    let key: SecretKey
+    /// The retired key's old passphrase, for a deletion the set-aside token cannot make.
+    let retiredPassphrase: PassphraseSource?
+
+    /// Where this sync goes for a binder rotated and not pushed yet; nil for any other binder.
+    /// Sets the old identity's token aside first, so that the new key's login keeps it.
+    func target(configured: SyncTarget) throws -> SyncTarget? {
+        guard let oldNpub = SyncTarget.rotatedFrom(repository) else { return nil }
+        do {
+            try accounts.setAsideRetiredToken(server: configured.server, key: key)
+            return try configured.rotatedTarget(repository, oldNpub: oldNpub)
+        } catch { throw CommandFailure("cannot prepare \(name)'s move to a new repository id: \(error)") }
+    }
+
+    /// After a sync to `target` landed: the move recorded as done, then the old copy deleted;
+    /// the lines to print.
+    func finish(moved target: SyncTarget?, client: ServerClient) throws -> [String] {
+        var lines: [String] = []
+        if let target {
+            do { try SyncTarget.finishMove(repository) } catch { throw CommandFailure("cannot record \(name)'s move: \(error)") }
+            lines.append("Moved \(name) to \(target.repoId) on \(target.server), under your new key")
+        }
+        if let old = SyncTarget.oldCopy(repository) { lines.append(deleteOldCopy(old, client: client)) }
+        return lines
+    }
+
+    /// Deletes the copy under the old key; says what happened, and what the patient must do
+    /// when it could not be done (the next sync tries again while it is recorded).
+    private func deleteOldCopy(_ old: (repoId: String, npub: String), client: ServerClient) -> String {
+        let server = client.base
+        let manual = "delete it yourself: on limbo.health from the Limbo app (log in with your old key), on a binder serve with "
+            + "'binder sync \(name) --retired-passphrase-file FILE' (the retired key's old passphrase) or by its operator"
+        let oldHex = (try? PublicKey(npub: old.npub))?.hex ?? ""
+        var token = accounts.retiredToken(server: server, pubkey: oldHex, key: key)
+        for attempt in 0..<2 {
+            if token == nil, attempt == 0 || retiredPassphrase != nil {
+                switch retiredLogin(old.npub, client: client) {
+                case .success(let fresh): token = fresh
+                case .failure(let why): return "The old copy \(old.repoId) (old key) is still on \(server): \(why); \(manual)"
+                }
+            }
+            guard let current = token else { break }
+            do {
+                let outcome = try client.deleteRepository(old.repoId, token: current)
+                do { try SyncTarget.forgetOldCopy(repository) } catch { return "Deleted the old copy \(old.repoId), but cannot record it: \(error)" }
+                try? accounts.dropRetiredToken(server: server)
+                return outcome == .deleted ? "Deleted the old copy \(old.repoId) (old key) from \(server)"
+                    : "The old copy \(old.repoId) (old key) is no longer on \(server)"
+            } catch .unauthorized {
+                token = nil   // the set-aside token expired: the retired key logs in
+            } catch {
+                if error.isNetworkFailure || error.isTransient {
+                    return "The old copy \(old.repoId) (old key) is still on \(server) (\(error)): the next 'binder sync \(name)' deletes it"
+                }
+                return "The old copy \(old.repoId) (old key) is still on \(server): \(error); \(manual)"
+            }
+        }
+        return "The old copy \(old.repoId) (old key) is still on \(server): no login of the old key is at hand; \(manual)"
+    }
+
+    /// A token for the retired key `npub`: its passphrase from `retiredPassphrase`, else asked on
+    /// a terminal; a failure says why (no retired key, no passphrase, a wrong one, offline).
+    private func retiredLogin(_ npub: String, client: ServerClient) -> Result<String, CommandFailure> {
+        guard let entry = RetiredKeys(state: state).entries().first(where: { $0.npub == npub }) else {
+            return .failure(CommandFailure("the old key is not kept here (rotated with --forget-old)"))
+        }
+        guard let source = retiredPassphrase ?? (isatty(STDIN_FILENO) == 1 ? .terminal : nil) else {
+            return .failure(CommandFailure("the old key's login expired and its passphrase was not given"))
+        }
+        do {
+            let oldKey = try RetiredKeys.open(entry, passphrase: source)
+            return .success(try client.login(secretKey: oldKey))
+        } catch let failure as CommandFailure {
+            return .failure(failure)
+        } catch {
+            return .failure(CommandFailure("the old key cannot log in: \(error)"))
+        }
+    }
+}
