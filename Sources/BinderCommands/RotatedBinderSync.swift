@@ -52,11 +52,11 @@ struct RotatedBinderSync {
             + "'binder sync \(name) --retired-passphrase-file FILE' (the retired key's old passphrase) or by its operator"
         let oldHex = (try? PublicKey(npub: old.npub))?.hex ?? ""
         var token = accounts.retiredToken(server: server, pubkey: oldHex, key: key)
-        for attempt in 0..<2 {
-            if token == nil, attempt == 0 || retiredPassphrase != nil {
+        for _ in 0..<2 {
+            if token == nil {
                 switch retiredLogin(old.npub, client: client) {
                 case .success(let fresh): token = fresh
-                case .failure(let why): return "The old copy \(old.repoId) (old key) is still on \(server): \(why); \(manual)"
+                case .failure(let why): return "The old copy \(old.repoId) (old key) is still on \(server): \(why.message); \(manual)"
                 }
             }
             guard let current = token else { break }

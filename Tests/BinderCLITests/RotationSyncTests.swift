@@ -94,6 +94,29 @@ final class RotationSyncTests: ServerTestCase {
         XCTAssertEqual(try server.git(newId, "rev-parse main").trimmingCharacters(in: .whitespacesAndNewlines), newTip)
     }
 
+    /// The old key's login no longer accepted (the server's secret rotated, as when it expires):
+    /// the move is done, the deletion waits, said so; the retired key's old passphrase deletes it.
+    func testAnExpiredOldLoginDeletesWithTheRetiredKey() throws {
+        _ = try createCloneAndRotate()
+        server.stop()
+        try server.start(["--rotate-secret"])
+        let moved = try sync(laptop, newPassphrase)
+        XCTAssertTrue(moved.stdout.contains("Moved health to"), moved.stdout)
+        XCTAssertTrue(moved.stdout.contains("The old copy health (old key) is still on \(proxy.url): the old key's login expired and its passphrase was not given"),
+                      moved.stdout)
+        XCTAssertTrue(moved.stdout.contains("--retired-passphrase-file"), moved.stdout)
+        XCTAssertTrue(oldCopyExists)
+        server.stop()
+        try server.start([])
+        let wrong = try laptop.binder(["sync", "health", "--passphrase-file", newPassphrase,
+                                       "--retired-passphrase-file", try laptop.sandbox.file("wrong", "not it\n")])
+        XCTAssertTrue(wrong.stdout.contains("wrong passphrase for the retired key"), wrong.stdout)
+        XCTAssertTrue(oldCopyExists)
+        let deleted = try laptop.binder(["sync", "health", "--passphrase-file", newPassphrase, "--retired-passphrase-file", laptop.passphraseFile])
+        XCTAssertTrue(deleted.stdout.contains("Deleted the old copy health (old key)"), deleted.stdout)
+        XCTAssertFalse(oldCopyExists)
+    }
+
     func testAnotherDeviceOnTheOldKeyIsToldTheBinderMovedAndKeepsItsCommits() throws {
         _ = try createCloneAndRotate()
         let moved = try sync(laptop, newPassphrase)
