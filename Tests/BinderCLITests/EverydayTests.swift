@@ -299,7 +299,7 @@ final class BackupRestoreTests: XCTestCase {
         let commands = """
             set -e
             git -C '\(binder.repository)' bundle create '\(bundle)' --all
-            git bundle verify '\(bundle)'
+            git -C '\(binder.repository)' bundle verify '\(bundle)'
             git clone -q --bare '\(bundle)' '\(s.home.path)/binders/health-restored'
             """
         let made = try shell(commands)
