@@ -52,4 +52,22 @@ import Testing
             #expect(bad.status == .badRequest)
         }
     }
+
+    /// A deletion cut between its tombstone and the removal (a kill, a power cut) is finished
+    /// when the server starts; the id is gone for every request even before that.
+    @Test func aDeletionCutAfterItsTombstoneIsFinishedAtStart() async throws {
+        let key = try SecretKey.generate()
+        let server = try TestServer()
+        defer { try? FileManager.default.removeItem(atPath: server.folder) }
+        try await server.makeRepository("doomed", owner: key.publicKey.hex)
+        let store = server.folderRepositories.store
+        try store.writeTombstone("doomed", owner: key.publicKey.hex, at: 1_800_000_000)
+        #expect(store.exists("doomed"))
+        #expect(server.folderRepositories.repository("doomed") == nil)
+        #expect(store.tombstone("doomed") == RepositoryTombstone(owner: key.publicKey.hex, deletedAt: 1_800_000_000))
+        try store.prepare()
+        #expect(!store.exists("doomed"))
+        #expect(store.usage(owner: key.publicKey.hex).repositories == 0)
+        #expect(store.tombstone("doomed") != nil)
+    }
 }
