@@ -23,12 +23,23 @@ struct RotatedBinderSync {
     let retiredPassphrase: PassphraseSource?
 
     /// Where this sync goes for a binder rotated and not pushed yet; nil for any other binder.
-    /// Sets the old identity's token aside first, so that the new key's login keeps it.
-    func target(configured: SyncTarget) throws -> SyncTarget? {
+    /// Sets the old identity's token aside first, so that the new key's login keeps it. Before
+    /// a move starts, the old copy is looked at: if its owner deleted it (410), another device
+    /// moved this binder first, and a second copy is not made (exit 3, as for a binder on the old key).
+    func target(configured: SyncTarget, retry: RetryPolicy) throws -> SyncTarget? {
         guard let oldNpub = SyncTarget.rotatedFrom(repository) else { return nil }
         do {
             try accounts.setAsideRetiredToken(server: configured.server, key: key)
+            if !SyncTarget.moveStarted(repository),
+               let oldHex = try? PublicKey(npub: oldNpub).hex,
+               let token = accounts.retiredToken(server: configured.server, pubkey: oldHex, key: key),
+               let client = try? ServerClient(server: configured.server, retry: retry),
+               client.isDeletedByOwner(configured.repoId, token: token) {
+                throw SyncCommand.movedAway(name, configured, "another device moved it to the new key first")
+            }
             return try configured.rotatedTarget(repository, oldNpub: oldNpub)
+        } catch let failure as CommandFailure {
+            throw failure
         } catch { throw CommandFailure("cannot prepare \(name)'s move to a new repository id: \(error)") }
     }
 

@@ -268,7 +268,7 @@ struct SyncCommand: ParsableCommand {
         // A binder `binder key rotate` re-encrypted moves to a new id on its server.
         let rotation = RotatedBinderSync(repository: repository, name: BinderLocator.displayName(path), state: state, accounts: accounts,
                                          key: key, retiredPassphrase: retiredPassphraseFile.map { .file($0) })
-        let moved = try configured.flatMap { try rotation.target(configured: $0) }
+        let moved = try configured.flatMap { try rotation.target(configured: $0, retry: deadline.policy) }
         let chosen = moved ?? target!
         // One writer per binder: a mounted binder is synced by its mount (the command asks it);
         // otherwise this command holds the writer lock while it syncs.
@@ -310,9 +310,9 @@ struct SyncCommand: ParsableCommand {
     static func movedAway(_ name: String, _ target: SyncTarget, _ why: String) -> CommandFailure {
         CommandFailure("\(name)'s copy \(target.repoId) on \(target.server) was deleted by its owner (\(why)): this binder was moved to a new key "
                        + "on another device (binder key rotate), or deleted there. Nothing here was changed; your unsynced commits stay in "
-                       + "\(name). Import the new key here with 'binder key import' (or 'binder key import --qr' from its recovery sheet), "
-                       + "then 'binder list' shows the moved binder and 'binder clone ID --name NEW' brings it here; copy into it what "
-                       + "this binder has that it lacks", exitCode: movedAwayExitCode)
+                       + "\(name). Bring the new key here with 'binder key rotate --import' (its nsec on standard input: this binder, "
+                       + "unsynced commits included, is re-encrypted to it and the old key kept as retired), then 'binder list' shows the "
+                       + "moved binder and 'binder clone ID --name NEW' brings it here; copy into it what \(name) has that it lacks", exitCode: movedAwayExitCode)
     }
 
     /// The binder is held by another process: a mount is asked to sync through its control

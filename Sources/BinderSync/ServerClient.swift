@@ -176,6 +176,17 @@ public struct ServerClient: Sendable {
         }
     }
 
+    /// True when the server answers that `repoId`'s owner deleted it (binder serve's 410 to a
+    /// fetch's first request); false for any other answer, or none.
+    public func isDeletedByOwner(_ repoId: String, token: String) -> Bool {
+        let url = repositoryURL(repoId) + "/info/refs?service=git-upload-pack"
+        let answer = try? retry.run(within: { (patience) throws(SyncError) -> HTTPAnswer in
+            try HTTPExchange.send(method: .GET, url: url, headers: [("Authorization", "Bearer " + token)], body: nil,
+                                  limits: .advertisement, patience: patience)
+        })
+        return answer?.status == 410
+    }
+
     // MARK: - HTTP
 
     /// One JSON call, retried with backoff while the server is unreachable or answers 5xx/429

@@ -69,6 +69,11 @@ public struct SyncTarget: Sendable, Equatable {
         return SyncTarget(server: server, repoId: id)
     }
 
+    /// True once a rotated binder's new id was chosen (its move has started).
+    public static func moveStarted(_ repository: GitRepository) -> Bool {
+        ((try? repository.config.value(newIdKey)) ?? nil) != nil
+    }
+
     /// The rotated history landed under the new id (now `binder.repoid`): the binder syncs as
     /// any other from here; the old copy stays recorded until deleted.
     public static func finishMove(_ repository: GitRepository) throws {

@@ -130,10 +130,23 @@ final class RotationSyncTests: ServerTestCase {
         let told = try sync(phone, phone.passphraseFile, expectFailure: true)
         XCTAssertEqual(told.status, 3, told.stderr)
         XCTAssertTrue(told.stderr.contains("moved to a new key on another device (binder key rotate)"), told.stderr)
-        XCTAssertTrue(told.stderr.contains("binder key import"), told.stderr)
+        XCTAssertTrue(told.stderr.contains("binder key rotate --import"), told.stderr)
         XCTAssertEqual(try phone.tip("health"), phoneTip, "the unsynced commit is kept")
         XCTAssertEqual(try phone.git("health", "config binder.repoid"), "health")
         XCTAssertFalse(oldCopyExists, "the old key's push did not create the old id again")
         XCTAssertEqual(try server.git(newId, "rev-parse main").trimmingCharacters(in: .whitespacesAndNewlines), try laptop.tip("health"))
+
+        // The phone takes the new key as told: its binder, its commit included, is re-encrypted; its
+        // sync sees the old copy deleted and makes no second copy of the moved binder.
+        let commits = try phone.git("health", "rev-list --count main")
+        let phonePassphrase = try phone.sandbox.file("phone-new-passphrase", "the phone's new passphrase\n")
+        try phone.binder(["key", "rotate", "--import", "--passphrase-file", phone.passphraseFile, "--new-passphrase-file", phonePassphrase,
+                          "--log-n", "8"], stdin: String(decoding: try newKey.nsec().copyBytes(), as: UTF8.self) + "\n")
+        let again = try sync(phone, phonePassphrase, expectFailure: true)
+        XCTAssertEqual(again.status, 3, again.stderr)
+        XCTAssertTrue(again.stderr.contains("another device moved it to the new key first"), again.stderr)
+        XCTAssertEqual(try phone.git("health", "rev-list --count main"), commits)
+        let owned = try shell("grep -l '\(newKey.publicKey.hex)' '\(server.repos)'/*.git/binder-owner | wc -l").stdout
+        XCTAssertEqual(owned.trimmingCharacters(in: .whitespacesAndNewlines), "1", "one copy of the moved binder on the server")
     }
 }
