@@ -1,5 +1,5 @@
 import BinderCrypto
-import BinderGit
+import BinderCore
 import BinderSync
 import BinderSystem
 import Foundation
@@ -13,7 +13,7 @@ import Foundation
 /// cut anywhere (the network down before or after the push) is continued by the next one;
 /// rotated objects never go to the old id (`SyncEngine` refuses that target).
 struct RotatedBinderSync {
-    let repository: GitRepository
+    let repository: LocalBinder.Repository
     let name: String
     let state: StateDirectory
     let accounts: Accounts

@@ -19,6 +19,7 @@ final class CommandImportsTests: XCTestCase {
         "OpenShareCommand.swift": (["BinderCrypto"], "the payload handed to the daemon in SecureBytes; the share's key passed to the view"),
         "Reports.swift": (["BinderCrypto"], "list logs in to the server with the user's key (SecretKey)"),
         "RetiredKeys.swift": (["BinderCrypto"], "key management: a retired key's ncryptsec opened with its old passphrase (NIP-49)"),
+        "RotatedBinderSync.swift": (["BinderCrypto"], "key management: the retired key opened and logged in with (SecretKey, the old npub's PublicKey)"),
         "ShareBook.swift": (["BinderCrypto"], "the user's key (SecretKey) that seals the book's secrets and collects"),
         "ShareCommand.swift": (["BinderCrypto"], "the user's key (SecretKey) and the binder's conversation key the staging copy is read with"),
     ]
