@@ -15,7 +15,7 @@ import Foundation
 /// object ids only): a run killed at any point is continued by the next. The new repository's
 /// `main` is set only after every blob of the map was decrypted with the new key to the old
 /// plaintext and found closed to the old key, and every commit's tree compared with its
-/// original's (`KeyRotation+Verify.swift`). Not reachable from the command line yet.
+/// original's (`KeyRotation+Verify.swift`). `binder key rotate` (BinderCommands) runs it for each binder.
 public struct KeyRotation {
     public enum Failure: Error, Equatable, CustomStringConvertible {
         case emptyBinder
