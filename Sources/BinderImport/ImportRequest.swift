@@ -196,33 +196,6 @@ private struct WireSkipped: Codable {
     var item: SkippedItem { SkippedItem(file: file, what: what, reason: reason) }
 }
 
-private struct WireOrigin: Codable {
-    var organisation: String
-    var format: String
-    var documentID: String?
-    var version: String?
-    var author: String?
-    var entryID: String?
-    var importDate: String
-    var documentDate: String?
-
-    init(_ source: ImportSource) {
-        organisation = source.organisation
-        format = source.format
-        documentID = source.documentID
-        version = source.version
-        author = source.author
-        entryID = source.entryID
-        importDate = source.importDate
-        documentDate = source.documentDate
-    }
-
-    var source: ImportSource {
-        ImportSource(organisation: organisation, format: format, documentID: documentID, version: version, author: author, entryID: entryID,
-                     importDate: importDate, documentDate: documentDate)
-    }
-}
-
 private struct WireAttachment: Codable {
     var fileName: String
     var format: String
@@ -239,7 +212,7 @@ private struct WireRecord: Codable {
     var codes: [[String]]
     var status: String?
     var distinguishing: String?
-    var source: WireOrigin
+    var source: ImportSource
     var attachments: [WireAttachment]
     var preferredPath: String?
     var text: String?
@@ -255,7 +228,7 @@ private struct WireRecord: Codable {
         codes = record.codes.map { [$0.system, $0.code] + ($0.display.map { [$0] } ?? []) }
         status = record.status
         distinguishing = record.distinguishing
-        source = WireOrigin(record.source)
+        source = record.source
         attachments = record.attachments.map { WireAttachment(fileName: $0.fileName, format: $0.format, bytes: Data($0.bytes)) }
         preferredPath = record.preferredPath
         text = record.text
@@ -279,7 +252,7 @@ private struct WireRecord: Codable {
             codes.append(ClinicalCode(system: code[0], code: code[1], display: code.count == 3 ? code[2] : nil))
         }
         var record = ImportedRecord(folder: folder, title: title, created: created, body: body, codes: codes, status: status,
-                                    distinguishing: distinguishing, source: source.source)
+                                    distinguishing: distinguishing, source: source)
         record.attachments = attachments.map { ImportedAttachment(fileName: $0.fileName, format: $0.format, bytes: Array($0.bytes)) }
         record.preferredPath = preferredPath
         record.updated = updated
@@ -312,7 +285,7 @@ private struct WireSource: Codable {
     var records: [WireRecord]
     var skipped: [WireSkipped]
     var narrative: [Section]
-    var source: WireOrigin
+    var source: ImportSource
     var keepsSource: Bool
     var signature: String?
 
@@ -329,7 +302,7 @@ private struct WireSource: Codable {
         records = document.records.map(WireRecord.init)
         skipped = document.skipped.map(WireSkipped.init)
         narrative = document.narrative.map { Section(title: $0.title, text: $0.text) }
-        source = WireOrigin(document.source)
+        source = document.source
         keepsSource = document.keepsSource
         signature = document.signature
     }
@@ -339,7 +312,7 @@ private struct WireSource: Codable {
         try WireCoding.check(fileExtension: keptExtension)
         try WireCoding.check(date: created)
         var document = SourceDocument(file: file, format: format, bytes: Array(bytes), title: title, organisation: organisation, created: created,
-                                      patient: PatientFacts(name: patientName, birthDate: patientBirthDate), source: source.source)
+                                      patient: PatientFacts(name: patientName, birthDate: patientBirthDate), source: source)
         document.keptExtension = keptExtension
         for record in records { document.records.append(try record.record()) }
         document.skipped = skipped.map(\.item)

@@ -26,7 +26,7 @@ public struct ClinicalCode: Sendable, Hashable {
 }
 
 /// Where an imported item came from: one entry of `provenance.sources` (docs/FORMAT.md).
-public struct ImportSource: Sendable, Equatable {
+public struct ImportSource: Sendable, Equatable, Codable {
     /// The organisation (the custodian of a C-CDA, a resource's performer or the bundle's
     /// author): also the apps' `source` key.
     public var organisation: String
