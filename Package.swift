@@ -142,10 +142,12 @@ let package = Package(
         // The sync client against an in-process server (no mount): BinderServer's app, driven on loopback.
         .testTarget(name: "BinderSyncTests", dependencies: ["BinderSync", "BinderServer", "BinderCrypto", "BinderGit",
                                                          .product(name: "HummingbirdTesting", package: "hummingbird")]),
-        .testTarget(name: "BinderServerTests", dependencies: ["BinderServer", "BinderCrypto",
+        // A private PostgreSQL cluster (initdb, pg_ctl) for the server's tests and the replicas' (BinderCLITests).
+        .target(name: "BinderTestPostgres", path: "Tests/BinderTestPostgres"),
+        .testTarget(name: "BinderServerTests", dependencies: ["BinderServer", "BinderCrypto", "BinderTestPostgres",
                                                            .product(name: "HummingbirdTesting", package: "hummingbird")]),
         .testTarget(name: "BinderImportTests", dependencies: ["BinderImport", "BinderCore", "BinderCrypto", "BinderFormat", "BinderGit"]),
-        .testTarget(name: "BinderCLITests", dependencies: ["BinderCrypto", "BinderFormat", "BinderSystem"]),
+        .testTarget(name: "BinderCLITests", dependencies: ["BinderCrypto", "BinderFormat", "BinderSystem", "BinderTestPostgres"]),
         // The command line's definitions, in process (help examples against the command tree).
         .testTarget(name: "BinderCommandsTests", dependencies: ["BinderCommands",
                                                              .product(name: "ArgumentParser", package: "swift-argument-parser")]),

@@ -1,4 +1,5 @@
 @testable import BinderServer
+import BinderTestPostgres
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking

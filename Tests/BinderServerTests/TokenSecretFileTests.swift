@@ -1,4 +1,5 @@
 @testable import BinderServer
+import BinderTestPostgres
 import BinderCrypto
 import Foundation
 import Logging

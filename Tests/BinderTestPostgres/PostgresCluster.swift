@@ -1,7 +1,5 @@
-@testable import BinderServer
 import Foundation
 import Synchronization
-import Testing
 
 /// A private PostgreSQL cluster for this test process: `initdb` in a temporary folder (as the
 /// `postgres` user when we are root, since initdb refuses root), started with `pg_ctl` on a
@@ -11,31 +9,38 @@ import Testing
 /// (`database()`), so tests run in parallel without seeing each other's rows.
 ///
 /// Needs Debian's `postgresql` (scripts/setup installs it); without it the tests that ask
-/// for a cluster fail with the reason.
-final class PostgresCluster: Sendable {
-    let folder: String
-    let port: Int
-    let password: String
-    let user = "binder_test"
+/// for a cluster fail with the reason. A target of its own so that the server's tests and the
+/// command line's (replicas spawned as processes) share one cluster's code.
+public final class PostgresCluster: Sendable {
+    public let folder: String
+    public let port: Int
+    public let password: String
+    public let user = "binder_test"
     private let binaries: String
     private let asPostgres: Bool
     private let databases = Mutex(0)
 
     /// The process's cluster, started at first use.
-    static func shared() throws -> PostgresCluster { try started.get() }
+    public static func shared() throws -> PostgresCluster { try started.get() }
 
-    private static let started: Result<PostgresCluster, any Error> = Result {
+    private static let started: Result<PostgresCluster, any Error> = Result { try own() }
+
+    /// A cluster of the caller's own (stopped at exit too), for a test that restarts it: the
+    /// shared one serves tests running in parallel.
+    public static func own() throws -> PostgresCluster {
         let cluster = try PostgresCluster()
-        stopAtExit.withLock { $0 = cluster }
-        atexit { PostgresCluster.stopAtExit.withLock { $0?.stop() } }
+        stopAtExit.withLock { clusters in
+            if clusters.isEmpty { atexit { PostgresCluster.stopAtExit.withLock { $0.forEach { $0.stop() } } } }
+            clusters.append(cluster)
+        }
         return cluster
     }
-    private static let stopAtExit = Mutex<PostgresCluster?>(nil)
+    private static let stopAtExit = Mutex<[PostgresCluster]>([])
 
-    enum Failure: Error, CustomStringConvertible {
+    public enum Failure: Error, CustomStringConvertible {
         case noPostgres
         case command([String], Int32, String)
-        var description: String {
+        public var description: String {
             switch self {
             case .noPostgres: return "no initdb in /usr/lib/postgresql/*/bin: install Debian's postgresql (scripts/setup --deps-only)"
             case .command(let arguments, let status, let output): return "\(arguments.joined(separator: " ")) exited \(status): \(output)"
@@ -65,9 +70,7 @@ final class PostgresCluster: Sendable {
         for _ in 0..<3 {
             let candidate = try Self.freePort()
             do {
-                try Self.run(Self.command(asPostgres, bin + "/pg_ctl", "start", "-w", "-t", "60", "-D", folder + "/data",
-                                          "-l", folder + "/server.log",
-                                          "-o", "-c listen_addresses=127.0.0.1 -p \(candidate) -k \(folder) -c fsync=off -c max_connections=300"))
+                try Self.run(Self.startCommand(asPostgres, binaries: bin, folder: folder, port: candidate))
                 port = candidate
                 return
             } catch { lastError = error }
@@ -75,14 +78,29 @@ final class PostgresCluster: Sendable {
         throw lastError ?? Failure.noPostgres
     }
 
+    private static func startCommand(_ asPostgres: Bool, binaries: String, folder: String, port: Int) -> [String] {
+        command(asPostgres, binaries + "/pg_ctl", "start", "-w", "-t", "60", "-D", folder + "/data", "-l", folder + "/server.log",
+                "-o", "-c listen_addresses=127.0.0.1 -p \(port) -k \(folder) -c fsync=off -c max_connections=300")
+    }
+
+    /// Stops the server at once (as a crash or a failover would: connections cut, no checkpoint),
+    /// so that clients meet the outage; `start()` brings it back on the same port.
+    public func stopImmediately() throws {
+        try Self.run(Self.command(asPostgres, binaries + "/pg_ctl", "stop", "-w", "-m", "immediate", "-D", folder + "/data"))
+    }
+
+    public func start() throws {
+        try Self.run(Self.startCommand(asPostgres, binaries: binaries, folder: folder, port: port))
+    }
+
     /// A new, empty database: its URL with the password (tests only; binder never takes one in argv).
-    func database() throws -> (name: String, url: String) {
+    public func database() throws -> (name: String, url: String) {
         let name = "test_\(getpid())_" + String(databases.withLock { $0 += 1; return $0 })
         try Self.run(Self.command(asPostgres, binaries + "/createdb", "-h", folder, "-p", "\(port)", "-U", user, name))
         return (name, "postgres://\(user):\(password)@127.0.0.1:\(port)/\(name)?sslmode=disable")
     }
 
-    func stop() {
+    public func stop() {
         _ = try? Self.run(Self.command(asPostgres, binaries + "/pg_ctl", "stop", "-m", "immediate", "-D", folder + "/data"))
         try? FileManager.default.removeItem(atPath: folder)
     }
@@ -107,7 +125,7 @@ final class PostgresCluster: Sendable {
     }
 
     /// Starts `arguments` (stdin /dev/null, stdout and stderr into `output`); the caller waits for it.
-    static func spawn(_ arguments: [String], output: String) throws -> pid_t {
+    public static func spawn(_ arguments: [String], output: String) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -124,7 +142,7 @@ final class PostgresCluster: Sendable {
 
     /// The port a `binder serve` spawned with `output` as its log says it listens on, once it
     /// does (at most a minute: a first start migrates the schema); nil if it never says.
-    static func servingPort(log output: String) async throws -> Int? {
+    public static func servingPort(log output: String) async throws -> Int? {
         for _ in 0..<600 {
             let text = String(decoding: FileManager.default.contents(atPath: output) ?? Data(), as: UTF8.self)
             if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Serving ") }), let colon = line.lastIndex(of: ":"),
@@ -153,7 +171,7 @@ final class PostgresCluster: Sendable {
 }
 
 /// A new empty folder under the temporary directory, for one test (the caller removes it).
-func makeTemporaryFolder(_ prefix: String) throws -> String {
+public func makeTemporaryFolder(_ prefix: String) throws -> String {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)").path
     try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
     return folder
