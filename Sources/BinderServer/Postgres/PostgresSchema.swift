@@ -14,7 +14,8 @@ import PostgresNIO
 ///   Smart HTTP side, a later migration may add what it needs);
 /// - `binder_challenges`, `binder_scan_sessions` (by the token's SHA-256), `binder_rate_counters`
 ///   (a fixed window per counter and address), `binder_sweeps` (when a periodic job last ran,
-///   so that one replica runs it).
+///   so that one replica runs it);
+/// - (2) `binder_tombstones`: the ids their owners deleted, with the owner's key and the time.
 enum PostgresSchema {
     struct Migration: Sendable {
         let version: Int
@@ -94,6 +95,16 @@ enum PostgresSchema {
             CREATE TABLE binder_sweeps (
                 name text PRIMARY KEY,
                 last_run double precision NOT NULL)
+            """,
+        ]),
+        // Repositories their owners deleted: the id answers 410 to its owner and is never
+        // created again (`RepositoryStorage.delete`); only the owner's key and the time.
+        Migration(version: 2, statements: [
+            """
+            CREATE TABLE binder_tombstones (
+                id text PRIMARY KEY,
+                owner text NOT NULL,
+                deleted_at bigint NOT NULL)
             """,
         ]),
     ]

@@ -1,0 +1,177 @@
+@testable import BinderServer
+import BinderTestPostgres
+import Foundation
+import Logging
+import Testing
+
+/// The database's `GitObjectHome` against a real PostgreSQL: packs made by stock git
+/// (`git pack-objects`), stored through one replica's home and read through another replica's
+/// cache, as the git engine would.
+@Suite struct PostgresObjectHomeTests {
+    /// A work repository where the tests make commits, and packs of them as the engine would
+    /// hand them over (in the home's quarantine folder).
+    struct Work {
+        let path: String
+
+        init(_ folder: String) throws {
+            path = folder + "/work.git"
+            try Self.git(["init", "-q", "--bare", "-b", "main", path])
+        }
+
+        /// A new commit on `parent` whose tree holds `bytes` random bytes (incompressible).
+        func commit(_ name: String, bytes: Int, parent: String? = nil) throws -> String {
+            let file = path + "/blob-\(UUID().uuidString)"
+            var random = [UInt8](repeating: 0, count: bytes)
+            for i in random.indices { random[i] = UInt8.random(in: 0...255) }
+            FileManager.default.createFile(atPath: file, contents: Data(random))
+            defer { unlink(file) }
+            let blob = try Self.git(["-C", path, "hash-object", "-w", file])
+            let tree = try Self.git(["-C", path, "mktree"], input: "100644 blob \(blob)\t\(name)\n")
+            return try Self.git(["-C", path, "-c", "user.name=T", "-c", "user.email=t@example.invalid", "commit-tree", tree,
+                                 "-m", name] + (parent.map { ["-p", $0] } ?? []))
+        }
+
+        /// A pack of what `tip` reaches beyond `base`, in `folder` (the home's quarantine).
+        func pack(_ tip: String, since base: String? = nil, into folder: String) throws -> ReceivedPack {
+            let quarantine = folder + "/push-\(UUID().uuidString)"
+            try FileManager.default.createDirectory(atPath: quarantine, withIntermediateDirectories: true)
+            let revisions = tip + "\n" + (base.map { "^" + $0 + "\n" } ?? "")
+            let checksum = try Self.git(["-C", path, "pack-objects", "-q", "--revs", quarantine + "/pack"], input: revisions)
+            let packPath = quarantine + "/pack-\(checksum).pack"
+            let objects = try Self.git(["-C", path, "rev-list", "--objects", tip] + (base.map { ["^" + $0] } ?? []))
+                .split(separator: "\n").count
+            let size = try FileManager.default.attributesOfItem(atPath: packPath)[.size] as? Int ?? 0
+            return ReceivedPack(packPath: packPath, indexPath: quarantine + "/pack-\(checksum).idx", checksum: checksum,
+                                objects: objects, bytes: Int64(size))
+        }
+
+        /// `git ARGUMENTS` with `input` on stdin: stdout, trimmed; throws on a non-zero exit.
+        @discardableResult
+        static func git(_ arguments: [String], input: String = "") throws -> String {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/git")
+            process.arguments = arguments
+            let stdin = Pipe(), stdout = Pipe()
+            process.standardInput = stdin
+            process.standardOutput = stdout
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            stdin.fileHandleForWriting.write(Data(input.utf8))
+            try stdin.fileHandleForWriting.close()
+            let output = stdout.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else { throw GitCommandFailure(message: "git \(arguments.joined(separator: " "))") }
+            return String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+    }
+
+    static let owner = String(repeating: "ab", count: 32)
+
+    /// Two replicas (each a pool and a cache folder of its own) on one new database.
+    static func withReplicas(_ body: ([PostgresPackCache], Work, String) async throws -> Void) async throws {
+        let folder = try makeTemporaryFolder("pghome")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let work = try Work(folder)
+        try await PostgresStorageTests.withReplicas(2) { replicas in
+            let caches = replicas.enumerated().map { PostgresPackCache(folder: folder + "/cache\($0.offset)", storage: $0.element) }
+            for cache in caches { try cache.prepare() }
+            try await body(caches, work, folder)
+        }
+    }
+
+    @Test func aPushToCreateIsReadThroughAnotherReplicaAndItsCacheComesBack() async throws {
+        try await Self.withReplicas { caches, work, _ in
+            // 2.5 MB of random bytes: a pack of three chunks.
+            let first = try work.commit("a", bytes: 2_500_000)
+            let home = PostgresObjectHome(id: "notes", storage: caches[0].storage, cache: caches[0],
+                                          creation: .init(owner: Self.owner, repositoryLimit: 10))
+            #expect(try await home.refs().isEmpty)
+            _ = try await home.objectRepository()
+            let pack = try work.pack(first, into: home.quarantine)
+            #expect(try await home.store(pack, commands: [RefCommand(ref: "refs/heads/main", old: nil, new: first)]) == [.applied])
+            #expect(home.created)
+            let chunks = try await caches[0].storage.client.rows("SELECT count(*) FROM binder_pack_chunks", as: Int.self,
+                                                                 logger: PostgresStorageTests.logger)
+            #expect(chunks == [3])
+
+            let other = PostgresObjectHome(id: "notes", storage: caches[1].storage, cache: caches[1])
+            #expect(try await other.refs() == [StoredRef(name: "refs/heads/main", target: first)])
+            for _ in 0..<2 {
+                let repository = try await other.objectRepository()
+                #expect(try Work.git(["-C", repository, "rev-list", "--objects", first]).split(separator: "\n").count == pack.objects)
+                try Work.git(["-C", repository, "fsck", "--no-dangling", first])
+                // A lost cache is downloaded again.
+                try FileManager.default.removeItem(atPath: repository)
+            }
+            // A second push-to-create of the id: taken.
+            let again = PostgresObjectHome(id: "notes", storage: caches[1].storage, cache: caches[1],
+                                           creation: .init(owner: Self.owner, repositoryLimit: 10))
+            await #expect(throws: StorageError.idTaken("notes")) {
+                try await again.store(try work.pack(first, into: again.quarantine),
+                                      commands: [RefCommand(ref: "refs/heads/main", old: nil, new: first)])
+            }
+        }
+    }
+
+    @Test func twoPushesRacingOnOneRefThroughTwoReplicasOneWinsTheOtherLeavesNothing() async throws {
+        try await Self.withReplicas { caches, work, _ in
+            let base = try work.commit("base", bytes: 100)
+            let creator = PostgresObjectHome(id: "race", storage: caches[0].storage, cache: caches[0],
+                                             creation: .init(owner: Self.owner, repositoryLimit: 10))
+            let basePack = try work.pack(base, into: creator.quarantine)
+            _ = try await creator.store(basePack, commands: [RefCommand(ref: "refs/heads/main", old: nil, new: base)])
+            let tips = try (0..<2).map { try work.commit("next \($0)", bytes: 1000, parent: base) }
+            let homes = caches.map { PostgresObjectHome(id: "race", storage: $0.storage, cache: $0) }
+            let packs = try (0..<2).map { try work.pack(tips[$0], since: base, into: homes[$0].quarantine) }
+            let outcomes = try await withThrowingTaskGroup(of: (Int, [RefOutcome]).self) { group in
+                for i in 0..<2 {
+                    group.addTask {
+                        (i, try await homes[i].store(packs[i], commands: [RefCommand(ref: "refs/heads/main", old: base, new: tips[i])]))
+                    }
+                }
+                return try await group.reduce(into: [Int: [RefOutcome]]()) { $0[$1.0] = $1.1 }
+            }
+            let winners = (0..<2).filter { outcomes[$0] == [.applied] }
+            try #require(winners.count == 1, "\(outcomes)")
+            let loser = 1 - winners[0]
+            #expect(outcomes[loser] == [.refused("non-fast-forward")])
+            #expect(try await homes[loser].refs() == [StoredRef(name: "refs/heads/main", target: tips[winners[0]])])
+            // The loser's pack was rolled back with its ref update.
+            let stored = try await caches[0].storage.client.rows("SELECT checksum FROM binder_packs ORDER BY checksum",
+                                                                 as: String.self, logger: PostgresStorageTests.logger)
+            #expect(Set(stored) == [basePack.checksum, packs[winners[0]].checksum])
+        }
+    }
+
+    @Test func theQuotaIsCheckedInsideThePushSoTwoRacingPushesCannotBothPass() async throws {
+        try await Self.withReplicas { caches, work, _ in
+            let base = try work.commit("base", bytes: 100)
+            let creator = PostgresObjectHome(id: "quota", storage: caches[0].storage, cache: caches[0],
+                                             creation: .init(owner: Self.owner, repositoryLimit: 10))
+            _ = try await creator.store(try work.pack(base, into: creator.quarantine),
+                                        commands: [RefCommand(ref: "refs/heads/main", old: nil, new: base)])
+            // Each push fits alone (600 kB of 1 MB left), not both together.
+            let tips = try (0..<2).map { try work.commit("big \($0)", bytes: 600_000, parent: base) }
+            let homes = caches.map { PostgresObjectHome(id: "quota", storage: $0.storage, cache: $0, bytesPerUser: 1_000_000) }
+            let packs = try (0..<2).map { try work.pack(tips[$0], since: base, into: homes[$0].quarantine) }
+            let results = await withTaskGroup(of: Result<[RefOutcome], StorageError>.self) { group in
+                for i in 0..<2 {
+                    group.addTask {
+                        do throws(StorageError) {
+                            return .success(try await homes[i].store(packs[i], commands: [RefCommand(ref: "refs/heads/b\(i)", old: nil,
+                                                                                                    new: tips[i])]))
+                        } catch { return .failure(error) }
+                    }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(results.filter { (try? $0.get()) == [.applied] }.count == 1, "\(results)")
+            #expect(results.filter { if case .failure(.storageQuotaUsedUp) = $0 { return true } else { return false } }.count == 1)
+            let refs = try await homes[0].refs()
+            #expect(refs.count == 2)   // main and the winner's branch, nothing of the loser's
+            let packRows = try await caches[0].storage.client.rows("SELECT count(*) FROM binder_packs", as: Int.self,
+                                                                   logger: PostgresStorageTests.logger)
+            #expect(packRows == [2])
+        }
+    }
+}
