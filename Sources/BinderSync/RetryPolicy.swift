@@ -41,8 +41,16 @@ public struct RetryPolicy: Sendable {
     }
 
     /// The deadline of a command a person waits for (`login`, `clone`, `sync`) unless it is
-    /// given another (`--deadline`).
-    public static let defaultCommandDeadline: TimeInterval = 60
+    /// given another (`--deadline`): 60 s. Debug builds only: `BINDER_TEST_DEFAULT_DEADLINE`
+    /// replaces it, so that a test sees a command without `--deadline` give up within the
+    /// default in seconds instead of a minute (release builds compile no such lookup).
+    public static let defaultCommandDeadline: TimeInterval = {
+        #if DEBUG
+        if let seconds = ProcessInfo.processInfo.environment["BINDER_TEST_DEFAULT_DEADLINE"].flatMap({ Double($0) }),
+           seconds.isFinite, seconds > 0 { return seconds }
+        #endif
+        return 60
+    }()
 
     /// `BINDER_RETRY_BASE`, else 1 s.
     public static var configuredBase: TimeInterval {

@@ -111,6 +111,13 @@ import BinderSync
         #expect(((try? result.get()) != nil) == row.succeeds)
     }
 
+    /// The default is PRODUCT.md's minute (SyncPatienceTests sees a command without
+    /// `--deadline` give up within it through `BINDER_TEST_DEFAULT_DEADLINE`, unset here).
+    @Test func theDefaultDeadlineIsAMinute() {
+        #expect(ProcessInfo.processInfo.environment["BINDER_TEST_DEFAULT_DEADLINE"] == nil)
+        #expect(RetryPolicy.defaultCommandDeadline == 60)
+    }
+
     /// Progress (bytes moving) restarts the deadline: a transfer that keeps moving is not cut.
     @Test func progressRestartsTheDeadline() {
         let clock = FakeClock()
