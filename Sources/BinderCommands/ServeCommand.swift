@@ -91,6 +91,10 @@ struct ServeCommand: ParsableCommand {
     /// Testing aid: this fraction of git requests fails with 503.
     @Option(name: .customLong("fault-rate"), help: .hidden)
     var faultRate: Double = 0
+    /// Who answers git Smart HTTP: `git` (a git process per request) or `binder` (binder's own
+    /// engine, issue 42; hidden until the database store serves through it).
+    @Option(name: .customLong("git-engine"), help: .hidden)
+    var gitEngine: String = "git"
 
     func run() throws {
         for (name, value) in [("--max-repos-per-user", Int64(maxReposPerUser)), ("--max-bytes-per-user", maxBytesPerUser),
@@ -138,6 +142,7 @@ struct ServeCommand: ParsableCommand {
         guard let header = ForwardedHeader(rawValue: forwardedHeader.lowercased()) else {
             throw CommandFailure("--forwarded-header: '\(forwardedHeader)' is neither x-forwarded-for nor forwarded")
         }
+        guard gitEngine == "git" || gitEngine == "binder" else { throw CommandFailure("--git-engine: '\(gitEngine)' is neither git nor binder") }
         guard (tlsCert == nil) == (tlsKey == nil) else { throw CommandFailure("--tls-cert and --tls-key go together") }
         let tls: TLSCertificates?
         do {
@@ -154,12 +159,13 @@ struct ServeCommand: ParsableCommand {
             let connections = ConnectionLimits(perAddress: connectionsPerAddress, queueWait: .seconds(queueWait),
                                                headerTimeout: .seconds(headerTimeout), bodyWindow: .seconds(bodyTimeout),
                                                clientAddress: ClientAddressRule(trusting: networks, header: header))
-            server = try BinderServer(options: .init(repositories: root, host: host, port: port, tokenLifetime: tokenLifetime,
-                                                     rotateSecret: rotateSecret, publicURL: publicURL, faultRate: faultRate,
-                                                     limits: limits, connections: connections, tokenSecretFile: tokenSecretFile,
-                                                     database: database, metricsToken: metricsToken,
-                                                     shutdownGrace: .seconds(shutdownGrace), tls: tls),
-                                      logger: logger)
+            var options = BinderServer.Options(repositories: root, host: host, port: port, tokenLifetime: tokenLifetime,
+                                               rotateSecret: rotateSecret, publicURL: publicURL, faultRate: faultRate,
+                                               limits: limits, connections: connections, tokenSecretFile: tokenSecretFile,
+                                               database: database, metricsToken: metricsToken,
+                                               shutdownGrace: .seconds(shutdownGrace), tls: tls)
+            options.servesGitItself = gitEngine == "binder"
+            server = try BinderServer(options: options, logger: logger)
         } catch { throw CommandFailure("\(error)") }
         do {
             try server.run { bound in

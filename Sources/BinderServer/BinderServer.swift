@@ -41,6 +41,9 @@ public final class BinderServer: Sendable {
         public var shutdownGrace: Duration
         /// Native TLS (`--tls-cert`, `--tls-key`), reloaded on SIGHUP; nil: plain HTTP.
         public var tls: TLSCertificates?
+        /// git Smart HTTP answered by binder's own engine rather than git processes
+        /// (`--git-engine binder`, hidden while issue 42 is under way).
+        public var servesGitItself = false
 
         public init(repositories: String, host: String = "127.0.0.1", port: Int = 8417, tokenLifetime: Int64 = 86_400,
                     rotateSecret: Bool = false, publicURL: String? = nil, faultRate: Double = 0,
@@ -82,7 +85,8 @@ public final class BinderServer: Sendable {
             throw ServerError.publicURLRequired(host: options.host)
         }
         let secret = try Self.tokenSecret(options)
-        var storage = try ServerStorage.folder(root: options.repositories, limits: options.limits)
+        var storage = try ServerStorage.folder(root: options.repositories, limits: options.limits,
+                                               servesGitItself: options.servesGitItself)
         var checks = [Readiness.folderWritable(options.repositories)]
         var opened: PostgresStorage?
         if let location = options.database {

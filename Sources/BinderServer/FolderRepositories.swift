@@ -13,20 +13,33 @@ final class FolderRepositories: RepositoryStorage {
     let bytesPerUser: Int64
     /// Repositories being created per owner (counted against the quota until published).
     private let creating = Mutex<[String: Int]>([:])
+    /// Set: git is served by binder's own engine (`--git-engine binder`, hidden) rather than
+    /// by git processes, with the libgit2 work bounded by the same slots.
+    let engine: BlockingWork?
 
-    init(store: RepositoryStore, limits: ServeLimits) {
+    init(store: RepositoryStore, limits: ServeLimits, servesGitItself: Bool = false) {
         self.store = store
-        git = GitBackend(spool: store.spoolFolder, slots: ProcessSlots(limits.gitProcesses), timeout: limits.gitTimeout)
+        let slots = ProcessSlots(limits.gitProcesses)
+        git = GitBackend(spool: store.spoolFolder, slots: slots, timeout: limits.gitTimeout)
+        engine = servesGitItself ? BlockingWork(slots: slots) : nil
         repositoriesPerUser = limits.repositoriesPerUser
         bytesPerUser = limits.bytesPerUser
     }
 
     func repository(_ id: String) -> (any StoredRepository)? {
         guard store.exists(id), store.tombstone(id) == nil else { return nil }
-        return FolderRepository(id: id, owner: store.owner(id), endpoint: GitEndpoint(path: store.path(id), git: git), store: store)
+        return FolderRepository(id: id, owner: store.owner(id), endpoint: GitEndpoint(path: store.path(id), git: git), store: store,
+                                smartHTTP: smartHTTP(at: store.path(id)))
     }
 
-    var unborn: any SmartHTTPEndpoint { GitEndpoint(path: store.emptyTemplate, git: git) }
+    var unborn: any SmartHTTPEndpoint { smartHTTP(at: store.emptyTemplate) }
+
+    /// git's Smart HTTP on the bare repository at `path`: git's own, or the engine's.
+    private func smartHTTP(at path: String) -> any SmartHTTPEndpoint {
+        guard let engine else { return GitEndpoint(path: path, git: git) }
+        return GitEngine(home: FolderObjectHome(path: path, quarantine: store.stagingFolder, work: engine),
+                         spoolFolder: store.spoolFolder, work: engine)
+    }
 
     func create(_ id: String, owner: String, byPush request: SpoolFile,
                 protocolHeader: String?) async throws(StorageError) -> (response: PackResponse, created: Bool) {
@@ -41,7 +54,7 @@ final class FolderRepositories: RepositoryStorage {
             throw .backend(operation: "cannot create the repository", detail: "\(error)")
         }
         defer { try? FileManager.default.removeItem(atPath: staging) }
-        let response = try await GitEndpoint(path: staging, git: git).receivePack(request, protocolHeader: protocolHeader)
+        let response = try await smartHTTP(at: staging).receivePack(request, protocolHeader: protocolHeader)
         guard store.hasBranch(at: staging) else { return (response, false) }   // git's report says why
         // Deleted meanwhile: a deleted id is never created again.
         if let tombstone = store.tombstone(id) { throw .gone(id: id, tombstone: tombstone) }
@@ -106,12 +119,12 @@ extension ServerStorage {
     /// The folder store at `root`, prepared: what an earlier run left in staging and spool is
     /// cleared, and so are its `scan-…` repositories (scan sessions live in memory: those of
     /// an earlier run are over).
-    static func folder(root: String, limits: ServeLimits) throws -> ServerStorage {
+    static func folder(root: String, limits: ServeLimits, servesGitItself: Bool = false) throws -> ServerStorage {
         let store = RepositoryStore(root: root)
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         do { try store.prepare() } catch { throw ServerError.setup("cannot prepare \(store.serverFolder): \(error)") }
         for staging in store.stagingRepositories() { store.remove(staging.id) }
-        return ServerStorage(repositories: FolderRepositories(store: store, limits: limits), challenges: ChallengeBook(),
+        return ServerStorage(repositories: FolderRepositories(store: store, limits: limits, servesGitItself: servesGitItself), challenges: ChallengeBook(),
                              scans: ScanSessions(), counters: LoginCounters(perMinute: limits.loginsPerMinute))
     }
 }
@@ -152,20 +165,23 @@ struct GitEndpoint: SmartHTTPEndpoint {
 struct FolderRepository: StoredRepository {
     let id: String
     let owner: String?
+    /// git itself on the repository (for `ref` and `updateRef`).
     let endpoint: GitEndpoint
     let store: RepositoryStore
+    /// Who answers Smart HTTP: `endpoint`, or binder's own engine.
+    let smartHTTP: any SmartHTTPEndpoint
 
     func advertiseRefs(_ service: GitService, protocolHeader: String?) async throws(StorageError) -> [UInt8] {
-        try await endpoint.advertiseRefs(service, protocolHeader: protocolHeader)
+        try await smartHTTP.advertiseRefs(service, protocolHeader: protocolHeader)
     }
 
     func uploadPack(_ request: SpoolFile, protocolHeader: String?) async throws(StorageError) -> PackResponse {
-        try await endpoint.uploadPack(request, protocolHeader: protocolHeader)
+        try await smartHTTP.uploadPack(request, protocolHeader: protocolHeader)
     }
 
     func receivePack(_ request: SpoolFile, protocolHeader: String?) async throws(StorageError) -> PackResponse {
         defer { store.noteChanged(id) }   // measured again at the next quota check
-        return try await endpoint.receivePack(request, protocolHeader: protocolHeader)
+        return try await smartHTTP.receivePack(request, protocolHeader: protocolHeader)
     }
 
     func ref(_ name: String) async throws(StorageError) -> String? {

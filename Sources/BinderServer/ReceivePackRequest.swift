@@ -15,6 +15,10 @@ public struct ReceivePackRequest: Sendable, Equatable {
     public let commands: [Command]
     /// Objects announced by the pack header; nil when no pack follows the commands.
     public let packObjects: UInt32?
+    /// The capabilities the client asked for on its first command (`report-status`, `side-band-64k`, …).
+    public var capabilities: [String] = []
+    /// Where the pack starts in the body (its end when no pack follows).
+    public var packOffset = 0
 
     /// What push-to-create asks of a request: only branch creations, each with a new object,
     /// and a pack with at least one object.
@@ -51,11 +55,15 @@ public struct ReceivePackRequest: Sendable, Equatable {
             }
         }
         let rest = reader.remaining
-        guard rest.count >= 12 else { return rest.isEmpty ? ReceivePackRequest(commands: commands, packObjects: nil) : nil }
+        var request = ReceivePackRequest(commands: commands, packObjects: nil, capabilities: capabilities.map(String.init),
+                                         packOffset: reader.offset)
+        guard rest.count >= 12 else { return rest.isEmpty ? request : nil }
         guard Array(rest[rest.startIndex..<rest.startIndex + 4]) == Array("PACK".utf8) else { return nil }
         let version = bigEndian(rest, at: rest.startIndex + 4)
         guard version == 2 || version == 3 else { return nil }
-        return ReceivePackRequest(commands: commands, packObjects: bigEndian(rest, at: rest.startIndex + 8))
+        request = ReceivePackRequest(commands: commands, packObjects: bigEndian(rest, at: rest.startIndex + 8),
+                                     capabilities: request.capabilities, packOffset: request.packOffset)
+        return request
     }
 
     private static func isObjectID(_ text: Substring) -> Bool {

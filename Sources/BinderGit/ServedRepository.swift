@@ -1,0 +1,261 @@
+internal import CGit2
+import Foundation
+
+/// A pushed pack libgit2's indexer wrote into a quarantine folder: the `.pack` (completed when
+/// it came thin, so it stands alone) and its `.idx`, named by the pack's checksum as git names them.
+public struct IndexedPack: Sendable, Equatable {
+    public let packPath: String
+    public let indexPath: String
+    /// The pack's name (40 hex): `pack-<checksum>.pack`.
+    public let checksum: String
+    public let objects: Int
+}
+
+/// A bare repository as binder serve's own git engine reads it (issue 42): packs built for a
+/// fetch's wants and haves, pushed packs indexed and checked as git's `receive.fsckObjects`
+/// checks them, refs listed, ancestry asked. It never writes to the repository: a pushed pack
+/// goes to a quarantine folder, and whoever stores it moves it.
+///
+/// Thread safety: `lock` guards `repo`, `odb` and every libgit2 object derived from them, each
+/// made and freed inside one `locked { }` call; only Swift values leave it. Hence
+/// `@unchecked Sendable`. One instance per request: packs included for a push's checks
+/// (`include`) stay in this instance only.
+public final class ServedRepository: @unchecked Sendable {
+    /// Guards `repo`, `odb` and the libgit2 objects derived from them.
+    private let lock = NSLock()
+    private let repo: RepositoryHandle
+    private let odb: OdbHandle
+    public let path: String
+
+    /// Reads a pushed pack in chunks of this size: memory stays bounded whatever the pack's size.
+    static let chunkSize = 256 << 10
+
+    private init(repo: RepositoryHandle, odb: OdbHandle, path: String) {
+        self.repo = repo
+        self.odb = odb
+        self.path = path
+    }
+
+    /// Opens the bare repository at `path` (parent folders not searched).
+    public static func open(path: String) throws(GitError) -> ServedRepository {
+        _ = LibGit2.ready
+        GitError.clearLast()
+        var pointer: OpaquePointer?
+        try check(git_repository_open_ext(&pointer, path, GIT_REPOSITORY_OPEN_NO_SEARCH.rawValue, nil), "open repository '\(path)'")
+        let repo = RepositoryHandle(pointer!)
+        var odbPointer: OpaquePointer?
+        try check(git_repository_odb(&odbPointer, repo.pointer), "open object database")
+        return ServedRepository(repo: repo, odb: OdbHandle(odbPointer!), path: path)
+    }
+
+    private func locked<T>(_ body: () throws(GitError) -> T) throws(GitError) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        GitError.clearLast()
+        return try body()
+    }
+
+    // MARK: - Refs and objects
+
+    /// Every direct ref under `refs/` with its target (symbolic refs skipped), sorted by name.
+    public func references() throws(GitError) -> [(name: String, target: ObjectID)] {
+        try locked { () throws(GitError) in
+            var iteratorPointer: OpaquePointer?
+            try check(git_reference_iterator_glob_new(&iteratorPointer, repo.pointer, "refs/*"), "list refs")
+            defer { git_reference_iterator_free(iteratorPointer) }
+            var found: [(name: String, target: ObjectID)] = []
+            while true {
+                var reference: OpaquePointer?
+                let rc = git_reference_next(&reference, iteratorPointer)
+                if rc == GIT_ITEROVER.rawValue { break }
+                try check(rc, "list refs")
+                let owned = ReferenceHandle(reference!)
+                guard let target = git_reference_target(owned.pointer) else { continue }
+                found.append((String(cString: git_reference_name(owned.pointer)), ObjectID(target)))
+            }
+            return found.sorted { $0.name < $1.name }
+        }
+    }
+
+    /// The kind of object `id` is, nil when the repository (with the packs `include`d) lacks it.
+    public func kind(of id: ObjectID) -> ObjectKind? {
+        try? locked { () throws(GitError) in
+            var oid = id.oid
+            var size = 0
+            var type = GIT_OBJECT_INVALID
+            guard git_odb_read_header(&size, &type, odb.pointer, &oid) == 0 else { return nil }
+            return ObjectKind(type)
+        }
+    }
+
+    /// True when `descendant` is `ancestor` or has it in its history (a fast-forward from it).
+    public func isFastForward(from ancestor: ObjectID, to descendant: ObjectID) -> Bool {
+        if ancestor == descendant { return true }
+        return (try? locked { () throws(GitError) in
+            var commit = descendant.oid, base = ancestor.oid
+            return git_graph_descendant_of(repo.pointer, &commit, &base) == 1
+        }) ?? false
+    }
+
+    // MARK: - Fetch: a pack of wants minus haves
+
+    /// Writes a pack of everything `wants` reach that `haves` do not, handing its bytes to
+    /// `sink` as libgit2 writes them (a chunk at a time; false from `sink` stops it). Haves the
+    /// repository lacks are ignored. Returns the number of objects.
+    public func writePack(wants: [ObjectID], haves: [ObjectID], into sink: (UnsafeRawBufferPointer) -> Bool) throws(GitError) -> Int {
+        try locked { () throws(GitError) in
+            var builderPointer: OpaquePointer?
+            try check(git_packbuilder_new(&builderPointer, repo.pointer), "start a pack")
+            let builder = PackBuilderHandle(builderPointer!)
+            _ = git_packbuilder_set_threads(builder.pointer, 1)
+            var walkPointer: OpaquePointer?
+            try check(git_revwalk_new(&walkPointer, repo.pointer), "walk history")
+            let walk = RevwalkHandle(walkPointer!)
+            var walked = false
+            for want in wants {
+                var oid = want.oid
+                var size = 0
+                var type = GIT_OBJECT_INVALID
+                try check(git_odb_read_header(&size, &type, odb.pointer, &oid), "read \(want.hex)")
+                if type == GIT_OBJECT_COMMIT {
+                    try check(git_revwalk_push(walk.pointer, &oid), "walk from \(want.hex)")
+                    walked = true
+                } else {
+                    // A tag (with all it points at), a tree or a blob.
+                    try check(git_packbuilder_insert_recur(builder.pointer, &oid, nil), "pack \(want.hex)")
+                }
+            }
+            for have in haves {
+                var oid = have.oid
+                var size = 0
+                var type = GIT_OBJECT_INVALID
+                guard git_odb_read_header(&size, &type, odb.pointer, &oid) == 0, type == GIT_OBJECT_COMMIT else { continue }
+                try check(git_revwalk_hide(walk.pointer, &oid), "walk to \(have.hex)")
+            }
+            if walked { try check(git_packbuilder_insert_walk(builder.pointer, walk.pointer), "pack the history") }
+            let rc = withoutActuallyEscaping(sink) { sink in
+                let box = PackSinkBox(sink)
+                return withExtendedLifetime(box) {
+                    git_packbuilder_foreach(builder.pointer, { buffer, size, payload in
+                        let box = Unmanaged<PackSinkBox>.fromOpaque(payload!).takeUnretainedValue()
+                        return box.sink(UnsafeRawBufferPointer(start: buffer, count: size)) ? 0 : -1
+                    }, Unmanaged.passUnretained(box).toOpaque())
+                }
+            }
+            try check(rc, "write the pack")
+            return Int(git_packbuilder_object_count(builder.pointer))
+        }
+    }
+
+    // MARK: - Push: a pack indexed into quarantine, and checked
+
+    /// Indexes the pack `file` holds from its current offset to its end into `folder`, reading
+    /// it in bounded chunks; a thin pack's bases are taken from this repository and appended.
+    /// libgit2 parses every commit, tree and tag and checks that everything they name is in the
+    /// pack or the repository (its `verify`).
+    public func indexPack(from file: FileHandle, into folder: String) throws(GitError) -> IndexedPack {
+        try locked { () throws(GitError) in
+            var options = git_indexer_options()
+            try check(git_indexer_options_init(&options, UInt32(GIT_INDEXER_OPTIONS_VERSION)), "index the pack")
+            options.verify = 1
+            var indexerPointer: OpaquePointer?
+            try check(git_indexer_new(&indexerPointer, folder, 0o600, odb.pointer, &options), "index the pack")
+            let indexer = IndexerHandle(indexerPointer!)
+            var progress = git_indexer_progress()
+            while true {
+                let chunk: Data
+                do { chunk = try file.read(upToCount: Self.chunkSize) ?? Data() } catch {
+                    throw GitError.failed(operation: "read the pack", code: .other(-1), message: "\(error)")
+                }
+                if chunk.isEmpty { break }
+                let rc = chunk.withUnsafeBytes { git_indexer_append(indexer.pointer, $0.baseAddress, $0.count, &progress) }
+                try check(rc, "index the pack")
+            }
+            try check(git_indexer_commit(indexer.pointer, &progress), "index the pack")
+            let name = String(cString: git_indexer_name(indexer.pointer))
+            return IndexedPack(packPath: folder + "/pack-\(name).pack", indexPath: folder + "/pack-\(name).idx",
+                               checksum: name, objects: Int(progress.indexed_objects))
+        }
+    }
+
+    /// Adds `pack` to this instance's object database (not to the repository): the checks of a
+    /// push see its objects beside the stored ones.
+    public func include(_ pack: IndexedPack) throws(GitError) {
+        try locked { () throws(GitError) in
+            var backend: OpaquePointer?
+            try check(git_odb_backend_one_pack(&backend, pack.indexPath), "open the pushed pack")
+            // Owned by the database once added (on failure, out of memory, it leaks).
+            try check(git_odb_add_backend(odb.pointer, backend, 3), "open the pushed pack")
+        }
+    }
+
+    /// Checks each tree of `pack` by git's fsck rules (`TreeEntryRules`); commits and tags were
+    /// parsed by the indexer. Throws the first problem found.
+    public func checkTrees(of pack: IndexedPack) throws(IncomingObjectRefusal) {
+        let outcome: Result<Void, IncomingObjectRefusal>
+        do {
+            outcome = try locked { () throws(GitError) in
+                var packOdbPointer: OpaquePointer?
+                try check(git_odb_new(&packOdbPointer), "open the pushed pack")
+                let packOdb = OdbHandle(packOdbPointer!)
+                var backend: OpaquePointer?
+                try check(git_odb_backend_one_pack(&backend, pack.indexPath), "open the pushed pack")
+                try check(git_odb_add_backend(packOdb.pointer, backend, 1), "open the pushed pack")
+                let ids = IDCollector()
+                try check(git_odb_foreach(packOdb.pointer, { oid, payload in
+                    Unmanaged<IDCollector>.fromOpaque(payload!).takeUnretainedValue().ids.append(ObjectID(oid!))
+                    return 0
+                }, Unmanaged.passUnretained(ids).toOpaque()), "list the pushed pack")
+                for id in withExtendedLifetime(ids, { ids.ids }) {
+                    var oid = id.oid
+                    var objectPointer: OpaquePointer?
+                    try check(git_odb_read(&objectPointer, packOdb.pointer, &oid), "read \(id.hex)")
+                    let object = OdbObjectHandle(objectPointer!)
+                    guard git_odb_object_type(object.pointer) == GIT_OBJECT_TREE else { continue }
+                    let bytes = [UInt8](UnsafeRawBufferPointer(start: git_odb_object_data(object.pointer),
+                                                               count: git_odb_object_size(object.pointer)))
+                    if let problem = TreeEntryRules.problem(in: bytes) {
+                        return .failure(IncomingObjectRefusal(object: id.hex, problem: problem))
+                    }
+                }
+                return .success(())
+            }
+        } catch {
+            throw IncomingObjectRefusal(object: pack.checksum, problem: .unparsable)
+        }
+        try outcome.get()
+    }
+}
+
+/// An object's type, as a fetch or a push's checks need it.
+public enum ObjectKind: Sendable, Equatable {
+    case commit, tree, blob, tag
+
+    init?(_ type: git_object_t) {
+        switch type {
+        case GIT_OBJECT_COMMIT: self = .commit
+        case GIT_OBJECT_TREE: self = .tree
+        case GIT_OBJECT_BLOB: self = .blob
+        case GIT_OBJECT_TAG: self = .tag
+        default: return nil
+        }
+    }
+}
+
+/// Owns a `git_indexer *`.
+final class IndexerHandle {
+    let pointer: OpaquePointer
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+    deinit { git_indexer_free(pointer) }
+}
+
+/// The pack builder's sink, passed through libgit2's callback payload.
+private final class PackSinkBox {
+    let sink: (UnsafeRawBufferPointer) -> Bool
+    init(_ sink: @escaping (UnsafeRawBufferPointer) -> Bool) { self.sink = sink }
+}
+
+/// The ids `git_odb_foreach` hands out, gathered through its payload.
+private final class IDCollector {
+    var ids: [ObjectID] = []
+}
