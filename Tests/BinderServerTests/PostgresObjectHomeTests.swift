@@ -174,4 +174,75 @@ import Testing
             #expect(packRows == [2])
         }
     }
+
+    @Test func compactionReplacesThePacksByOneThatKeepsEveryObject() async throws {
+        try await Self.withReplicas { caches, work, _ in
+            var tips: [String] = []
+            for n in 0..<4 {
+                let tip = try work.commit("c\(n)", bytes: 300_000, parent: tips.last)
+                let home = PostgresObjectHome(id: "packed", storage: caches[0].storage, cache: caches[0],
+                                              creation: tips.isEmpty ? .init(owner: Self.owner, repositoryLimit: 10) : nil)
+                _ = try await home.objectRepository()
+                let outcome = try await home.store(try work.pack(tip, since: tips.last, into: home.quarantine),
+                                                   commands: [RefCommand(ref: "refs/heads/main", old: tips.last, new: tip)])
+                #expect(outcome == [.applied])
+                tips.append(tip)
+            }
+            let logger = PostgresStorageTests.logger
+            let bytesBefore = try await caches[0].storage.client.rows("SELECT bytes FROM binder_repositories", as: Int64.self, logger: logger)
+            let compaction = PostgresCompaction(storage: caches[1].storage, cache: caches[1])
+            #expect(try await compaction.compact("packed", onlyAbove: 4) == false)   // 4 packs: not above the limit
+            #expect(try await compaction.compact("packed", onlyAbove: 3))
+            #expect(try await caches[0].storage.client.rows("SELECT count(*) FROM binder_packs", as: Int.self, logger: logger) == [1])
+            let bytesAfter = try await caches[0].storage.client.rows("SELECT bytes FROM binder_repositories", as: Int64.self, logger: logger)
+            #expect(bytesAfter[0] > 1_200_000 && bytesAfter[0] <= bytesBefore[0], "\(bytesBefore) -> \(bytesAfter)")
+            // The first replica's cache drops the four packs and takes the one.
+            let repository = try await PostgresObjectHome(id: "packed", storage: caches[0].storage, cache: caches[0]).objectRepository()
+            #expect(caches[0].cachedPacks("packed").count == 1)
+            let expected = try Work.git(["-C", work.path, "rev-list", "--objects", tips[3]]).split(separator: "\n").count
+            #expect(try Work.git(["-C", repository, "rev-list", "--objects", tips[3]]).split(separator: "\n").count == expected)
+            try Work.git(["-C", repository, "fsck", "--no-dangling", tips[3]])
+            #expect(try await compaction.compact("packed") == false)   // one pack already
+        }
+    }
+
+    @Test func aDeletedRepositoryLeavesATombstoneAndItsIdIsNeverCreatedAgain() async throws {
+        try await Self.withReplicas { caches, work, _ in
+            let storages = caches.map { cache in
+                PostgresRepositoryStorage(storage: cache.storage, cache: cache, repositoriesPerUser: 10, bytesPerUser: 1 << 30,
+                                          endpoint: { home in UnbornHomeEndpoint(home: home) })
+            }
+            let tip = try work.commit("a", bytes: 100)
+            let home = storages[0].home("gone", creating: Self.owner)
+            _ = try await home.store(try work.pack(tip, into: home.quarantine), commands: [RefCommand(ref: "refs/heads/main", old: nil, new: tip)])
+            let listed = try await storages[1].list(owner: Self.owner)
+            #expect(listed.map(\.repoId) == ["gone"])
+            #expect(listed.first?.lastCommit != nil)
+            #expect(try await storages[1].repository("gone")?.owner == Self.owner)
+
+            let tombstone = try await storages[1].delete("gone", now: 1234)
+            #expect(tombstone == RepositoryTombstone(owner: Self.owner, deletedAt: 1234))
+            #expect(try await storages[0].repository("gone") == nil)
+            #expect(try await storages[0].tombstone("gone") == tombstone)
+            #expect(try await storages[0].list(owner: Self.owner).isEmpty)
+            #expect(try await storages[0].rows.usage(owner: Self.owner) == StorageUsage(repositories: 0, bytes: 0))
+            // A push-to-create of the id, even one that began before the deletion: gone.
+            let late = storages[0].home("gone", creating: Self.owner)
+            await #expect(throws: StorageError.gone(id: "gone", tombstone: tombstone)) {
+                try await late.store(try work.pack(tip, into: late.quarantine), commands: [RefCommand(ref: "refs/heads/main", old: nil, new: tip)])
+            }
+        }
+    }
+}
+
+/// An endpoint for tests of the storage's rows: never asked for git.
+struct UnbornHomeEndpoint: SmartHTTPEndpoint {
+    let home: any GitObjectHome
+    func advertiseRefs(_ service: GitService, protocolHeader: String?) async throws(StorageError) -> [UInt8] { [] }
+    func uploadPack(_ request: SpoolFile, protocolHeader: String?) async throws(StorageError) -> PackResponse {
+        throw .backend(operation: "not in this test", detail: "")
+    }
+    func receivePack(_ request: SpoolFile, protocolHeader: String?) async throws(StorageError) -> PackResponse {
+        throw .backend(operation: "not in this test", detail: "")
+    }
 }

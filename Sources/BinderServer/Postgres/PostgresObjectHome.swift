@@ -31,15 +31,19 @@ final class PostgresObjectHome: GitObjectHome {
     let cache: PostgresPackCache
     let creation: Creation?
     let bytesPerUser: Int64
+    /// Told of each push that stored a pack (nil: no compaction, as in tests).
+    let compaction: PostgresCompaction?
     /// Whether a `store` of this home created the repository (push-to-create); guarded by its mutex.
     private let madeRepository = Mutex(false)
 
-    init(id: String, storage: PostgresStorage, cache: PostgresPackCache, creation: Creation? = nil, bytesPerUser: Int64 = .max) {
+    init(id: String, storage: PostgresStorage, cache: PostgresPackCache, creation: Creation? = nil, bytesPerUser: Int64 = .max,
+         compaction: PostgresCompaction? = nil) {
         self.id = id
         self.storage = storage
         self.cache = cache
         self.creation = creation
         self.bytesPerUser = bytesPerUser
+        self.compaction = compaction
     }
 
     /// True once `store` created the repository.
@@ -137,7 +141,10 @@ final class PostgresObjectHome: GitObjectHome {
             }
         }
         if creation != nil { madeRepository.withLock { $0 = true } }
-        if let pack { cache.adopt(pack, into: id) }
+        if let pack {
+            cache.adopt(pack, into: id)
+            compaction?.compactIfDue(id)
+        }
         return commands.map { _ in .applied }
     }
 
