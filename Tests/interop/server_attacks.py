@@ -3,10 +3,11 @@
 Every loop is bounded in count and time and stops by itself; only loopback addresses are used.
 
 usage:
-  server_attacks.py slowloris HOST PORT COUNT SECONDS REPORT SOURCE...
+  server_attacks.py slowloris HOST PORT COUNT SECONDS REPORT [--until-closed N] SOURCE...
       Keeps COUNT connections open from the SOURCE addresses (round robin), each sending a
       header line a second and never finishing its request; reconnects those the server
-      closes, for SECONDS. Writes "open N" lines to REPORT as it goes, then a JSON summary.
+      closes, for SECONDS (or until the server closed N of them; SIGTERM also stops it).
+      Writes "open N closed M" lines to REPORT as it goes, then a JSON summary.
   server_attacks.py bomb URL MEGABYTES TOKEN [SERVICE]
       POSTs a gzip body that inflates to MEGABYTES MiB of zeros (TOKEN: a file, "none" or
       "bogus"); prints the HTTP status, or "reset" if the server cut the connection first.
@@ -295,7 +296,7 @@ def throttle(upstream_port, port_file, rate, pause_after, pause, seconds):
     listener.close()
 
 
-def slowloris(host, port, count, seconds, report_path, sources):
+def slowloris(host, port, count, seconds, report_path, sources, until_closed=None):
     selector = selectors.DefaultSelector()
     open_sockets = {}
     summary = {"opened": 0, "refused": 0, "closed_by_server": 0, "max_open": 0}
@@ -334,6 +335,8 @@ def slowloris(host, port, count, seconds, report_path, sources):
     last_trickle = 0.0
     attempts = 0
     while time.monotonic() < deadline and not stopping:
+        if until_closed is not None and summary["closed_by_server"] >= until_closed:
+            break
         # Top up, at most COUNT new connections a round and 20 * COUNT in all (bounded).
         missing = count - len(open_sockets)
         for _ in range(missing):
@@ -342,7 +345,7 @@ def slowloris(host, port, count, seconds, report_path, sources):
             attempts += 1
             connect()
         summary["max_open"] = max(summary["max_open"], len(open_sockets))
-        report.write("open %d\n" % len(open_sockets))
+        report.write("open %d closed %d\n" % (len(open_sockets), summary["closed_by_server"]))
         for key, _ in selector.select(timeout=0.2):
             s = key.fileobj
             try:
@@ -371,7 +374,8 @@ def main(argv):
     command = argv[1]
     if command == "slowloris":
         host, port, count, seconds, report = argv[2], int(argv[3]), int(argv[4]), float(argv[5]), argv[6]
-        print(json.dumps(slowloris(host, port, count, seconds, report, argv[7:])))
+        until_closed, sources = (int(argv[8]), argv[9:]) if argv[7:8] == ["--until-closed"] else (None, argv[7:])
+        print(json.dumps(slowloris(host, port, count, seconds, report, sources, until_closed)))
     elif command == "bomb":
         print(bomb(argv[2], int(argv[3]), argv[4], *(argv[5:6])))
     elif command == "post":
