@@ -197,8 +197,21 @@ write("server-request", "push-options", b"\1" + pkt(zero + b" " + one + b" refs/
       + pkt(b"ci.skip\n") + b"0000" + pack)
 write("server-request", "push-empty", b"\1")
 write("server-request", "push-no-pack", b"\1" + create)
+two = b"2" * 40
+write("server-request", "upload-clone", b"\1" + pkt(b"want " + one + b" multi_ack_detailed side-band-64k thin-pack ofs-delta agent=git/2\n")
+      + pkt(b"want " + two + b"\n") + b"0000" + pkt(b"done\n"))
+write("server-request", "upload-round", b"\1" + pkt(b"want " + one + b" multi_ack_detailed\n") + b"0000"
+      + pkt(b"have " + two + b"\n") * 3 + b"0000")
+write("server-request", "upload-shallow", b"\1" + pkt(b"want " + one + b" side-band\n") + pkt(b"deepen 1\n") + pkt(b"shallow " + two + b"\n")
+      + b"0000" + pkt(b"done\n"))
 write("server-request", "gzip-zeros", b"\2\0" + gzip.compress(bytes(1 << 20)))
 write("server-request", "deflate-text", b"\2\1" + zlib.compress(b"0000" * 64))
+
+# pushed-tree: a pushed tree's raw bytes, as git's fsck rules read them.
+for i, entries in enumerate([[(b"100644", b"a.json"), (b"40000", b"b")], [(b"40000", b".git")], [(b"100644", b"b"), (b"100644", b"a")],
+                             [(b"040000", b"x")], [(b"100644", b"a"), (b"100644", b"a.c"), (b"40000", b"a")], [(b"100644", b"")]]):
+    write("pushed-tree", f"tree-{i}", b"".join(mode + b" " + name + b"\0" + hashlib.sha1(name).digest() for mode, name in entries))
+write("pushed-tree", "truncated", b"100644 a\0" + bytes(7))
 
 # tree-delta: two bytes (where the base ends), the base tree's bytes, the target tree's.
 def tree(entries):

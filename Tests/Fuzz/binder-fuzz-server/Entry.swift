@@ -6,7 +6,7 @@ import Foundation
 // Hummingbird's and SwiftNIO's). Built by `scripts/fuzz server-request` only: it instruments
 // Hummingbird and SwiftNIO too, which takes minutes. A plain build replays files.
 // The first byte picks the decoder: a repository id from a request path, the start of a
-// receive-pack body (push-to-create reads it), a gzip/deflate request body, or a forwarding
+// receive-pack or upload-pack body (push-to-create and the git engine read them), a gzip/deflate request body, or a forwarding
 // header from a trusted proxy (`--trusted-proxy`; then 0: X-Forwarded-For, 1: Forwarded).
 func fuzzServerInput(_ bytes: [UInt8]) {
     guard let selector = bytes.first else { return }
@@ -18,8 +18,13 @@ func fuzzServerInput(_ bytes: [UInt8]) {
         if RepositoryID.isValid(id) && (id.hasPrefix("-") || id.hasPrefix(".") || id.contains("/") || id.contains("%")
                                         || id.lowercased() != id || id.utf8.count > RepositoryID.maxLength) { abort() }
     case 1:
-        if let request = ReceivePackRequest.parse(rest), request.createsBranchesWithObjects,
-           request.commands.isEmpty || request.packObjects == nil { abort() }
+        // A git request body: receive-pack's commands (push-to-create and the git engine read
+        // them) and upload-pack's wants and haves (the git engine's negotiation).
+        if let request = ReceivePackRequest.parse(rest) {
+            if request.createsBranchesWithObjects, request.commands.isEmpty || request.packObjects == nil { abort() }
+            if request.packOffset > rest.count { abort() }
+        }
+        if let request = UploadPackRequest.parse(rest), request.wants.isEmpty, !request.haves.isEmpty { abort() }
     case 3:
         // The client is always one canonical address: the peer's, or one the header names.
         let header: ForwardedHeader = rest.first.map { $0 % 2 == 0 ? .xForwardedFor : .forwarded } ?? .xForwardedFor

@@ -74,6 +74,7 @@ struct FuzzTarget: Sendable {
         "scan-invitation": FuzzTarget(run: FormatTargets.scanInvitation),
         "listing-index": FuzzTarget(run: IndexTargets.listingIndex),
         "tree-delta": FuzzTarget(run: IndexTargets.treeDelta),
+        "pushed-tree": FuzzTarget(run: IndexTargets.pushedTree),
         "import": FuzzTarget(run: ImportTargets.source),
         "import-request": FuzzTarget(run: ImportTargets.request),
     ]

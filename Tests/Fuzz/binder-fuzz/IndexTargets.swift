@@ -17,4 +17,12 @@ enum IndexTargets {
     static func treeDelta(_ bytes: [UInt8]) {
         if let failure = TreeDeltaFuzzing.run(bytes) { check(false, failure) }
     }
+
+    /// A pushed tree's bytes, as binder serve's git engine checks them (git's fsck rules): any
+    /// bytes get an answer; a tree it accepts has entries that each end in a whole id.
+    static func pushedTree(_ bytes: [UInt8]) {
+        if TreeEntryRules.problem(in: bytes) == nil {
+            check(bytes.isEmpty || bytes.count >= 28, "an accepted tree shorter than one entry")
+        }
+    }
 }
