@@ -27,8 +27,11 @@ struct ServeCommand: ParsableCommand {
         only the owner's public key and the time.
         """)
 
-    @Option(help: "The folder holding the repositories (created if missing).")
-    var repos: String
+    @Option(help: "The folder holding the repositories (created if missing). With a database, only this replica's pack cache is kept there (DIR/.binder-serve/cache) unless --cache says.")
+    var repos: String?
+    @Option(help: ArgumentHelp("With a database: where this replica caches the packs it serves (it may be lost; replicas on one machine may share it). Default: DIR/.binder-serve/cache with --repos, else binder-serve-cache in the temporary folder.",
+                               valueName: "DIR"))
+    var cache: String?
     @Option(help: "Address and port to listen on.")
     var listen: String = "127.0.0.1:8417"
     @Option(name: .customLong("public-url"),
@@ -42,11 +45,21 @@ struct ServeCommand: ParsableCommand {
             help: ArgumentHelp("Sign tokens with the secret in FILE (at least 32 bytes, private to its owner; e.g. openssl rand -hex 32), not DIR/.binder-serve's: give every replica the same file.",
                                valueName: "FILE"))
     var tokenSecretFile: String?
-    /// The database URL's file (issue 42; hidden until the database store serves git too). The
-    /// URL never comes from argv: this file, else BINDER_DATABASE_URL; a password missing from
-    /// it is read from PostgreSQL's password file (PGPASSFILE or ~/.pgpass).
-    @Option(name: .customLong("database-url-file"), help: .hidden)
+    /// The database URL's file (issue 42). The URL never comes from argv: this file, else
+    /// BINDER_DATABASE_URL; a password missing from it is read from PostgreSQL's password file
+    /// (PGPASSFILE or ~/.pgpass).
+    @Option(name: .customLong("database-url-file"),
+            help: ArgumentHelp("Keep everything in PostgreSQL (repositories, git objects, logins, sessions, rate counters), so that replicas share it: the postgres://USER@HOST/DB URL is read from FILE (else from BINDER_DATABASE_URL; the password from the URL, PGPASSFILE or ~/.pgpass). Needs --token-secret-file.",
+                               valueName: "FILE"))
     var databaseURLFile: String?
+    @Option(name: .customLong("migrate-from"),
+            help: ArgumentHelp("Copy the folder server DIR (stopped) into the database, check every copy (objects counted, git fsck), then exit. Run again after a cut: what is there already is left.",
+                               valueName: "DIR"))
+    var migrateFrom: String?
+    @Option(name: .customLong("migrate-to"),
+            help: ArgumentHelp("The way back: copy the database's repositories into a folder server DIR, checked the same way, then exit.",
+                               valueName: "DIR"))
+    var migrateTo: String?
     @Option(name: .customLong("max-repos-per-user"), help: "Repositories one user may own.")
     var maxReposPerUser: Int = 100
     @Option(name: .customLong("max-bytes-per-user"), help: "Bytes one user's repositories may take on disk.")
@@ -113,16 +126,25 @@ struct ServeCommand: ParsableCommand {
         var parsedHost = String(listen[..<colon])
         if parsedHost.hasPrefix("[") && parsedHost.hasSuffix("]") { parsedHost = String(parsedHost.dropFirst().dropLast()) }
         let host = parsedHost
-        let root = URL(fileURLWithPath: repos).standardizedFileURL.path
+        let database: PostgresLocation?
+        do { database = try PostgresLocation.configured(urlFile: databaseURLFile, environment: ProcessInfo.processInfo.environment) } catch {
+            throw CommandFailure("\(error)")
+        }
+        if migrateFrom != nil || migrateTo != nil {
+            try migrate(database)
+            return
+        }
+        guard let folder = repos ?? database.map({ _ in cache ?? FileManager.default.temporaryDirectory.path + "/binder-serve-cache" }) else {
+            throw CommandFailure("give --repos DIR (or a database: --database-url-file FILE or BINDER_DATABASE_URL)")
+        }
+        let root = URL(fileURLWithPath: folder).standardizedFileURL.path
+        let cacheFolder = database == nil ? nil : cache.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
+            ?? (repos == nil ? root : root + "/.binder-serve/cache")
         // What the server stores (ciphertext, but also names, sizes and the owners' keys) is
         // for this account alone: everything it creates is 0700/0600, and so is the folder.
         umask(0o077)
         try? FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         if chmod(root, 0o700) != 0 && errno != ENOENT { throw CommandFailure("--repos \(root): cannot make it private: \(String(cString: strerror(errno)))") }
-        let database: PostgresLocation?
-        do { database = try PostgresLocation.configured(urlFile: databaseURLFile, environment: ProcessInfo.processInfo.environment) } catch {
-            throw CommandFailure("\(error)")
-        }
         // Read once: the git processes the server spawns get a copy of the environment.
         unsetenv("BINDER_DATABASE_URL")
         var logger: Logger
@@ -165,12 +187,31 @@ struct ServeCommand: ParsableCommand {
                                                database: database, metricsToken: metricsToken,
                                                shutdownGrace: .seconds(shutdownGrace), tls: tls)
             options.servesGitItself = gitEngine == "binder"
+            options.cache = cacheFolder
             server = try BinderServer(options: options, logger: logger)
         } catch { throw CommandFailure("\(error)") }
         do {
             try server.run { bound in
-                printOut("Serving \(root) on \(tls == nil ? "http" : "https")://\(host.contains(":") ? "[\(host)]" : host):\(bound)")
+                printOut("Serving \(database.map { "\($0)" } ?? root) on \(tls == nil ? "http" : "https")://\(host.contains(":") ? "[\(host)]" : host):\(bound)")
             }
+        } catch { throw CommandFailure("\(error)") }
+    }
+
+    /// `--migrate-from` / `--migrate-to`: the copy, its report, no server.
+    private func migrate(_ database: PostgresLocation?) throws {
+        guard let database else { throw CommandFailure("--migrate-from and --migrate-to need the database: --database-url-file FILE or BINDER_DATABASE_URL") }
+        guard (migrateFrom == nil) != (migrateTo == nil) else { throw CommandFailure("give --migrate-from or --migrate-to, not both") }
+        umask(0o077)
+        var logger = Logger(label: "binder.serve.migrate") { label in StreamLogHandler.standardError(label: label) }
+        logger.logLevel = .warning
+        do {
+            let report: StoreMigration.Report
+            if let migrateFrom {
+                report = try StoreMigration.fromFolder(URL(fileURLWithPath: migrateFrom).standardizedFileURL.path, into: database, logger: logger)
+            } else {
+                report = try StoreMigration.toFolder(URL(fileURLWithPath: migrateTo ?? "").standardizedFileURL.path, from: database, logger: logger)
+            }
+            printOut("Migrated: \(report)")
         } catch { throw CommandFailure("\(error)") }
     }
 }

@@ -22,10 +22,13 @@ public final class BinderServer: Sendable {
         /// The operator's token-signing secret (`--token-secret-file`), shared by every
         /// replica; nil: `<repos>/.binder-serve/jwt-secret`, made at first start.
         public var tokenSecretFile: String?
-        /// The database (issue 42, not finished): when set, login challenges, scan sessions and
-        /// the login rate counters are kept there, shared by every replica; repositories stay
-        /// in `repositories` until the database store serves git.
+        /// The database (issue 42): when set, everything is kept there (repositories, refs and
+        /// git objects, login challenges, scan sessions, the login rate counters), shared by
+        /// every replica; `tokenSecretFile` is then required and `repositories` is not read.
         public var database: PostgresLocation?
+        /// With `database`: this replica's cache of the packs (it may be lost; replicas on one
+        /// machine may share it); nil: `<repositories>/.binder-serve/cache`.
+        public var cache: String?
         /// The URL clients reach the server at: put in QR payloads, and the server every login
         /// event must name (NIP-42's `relay` tag). Required unless `host` is a loopback address.
         public var publicURL: String?
@@ -84,18 +87,22 @@ public final class BinderServer: Sendable {
         guard options.publicURL != nil || Self.isLoopback(options.host) else {
             throw ServerError.publicURLRequired(host: options.host)
         }
+        // A replica must not make a secret of its own: tokens it signed would fail at the others.
+        guard options.database == nil || options.tokenSecretFile != nil else { throw ServerError.databaseNeedsSecretFile }
         let secret = try Self.tokenSecret(options)
-        var storage = try ServerStorage.folder(root: options.repositories, limits: options.limits,
-                                               servesGitItself: options.servesGitItself)
-        var checks = [Readiness.folderWritable(options.repositories)]
+        let storage: ServerStorage
+        let checks: [@Sendable () async -> String?]
         var opened: PostgresStorage?
         if let location = options.database {
             let database = try Self.openDatabase(location, logger: logger)
             opened = database
-            checks.append(Readiness.database(database))
-            storage = ServerStorage(repositories: storage.repositories, challenges: PostgresChallenges(storage: database),
-                                    scans: PostgresScanSessions(storage: database),
-                                    counters: PostgresRateCounters(storage: database, perMinute: options.limits.loginsPerMinute))
+            let cache = options.cache ?? RepositoryStore(root: options.repositories).serverFolder + "/cache"
+            storage = try ServerStorage.database(database, cacheFolder: cache, limits: options.limits)
+            checks = [Readiness.folderWritable(cache), Readiness.database(database)]
+        } else {
+            storage = try ServerStorage.folder(root: options.repositories, limits: options.limits,
+                                               servesGitItself: options.servesGitItself)
+            checks = [Readiness.folderWritable(options.repositories)]
         }
         routes = Routes(environment: ServeEnvironment(storage: storage, tokens: TokenAuthority(secret: secret, lifetime: options.tokenLifetime),
                                                       limits: options.limits, logger: logger, publicURL: options.publicURL),
@@ -272,6 +279,8 @@ struct RequestLog: RouterMiddleware {
 
 enum ServerError: Error, CustomStringConvertible {
     case setup(String)
+    /// `database` without `tokenSecretFile`.
+    case databaseNeedsSecretFile
     /// Listening beyond loopback without `Options.publicURL`.
     case publicURLRequired(host: String)
     /// `--rotate-secret` cannot rotate the operator's file.
@@ -279,6 +288,9 @@ enum ServerError: Error, CustomStringConvertible {
     var description: String {
         switch self {
         case .setup(let why): return why
+        case .databaseNeedsSecretFile:
+            return "with a database, give --token-secret-file (the same file on every replica): a replica must not "
+                + "make a token-signing secret of its own, and the secret is never kept in the database"
         case .rotateWithSecretFile:
             return "--rotate-secret makes a new secret in the repositories' folder; with --token-secret-file, "
                 + "put a new secret in that file on every replica instead"

@@ -23,7 +23,8 @@ import Testing
         let metricsToken = "0123456789abcdef0123456789abcdef"
         #expect(FileManager.default.createFile(atPath: folder + "/metrics-token", contents: Data(metricsToken.utf8)))
         let pid = try PostgresCluster.spawn([Self.binary!, "serve", "--repos", folder + "/repos", "--listen", "127.0.0.1:0",
-                                             "--database-url-file", urlFile, "--metrics-token-file", folder + "/metrics-token"],
+                                             "--database-url-file", urlFile, "--token-secret-file", try writeTokenSecret(in: folder),
+                                             "--metrics-token-file", folder + "/metrics-token"],
                                             output: log)
         defer {
             kill(pid, SIGTERM)

@@ -20,7 +20,8 @@ import Testing
         let urlFile = folder + "/database-url", log = folder + "/serve.log"
         #expect(FileManager.default.createFile(atPath: urlFile, contents: Data(database.url.utf8), attributes: [.posixPermissions: 0o600]))
 
-        let arguments = [Self.binary!, "serve", "--repos", folder + "/repos", "--listen", "127.0.0.1:0", "--database-url-file", urlFile]
+        let arguments = [Self.binary!, "serve", "--repos", folder + "/repos", "--listen", "127.0.0.1:0", "--database-url-file", urlFile,
+                         "--token-secret-file", try writeTokenSecret(in: folder)]
         let pid = try PostgresCluster.spawn(arguments, output: log)
         defer {
             kill(pid, SIGTERM)

@@ -72,7 +72,7 @@ struct PostgresCompaction: Sendable {
             refs.append(row)
         }
         let cached = try await cache.update(id)
-        guard let pack = try build(from: cached, refs: refs) else { return false }
+        guard let pack = try Self.packOfEverything(in: cached, reachableFrom: refs, scratch: cache.quarantine) else { return false }
         defer { try? FileManager.default.removeItem(atPath: pack.folder) }
         guard listed[pack.received.checksum] == nil else { return false }   // already one pack of it all
         let index = try Data(contentsOf: URL(fileURLWithPath: pack.received.indexPath))
@@ -107,12 +107,15 @@ struct PostgresCompaction: Sendable {
         return true
     }
 
-    /// One pack of everything `refs` reach in the repository at `cached`, built in a scratch
-    /// repository that borrows the cache's objects (`objects/info/alternates`) and holds the
-    /// refs; nil when a ref does not name a commit there (an annotated tag: the walk would pack
-    /// what it points at, not the tag itself, so such a repository is left as it is).
-    private func build(from cached: String, refs: [(String, String)]) throws -> (received: ReceivedPack, folder: String)? {
-        let folder = cache.quarantine + "/compact-\(UUID().uuidString).git"
+    /// One pack of everything `refs` reach in the bare repository at `repository`, built in a
+    /// scratch repository under `scratch` that borrows its objects (`objects/info/alternates`)
+    /// and holds the refs; nil when a ref does not name a commit there (an annotated tag: the
+    /// walk would pack what it points at, not the tag itself, so such a repository is left as
+    /// it is). The caller removes `folder`.
+    static func packOfEverything(in repository: String, reachableFrom refs: [(String, String)],
+                                 scratch: String) throws -> (received: ReceivedPack, folder: String)? {
+        let cached = repository
+        let folder = scratch + "/compact-\(UUID().uuidString).git"
         do {
             _ = try GitRepository.create(path: folder, bare: true)
             try FileManager.default.createDirectory(atPath: folder + "/objects/info", withIntermediateDirectories: true)

@@ -18,6 +18,16 @@ import PostgresNIO
 struct PostgresPackCache: Sendable {
     let folder: String
     let storage: PostgresStorage
+    /// This process's own files (quarantine, spool, downloads), apart from other processes'
+    /// sharing the cache folder (two replicas on one machine may share it: every pack and
+    /// repository there appears by a rename of a complete copy).
+    let work: String
+
+    init(folder: String, storage: PostgresStorage) {
+        self.folder = folder
+        self.storage = storage
+        work = folder + "/work-\(getpid())"
+    }
 
     /// Chunks fetched per query: a query stays short (the statement timeout bounds each) and
     /// memory bounded (16 MiB at most in flight) however large the pack.
@@ -25,22 +35,25 @@ struct PostgresPackCache: Sendable {
 
     /// Where the git engine makes each push's quarantine folder (the same file system, so an
     /// accepted pack is renamed into the cache).
-    var quarantine: String { folder + "/quarantine" }
+    var quarantine: String { work + "/quarantine" }
     /// Request bodies (`SpoolFile`s).
-    var spool: String { folder + "/spool" }
-    private var downloads: String { folder + "/downloads" }
+    var spool: String { work + "/spool" }
+    private var downloads: String { work + "/downloads" }
 
     func path(_ id: String) -> String { folder + "/" + id + ".git" }
     func packFolder(_ id: String) -> String { path(id) + "/objects/pack" }
 
-    /// Makes the folders, clearing what an earlier run left in quarantine, spool and downloads.
+    /// Makes the folders, removing what processes no longer running (an earlier run of this
+    /// one, a replica killed) left in their work folders.
     func prepare() throws {
         let fm = FileManager.default
-        for sub in [folder, quarantine, spool, downloads] {
-            try fm.createDirectory(atPath: sub, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try fm.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        for name in (try? fm.contentsOfDirectory(atPath: folder)) ?? [] where name.hasPrefix("work-") {
+            guard let pid = pid_t(name.dropFirst(5)) else { continue }
+            if pid == getpid() || (kill(pid, 0) != 0 && errno == ESRCH) { try? fm.removeItem(atPath: folder + "/" + name) }
         }
         for sub in [quarantine, spool, downloads] {
-            for name in (try? fm.contentsOfDirectory(atPath: sub)) ?? [] { try? fm.removeItem(atPath: sub + "/" + name) }
+            try fm.createDirectory(atPath: sub, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         }
     }
 

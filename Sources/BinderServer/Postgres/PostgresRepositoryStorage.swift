@@ -172,3 +172,21 @@ struct UnbornHome: GitObjectHome {
         throw .notACreatingPush
     }
 }
+
+extension ServerStorage {
+    /// Everything in the database (`binder serve --database-url-file`): repositories and git
+    /// objects (served by binder's engine from this replica's pack cache in `cacheFolder`),
+    /// login challenges, scan sessions and the login rate counters, shared by every replica.
+    static func database(_ database: PostgresStorage, cacheFolder: String, limits: ServeLimits) throws -> ServerStorage {
+        let cache = PostgresPackCache(folder: cacheFolder, storage: database)
+        do { try cache.prepare() } catch { throw ServerError.setup("cannot prepare the cache \(cacheFolder): \(error)") }
+        let work = BlockingWork(slots: ProcessSlots(limits.gitProcesses))
+        let repositories = PostgresRepositoryStorage(storage: database, cache: cache, repositoriesPerUser: limits.repositoriesPerUser,
+                                                     bytesPerUser: limits.bytesPerUser) { home in
+            GitEngine(home: home, spoolFolder: cache.spool, work: work)
+        }
+        return ServerStorage(repositories: repositories, challenges: PostgresChallenges(storage: database),
+                             scans: PostgresScanSessions(storage: database),
+                             counters: PostgresRateCounters(storage: database, perMinute: limits.loginsPerMinute))
+    }
+}
