@@ -299,8 +299,9 @@ final class ControlViewReader: Sendable {
                     BinderNaming.splitExtension(name).ext)
         }
         let text = FrontMatter.render(metadata: document.metadata, value: document.value)
-        // Cached when secret memory allows; otherwise a read renders it again (or fails with ENOMEM).
-        if let bytes = try? SecureBytes(copyingUTF8: text) { plaintext.put(.document(blob: blob), bytes) }
+        // Not put in the plaintext cache: a listing of a record's versions would fill it with
+        // every version (1,000 versions of a 4 KB record: 4 MiB for the mount's life), where
+        // the one version read, if any, is rendered again when it is opened.
         return (Node(source: .document(blob: blob), size: text.utf8.count, modified: time, gitPath: gitPath), BinderNaming.markdownExtension)
     }
 

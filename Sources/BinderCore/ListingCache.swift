@@ -168,8 +168,20 @@ final class ListingCache: Sendable {
             patches[folder] = patcher.patch(folder: folder, change: change, listing: listing, parts: parts, bookkeeping: bookkeeping)
         }
         objectReads.add(patcher.objectReads, ordering: .relaxed)
+        plaintext.forget(Self.supersededBlobs(changes, in: old))
         for (source, bytes) in patcher.rendered { plaintext.put(source, bytes) }
         return patches
+    }
+
+    /// The blobs at the paths `changes` write or delete in `old` that the commit does not
+    /// write again (a rename writes the same blob elsewhere): versions no path shows after it.
+    static func supersededBlobs(_ changes: [TreeChange], in old: Snapshot) -> Set<ObjectID> {
+        var replaced = Set<ObjectID>(), written = Set<ObjectID>()
+        for change in changes {
+            if case .write(_, let blob) = change { written.insert(blob) }
+            if let entry = old.fileEntry(at: change.path) { replaced.insert(entry.id) }
+        }
+        return replaced.subtracting(written)
     }
 
     /// Shows `snapshot` from now on. `changes`: what a commit changed, so that only the listings

@@ -1,4 +1,5 @@
 import BinderCrypto
+import BinderGit
 import Synchronization
 
 /// A bounded least-recently-used cache of plaintext, keyed by where it came from: why it
@@ -49,10 +50,15 @@ final class PlaintextCache: Sendable {
             if oldest < 0 { oldest = i }
         }
 
+        /// Entries of a document's children (keyed by an index path too), which `forget` can
+        /// find only by a walk of the keys; nearly always none.
+        var childEntries = 0
+
         /// Removes slot `i`: its key, its bytes and its place in the use order.
         mutating func remove(_ i: Int) {
             unlink(i)
             guard let slot = slots[i] else { return }
+            if slot.key.isChild { childEntries -= 1 }
             slotOf.removeValue(forKey: slot.key)
             size -= slot.bytes.footprint
             slots[i] = nil
@@ -75,6 +81,7 @@ final class PlaintextCache: Sendable {
                 i = slots.count - 1
             }
             slotOf[key] = i
+            if key.isChild { childEntries += 1 }
             size += bytes.footprint
             linkNewest(i)
         }
@@ -117,6 +124,23 @@ final class PlaintextCache: Sendable {
         }
     }
 
+    /// Drops what was made from `blobs`: versions that a commit replaced or deleted, which no
+    /// path shows any more. Kept, they stayed until the bound pushed them out: with the default
+    /// bound, never in a run of thousands of saves (the daemon's memory grew by each save's
+    /// plaintext; docs/BENCHMARKS.md). A reader holding one keeps its own reference.
+    func forget(_ blobs: Set<ObjectID>) {
+        guard !blobs.isEmpty else { return }
+        state.withLock { state in
+            for blob in blobs {
+                for key in [Node.Source.document(blob: blob), .sidecar(blob: blob), .raw(blob: blob)] {
+                    if let i = state.slotOf[key] { state.remove(i) }
+                }
+            }
+            guard state.childEntries > 0 else { return }
+            for (key, i) in state.slotOf where key.isChild && key.blob.map(blobs.contains) == true { state.remove(i) }
+        }
+    }
+
     func removeAll() {
         state.withLock { state in
             state = Entries()
@@ -125,4 +149,22 @@ final class PlaintextCache: Sendable {
 
     /// Secret memory (see `Entries.size`) and entries held.
     var usage: (bytes: Int, entries: Int) { state.withLock { ($0.size, $0.slotOf.count) } }
+}
+
+extension Node.Source {
+    /// A child of a document (text or inline attachment): keyed by its index path as well.
+    fileprivate var isChild: Bool {
+        switch self {
+        case .child, .inlineAttachment: true
+        default: false
+        }
+    }
+
+    /// The git blob the bytes come from; nil for a folder.
+    fileprivate var blob: ObjectID? {
+        switch self {
+        case .directory: nil
+        case .document(let blob), .child(let blob, _), .inlineAttachment(let blob, _), .sidecar(let blob), .raw(let blob): blob
+        }
+    }
 }

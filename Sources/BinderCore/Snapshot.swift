@@ -271,6 +271,22 @@ struct Snapshot: Sendable {
     func entry(at path: String) -> TreeEntry? {
         gitFolders[PathBytes.split(path).parent]?.first { $0.path == path }
     }
+
+    /// An id for an entry that is only compared by name (`fileEntry`).
+    private static let probeID = ObjectID(bytes: [UInt8](repeating: 0, count: ObjectID.byteCount))!
+
+    /// The file (not folder) entry at git path `path`, found by a binary search of its folder
+    /// in git's order (a folder that may be out of order: by a scan); for every save, so not
+    /// a walk of a folder of thousands of records.
+    func fileEntry(at path: String) -> TreeEntry? {
+        let parent = PathBytes.split(path).parent
+        guard let entries = gitFolders[parent] else { return nil }
+        if irregularFolders.contains(parent) { return entries.first { $0.path == path && $0.kind != .tree } }
+        let probe = TreeEntry(path: path, id: Self.probeID, kind: .blob, mode: 0o100644)
+        guard let (index, replaces) = Self.place(probe, in: entries, replacingOnly: true), replaces,
+              entries[index].kind != .tree else { return nil }
+        return entries[index]
+    }
 }
 
 /// The entries a save's commit puts into the snapshot it was made on (`Snapshot.patch`).

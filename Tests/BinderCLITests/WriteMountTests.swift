@@ -150,6 +150,20 @@ final class WriteMountTests: MountedFixtureTestCase {
         XCTAssertEqual(try shell("ls -A medications | grep -v '^20'", in: mnt).stdout, "")
     }
 
+    /// A save replaces the record's version in the plaintext cache: the version before is no
+    /// path's content any more. (Kept, each save's plaintext stayed until the bound pushed it
+    /// out: with the default bound, never, in a run of thousands of saves.)
+    func testSavesLeaveOnlyTheCurrentVersionCached() throws {
+        let path = "medications/2025-03-16-medications-review-12.md"
+        XCTAssertEqual(try shell("cat \(path) > /dev/null", in: mnt).status, 0)
+        let entries = try binder.statusValue("cached_entries"), bytes = try binder.statusValue("cached_bytes")
+        let saves = try shell("for i in 1 2 3 4 5 6 7 8; do cp \(path) .goutputstream-T && echo \"Saved $i.\" >> .goutputstream-T && mv .goutputstream-T \(path); done; cat \(path) > /dev/null", in: mnt)
+        XCTAssertEqual(saves.status, 0, saves.stderr)
+        XCTAssertTrue(try stored("medications/2025-03-16-medications-review-12.json").value.contains("Saved 8."))
+        XCTAssertEqual(try binder.statusValue("cached_entries"), entries)
+        XCTAssertLessThan(try binder.statusValue("cached_bytes"), bytes + 200)
+    }
+
     func testNothingButCiphertextReachesDisk() throws {
         let marker = "CANARY-\(UUID().uuidString.prefix(8))"
         XCTAssertEqual(try shell("echo '# \(marker)' > visits/2026-06-01-canary.md && echo '\(marker)' > labs/\(marker.lowercased()).txt && vim -es -c 'normal Go\(marker) again' -c wq visits/2026-06-01-canary.md", in: mnt).status, 0)

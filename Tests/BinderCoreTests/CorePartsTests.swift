@@ -57,6 +57,22 @@ final class CorePartsTests: XCTestCase {
 
     // MARK: PlaintextCache
 
+    /// `forget` drops every entry made from the blobs named (a document, a sidecar, a raw
+    /// file, a document's children) and nothing else, and the size follows.
+    func testPlaintextCacheForgetsReplacedVersions() throws {
+        let cache = PlaintextCache(capacity: 1 << 20)
+        func blob(_ n: Int) -> ObjectID { ObjectID(hex: String(format: "%040x", n))! }
+        let kept: [Node.Source] = [.document(blob: blob(1)), .sidecar(blob: blob(2)), .child(blob: blob(3), indexPath: [0])]
+        let gone: [Node.Source] = [.document(blob: blob(4)), .sidecar(blob: blob(5)), .raw(blob: blob(6)),
+                                   .child(blob: blob(4), indexPath: [0, 1]), .inlineAttachment(blob: blob(4), indexPath: [2])]
+        for (n, key) in (kept + gone).enumerated() { cache.put(key, try SecureBytes(copying: [UInt8](repeating: UInt8(n), count: 100 + n))) }
+        cache.forget([blob(4), blob(5), blob(6), blob(7)])
+        for key in kept { XCTAssertNotNil(cache.get(key), "\(key)") }
+        for key in gone { XCTAssertNil(cache.get(key), "\(key)") }
+        XCTAssertEqual(cache.usage.entries, kept.count)
+        XCTAssertEqual(cache.usage.bytes, (0..<kept.count).reduce(0) { $0 + SecureBytes.footprint(ofCount: 100 + $1) })
+    }
+
     /// The cache against a plain model of least-recently-used eviction, over a seeded stream of
     /// gets, puts of varied sizes and room made ahead of a decryption: the same entries held,
     /// the same secret memory (sizes rounded as the arena rounds them), the bound kept.
