@@ -24,7 +24,7 @@ final class SyncPatienceTests: ServerTestCase {
     }
 
     /// A pack sent one byte a second is given up once nothing has moved for the stall time
-    /// (`BINDER_STALL_SECONDS`, here 2 s, instead of 60 s), whatever the deadline (here ten
+    /// (`BINDER_STALL_SECONDS`, here 1 s, instead of 60 s), whatever the deadline (here ten
     /// minutes); meanwhile it is received into a file in the binder's git directory (its name
     /// already removed), not into memory. A pack that keeps moving (2 KiB every 0.3 s) is taken
     /// in full, though it takes longer than both the stall time and the deadline.
@@ -36,7 +36,7 @@ final class SyncPatienceTests: ServerTestCase {
         try phone.binder(["login", "--server", dribbling.url])
 
         let clone = try phone.start(["clone", "health", "--server", dribbling.url, "--deadline", "600"],
-                                    environment: ["BINDER_STALL_SECONDS": "2"])
+                                    environment: ["BINDER_STALL_SECONDS": "1"])
         var spooled: String?
         let polling = Date()
         while clone.isRunning && spooled == nil && Date().timeIntervalSince(polling) < 60 {
