@@ -110,6 +110,12 @@ extension KeyCommand {
             for name in candidates {
                 let path = BinderLocator(state: state).path(forName: name)
                 guard let binder = try? LocalBinder.open(path: path) else { continue }
+                if SyncTarget.moveStarted(binder.repository) || SyncTarget.oldCopy(binder.repository) != nil {
+                    let server = SyncTarget.read(binder.repository)?.server ?? "its server"
+                    throw CommandFailure("binder '\(name)' is still moving off the key of an earlier rotation (its copy under that key on "
+                                         + "\(server) is not deleted yet, and one binder follows one such copy at a time): run 'binder sync "
+                                         + "\(name)' first (with --retired-passphrase-file if it asks), then 'binder key rotate' again; nothing was changed")
+                }
                 guard (try? binder.repository.refs.branchTip()) ?? nil != nil else {
                     printOut("Skipping '\(name)': it has no commit yet.")
                     continue

@@ -85,14 +85,28 @@ enum DurableFolder {
 /// Tests (debug builds only): `BINDER_TEST_ROTATION_KILL_AFTER=N` makes `binder key rotate`
 /// SIGKILL itself once it has made N durable steps, as a power cut or kill -9 would stop it;
 /// `BINDER_TEST_ROTATION_ENGINE_STEPS=N` stops the engine (KeyRotation) inside a binder's
-/// history after N blobs and commits, the same way. Release builds compile neither.
+/// history after N blobs and commits, the same way; `BINDER_TEST_ROTATION_NO_EXCHANGE=1` swaps
+/// with the two renames of a file system without `RENAME_EXCHANGE` (each a step). Release
+/// builds compile none of them.
 enum RotationKillSwitch {
     #if DEBUG
     /// Steps made by this process (guarded by the mutex).
     private static let steps = Mutex(0)
     private static let killAfter = ProcessInfo.processInfo.environment["BINDER_TEST_ROTATION_KILL_AFTER"].flatMap { Int($0) }
     static let engineSteps = ProcessInfo.processInfo.environment["BINDER_TEST_ROTATION_ENGINE_STEPS"].flatMap { Int($0) }
+    static let withoutExchange = ProcessInfo.processInfo.environment["BINDER_TEST_ROTATION_NO_EXCHANGE"] == "1"
+    #else
+    static let withoutExchange = false
     #endif
+
+    /// The engine, stopped after `BINDER_TEST_ROTATION_ENGINE_STEPS` in debug builds.
+    static func armed(_ rotation: KeyRotation) -> KeyRotation {
+        #if DEBUG
+        var rotation = rotation
+        rotation.interrupt(afterSteps: engineSteps)
+        #endif
+        return rotation
+    }
 
     /// A durable step was made.
     static func stepDone() {

@@ -65,11 +65,8 @@ struct KeyRotationRun {
         do { source = try LocalBinder.open(path: binderPath(name)) } catch {
             throw CommandFailure("cannot open binder '\(name)': \(error)")
         }
-        var rotation = KeyRotation(source: source, oldKey: try BinderKey.conversationKey(owner: oldKey),
-                                   newKey: try BinderKey.conversationKey(owner: newKey), destination: otherSide(name))
-        #if DEBUG
-        rotation.interrupt(afterSteps: RotationKillSwitch.engineSteps)
-        #endif
+        let rotation = RotationKillSwitch.armed(KeyRotation(source: source, oldKey: try BinderKey.conversationKey(owner: oldKey),
+                                                            newKey: try BinderKey.conversationKey(owner: newKey), destination: otherSide(name)))
         let report: KeyRotation.Report
         do { report = try rotation.run() } catch {
             #if DEBUG
@@ -99,7 +96,8 @@ struct KeyRotationRun {
         guard let target = SyncTarget.read(old) else { return }
         do {
             try target.write(new)
-            try SyncTarget.markRotated(new, from: record.oldNpub)
+            // Rotated twice before a sync: the server's copy is still under the first key.
+            try SyncTarget.markRotated(new, from: SyncTarget.rotatedFrom(old) ?? record.oldNpub)
         } catch { throw CommandFailure("cannot write the rotated copy's settings: \(error)") }
     }
 
@@ -107,15 +105,21 @@ struct KeyRotationRun {
     /// other side, in one exchange where the file system has it (else two renames).
     func swapIn(_ name: String) throws {
         let path = binderPath(name), other = otherSide(name)
-        if !RenameExchange.exchange(path, other) {
-            guard errno == EINVAL || errno == ENOSYS else {
+        if RotationKillSwitch.withoutExchange || !RenameExchange.exchange(path, other) {
+            guard RotationKillSwitch.withoutExchange || errno == EINVAL || errno == ENOSYS else {
                 throw CommandFailure("cannot swap \(path) and \(other): \(String(cString: strerror(errno)))")
             }
-            // Without an exchange: old aside, new in; a kill between the two leaves the path
-            // empty, which `resumeSwap` finishes (the old one is whole at `.old`).
-            guard rename(path, other + ".old") == 0, rename(other, path) == 0, rename(other + ".old", other) == 0 else {
-                throw CommandFailure("cannot swap \(path) and \(other): \(String(cString: strerror(errno)))")
-            }
+            // Without an exchange: old aside, new in, old to the other side; a kill between
+            // two renames leaves the path empty or the other side missing, which `resumeSwap`
+            // finishes (the old repository is whole at `.old`, the new at one of its places).
+            let failure = { CommandFailure("cannot swap \(path) and \(other): \(String(cString: strerror(errno)))") }
+            guard rename(path, other + ".old") == 0 else { throw failure() }
+            try DurableFolder.sync(state.rotationFolder)
+            RotationKillSwitch.stepDone()
+            guard rename(other, path) == 0 else { throw failure() }
+            try DurableFolder.sync(state.bindersDirectory)
+            RotationKillSwitch.stepDone()
+            guard rename(other + ".old", other) == 0 else { throw failure() }
         }
         try DurableFolder.sync(state.bindersDirectory)
         try DurableFolder.sync(state.rotationFolder)

@@ -14,6 +14,8 @@ import Foundation
 /// rotated objects never go to the old id (`SyncEngine` refuses that target).
 struct RotatedBinderSync {
     let repository: LocalBinder.Repository
+    /// The binder's path (as `SyncEngine` opens it).
+    let path: String
     let name: String
     let state: StateDirectory
     let accounts: Accounts
@@ -28,14 +30,18 @@ struct RotatedBinderSync {
     /// moved this binder first, and a second copy is not made (exit 3, as for a binder on the old key).
     func target(configured: SyncTarget, retry: RetryPolicy) throws -> SyncTarget? {
         guard let oldNpub = SyncTarget.rotatedFrom(repository) else { return nil }
+        do { try accounts.setAsideRetiredToken(server: configured.server, key: key) } catch {
+            throw CommandFailure("cannot prepare \(name)'s move to a new repository id: \(error)")
+        }
+        if let joined = try joinMovedCopy(configured, retry: retry) { return joined }
         do {
-            try accounts.setAsideRetiredToken(server: configured.server, key: key)
             if !SyncTarget.moveStarted(repository),
                let oldHex = try? PublicKey(npub: oldNpub).hex,
                let token = accounts.retiredToken(server: configured.server, pubkey: oldHex, key: key),
                let client = try? ServerClient(server: configured.server, retry: retry),
                client.isDeletedByOwner(configured.repoId, token: token) {
-                throw SyncCommand.movedAway(name, configured, "another device moved it to the new key first")
+                throw SyncCommand.movedAway(name, configured, "another device moved it to the new key first, and its copy is not "
+                                            + "among your new key's repositories on \(configured.server)")
             }
             return try configured.rotatedTarget(repository, oldNpub: oldNpub)
         } catch let failure as CommandFailure {
@@ -47,12 +53,51 @@ struct RotatedBinderSync {
     /// the lines to print.
     func finish(moved target: SyncTarget?, client: ServerClient) throws -> [String] {
         var lines: [String] = []
-        if let target {
+        if let target, SyncTarget.moveStarted(repository) {
             do { try SyncTarget.finishMove(repository) } catch { throw CommandFailure("cannot record \(name)'s move: \(error)") }
             lines.append("Moved \(name) to \(target.repoId) on \(target.server), under your new key")
         }
         if let old = SyncTarget.oldCopy(repository) { lines.append(deleteOldCopy(old, client: client)) }
         return lines
+    }
+
+    /// Another device may have moved this binder first (its key rotated there; this device took
+    /// the new key with `binder key rotate --import`): the new key's repositories on the server
+    /// are fetched one by one, and the one whose history this binder's pairs with is joined
+    /// (`RotatedHistoryJoin`: the commits made here carried on top of it), then synced with as
+    /// usual. Nil when none pairs, or the server cannot be asked (the move goes on as before).
+    private func joinMovedCopy(_ configured: SyncTarget, retry: RetryPolicy) throws -> SyncTarget? {
+        guard let client = try? ServerClient(server: configured.server, retry: retry) else { return nil }
+        let session = ServerSession(client: client, key: key, accounts: accounts)
+        guard let listed = try? session.authorized({ (token) throws(SyncError) in try client.repositories(token: token) }) else { return nil }
+        let ownMove = SyncTarget.movingTo(repository)
+        let conversationKey = try BinderKey.conversationKey(owner: key)
+        for candidate in listed where candidate.id != configured.repoId && candidate.id != ownMove {
+            let target = SyncTarget(server: client.base, repoId: candidate.id)
+            guard let engine = try? SyncEngine(repositoryPath: path, key: conversationKey, session: session, target: target,
+                                               author: commitAuthor(), logger: quietLogger("binder.sync"), retry: retry),
+                  let movedTip = try? engine.fetchOnly() else { continue }
+            let lock: WriterLock
+            do { lock = try WriterLock.acquire(gitDirectory: repository.gitDirectory) } catch .held(let holder) {
+                throw CommandFailure("cannot bring \(name) onto its moved copy while it is \(holder): unmount it first")
+            } catch { throw CommandFailure("cannot bring \(name) onto its moved copy: \(error)") }
+            defer { withExtendedLifetime(lock) {} }
+            lock.record(WriterLock.Holder(pid: getpid(), command: "sync"))
+            guard let local = try repository.refs.branchTip() else { return nil }
+            let outcome: RotatedHistoryJoin.Outcome
+            do { outcome = try RotatedHistoryJoin.join(repository: repository, key: conversationKey, local: local, moved: movedTip) } catch .unrelated {
+                try? engine.forgetFetched()
+                continue
+            } catch {
+                try? engine.forgetFetched()
+                throw CommandFailure("\(name) cannot be brought onto its moved copy \(candidate.id): \(error); nothing was changed")
+            }
+            do { try target.recordJoined(repository) } catch { throw CommandFailure("cannot record where \(name) syncs: \(error)") }
+            printOut("Found \(name)'s copy that another device moved to the new key: \(candidate.id) on \(client.base); "
+                     + (outcome.carried == 0 ? "it holds everything made here." : "\(outcome.carried) commit(s) made here are carried onto it."))
+            return target
+        }
+        return nil
     }
 
     /// Deletes the copy under the old key; says what happened, and what the patient must do

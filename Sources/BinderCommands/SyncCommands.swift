@@ -266,7 +266,7 @@ struct SyncCommand: ParsableCommand {
             }
         }
         // A binder `binder key rotate` re-encrypted moves to a new id on its server.
-        let rotation = RotatedBinderSync(repository: repository, name: BinderLocator.displayName(path), state: state, accounts: accounts,
+        let rotation = RotatedBinderSync(repository: repository, path: path, name: BinderLocator.displayName(path), state: state, accounts: accounts,
                                          key: key, retiredPassphrase: retiredPassphraseFile.map { .file($0) })
         let moved = try configured.flatMap { try rotation.target(configured: $0, retry: deadline.policy) }
         let chosen = moved ?? target!
@@ -311,8 +311,8 @@ struct SyncCommand: ParsableCommand {
         CommandFailure("\(name)'s copy \(target.repoId) on \(target.server) was deleted by its owner (\(why)): this binder was moved to a new key "
                        + "on another device (binder key rotate), or deleted there. Nothing here was changed; your unsynced commits stay in "
                        + "\(name). Bring the new key here with 'binder key rotate --import' (its nsec on standard input: this binder, "
-                       + "unsynced commits included, is re-encrypted to it and the old key kept as retired), then 'binder list' shows the "
-                       + "moved binder and 'binder clone ID --name NEW' brings it here; copy into it what \(name) has that it lacks", exitCode: movedAwayExitCode)
+                       + "unsynced commits included, is re-encrypted to it and the old key kept as retired), then 'binder sync \(name)' finds "
+                       + "the moved copy among the new key's repositories and brings your commits onto it", exitCode: movedAwayExitCode)
     }
 
     /// The binder is held by another process: a mount is asked to sync through its control

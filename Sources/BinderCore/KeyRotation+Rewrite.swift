@@ -32,7 +32,12 @@ final class HistoryRewriter {
 
     /// Every commit reachable from `tip`, each after all its parents.
     func commitsOldestFirst(tip: ObjectID) throws(KeyRotation.Failure) -> [CommitInfo] {
-        let all = try KeyRotation.git { () throws(GitError) in try old.history.commits(from: tip) }
+        try KeyRotation.git { () throws(GitError) in try Self.oldestFirst(old, tip: tip) }
+    }
+
+    /// Every commit of `repository` reachable from `tip`, each after all its parents.
+    static func oldestFirst(_ repository: GitRepository, tip: ObjectID) throws(GitError) -> [CommitInfo] {
+        let all = try repository.history.commits(from: tip)
         let byID = Dictionary(all.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         var ordered: [CommitInfo] = []
         ordered.reserveCapacity(all.count)

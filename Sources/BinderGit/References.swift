@@ -37,6 +37,15 @@ public struct GitRefs: Sendable {
         }
     }
 
+    /// Removes the full reference `name` (nothing when there is none).
+    public func removeReference(_ name: String) throws(GitError) {
+        try repository.locked { () throws(GitError) in
+            let rc = git_reference_remove(repository.repo.pointer, name)
+            if rc == GIT_ENOTFOUND.rawValue { return }
+            try check(rc, "remove \(name)")
+        }
+    }
+
     /// Points `name` at `target`. Unless `force`, only if it still points at `expected` (nil:
     /// only if it does not exist yet): a compare-and-swap that throws `.branchMoved` when
     /// another writer got there first. The ref is fsynced before this returns.

@@ -100,17 +100,27 @@ public struct Accounts: Sendable {
         guard FileManager.default.fileExists(atPath: path) else { return 0 }
         var file = load()
         var moved = 0
-        for (server, entry) in file.servers {
+        // The set-aside tokens too: a second rotation before the first one's old copy was deleted.
+        var retired = file.retired ?? [:]
+        moved += try Self.reseal(&file.servers, from: old, to: new)
+        moved += try Self.reseal(&retired, from: old, to: new)
+        if file.retired != nil { file.retired = retired }
+        if moved > 0 { try save(file) }
+        return moved
+    }
+
+    private static func reseal(_ entries: inout [String: Entry], from old: SecretKey, to new: SecretKey) throws(SyncError) -> Int {
+        var moved = 0
+        for (server, entry) in entries {
             guard let oldKey = try? NIP44.ConversationKey(selfOf: old),
                   let plain = try? NIP44.decrypt(payload: entry.token, key: oldKey) else { continue }
             do {
                 let newKey = try NIP44.ConversationKey(selfOf: new)
                 let sealed = try plain.withUnsafeBytes { (b) throws(NIP44.Error) in try NIP44.encrypt(b, key: newKey) }
-                file.servers[server]?.token = sealed
+                entries[server]?.token = sealed
                 moved += 1
             } catch { throw .configuration("cannot encrypt the token of \(server): \(error)") }
         }
-        if moved > 0 { try save(file) }
         return moved
     }
 }

@@ -81,6 +81,18 @@ public final class SyncEngine: Sendable {
         return try result.get()
     }
 
+    /// Fetches the server's branch into the tracking ref only (nothing merged): the tip, nil
+    /// when the repository is empty or not there. A rotated binder looks at a candidate for
+    /// its moved copy this way (`RotatedHistoryJoin`).
+    public func fetchOnly() throws(SyncError) -> ObjectID? {
+        try running.withLock { _ throws(SyncError) in try fetch(neverSynced: true) }
+    }
+
+    /// Forgets what `fetchOnly` fetched (the tracking ref; its objects stay until git's gc).
+    public func forgetFetched() throws(SyncError) {
+        try git { () throws(GitError) in try repository.refs.removeReference(GitRefs.trackingRef()) }
+    }
+
     private func syncRounds() throws(SyncError) -> SyncReport {
         var report = SyncReport()
         var changed: [String] = []

@@ -81,6 +81,19 @@ public struct SyncTarget: Sendable, Equatable {
         try repository.config.removeValue(newIdKey)
     }
 
+    /// A rotated binder joined onto the copy another device moved (`RotatedHistoryJoin`): it
+    /// syncs with `self` as any other from here; no move of its own is left (nor an old copy
+    /// to delete: the device that moved it does that).
+    public func recordJoined(_ repository: GitRepository) throws {
+        try write(repository)
+        for key in [Self.rotatedFromKey, Self.newIdKey, Self.oldIdKey, Self.oldKeyKey] { try repository.config.removeValue(key) }
+    }
+
+    /// The repository id this rotated binder is being pushed under (its move started), if any.
+    public static func movingTo(_ repository: GitRepository) -> String? {
+        (try? repository.config.value(newIdKey)) ?? nil
+    }
+
     /// The copy under the old key still to delete on the binder's server: its id and the old
     /// key's npub; nil when there is none (or it was deleted).
     public static func oldCopy(_ repository: GitRepository) -> (repoId: String, npub: String)? {

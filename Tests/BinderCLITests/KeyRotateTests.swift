@@ -200,6 +200,36 @@ final class KeyRotateTests: XCTestCase {
         }
     }
 
+    /// A file system without `RENAME_EXCHANGE` (forced): the swap is two renames and a third.
+    /// A kill -9 between the first two (the binder's path empty) is undone by `--abandon`; one
+    /// between the last two (the old repository aside) is finished by the next run: every
+    /// binder whole under one key either way.
+    func testSwapWithoutExchangeKilledBetweenRenamesIsUndoneOrFinished() throws {
+        let twoRenames = ["BINDER_TEST_ROTATION_NO_EXCHANGE": "1"]
+        let setup = try Setup()
+        let aside = setup.sandbox.home.appendingPathComponent("rotation/alpha.old").path
+        // Steps: the new key file, the record, 'alpha' and 'beta' rotated; then alpha's renames.
+        let first = try setup.rotate(environment: twoRenames.merging(["BINDER_TEST_ROTATION_KILL_AFTER": "5"]) { $1 })
+        XCTAssertEqual(first.status, SIGKILL, first.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: setup.path("alpha")), "killed with alpha's path empty")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: aside))
+        assertFails(try setup.sandbox.run(["status", "alpha"]), mentioning: "a key rotation is in progress")
+        let undone = try setup.sandbox.run(["key", "rotate", "--abandon", "--passphrase-file", setup.oldPassphrase,
+                                            "--new-passphrase-file", setup.newPassphrase], environment: twoRenames)
+        XCTAssertEqual(undone.status, 0, undone.stderr)
+        XCTAssertEqual(try setup.keyOfEachBinder(), ["alpha": "old", "beta": "old"])
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: setup.sandbox.home.path).sorted(),
+                       ["binders", "key.ncryptsec", "key.npub"])
+
+        let second = try setup.rotate(environment: twoRenames.merging(["BINDER_TEST_ROTATION_KILL_AFTER": "6"]) { $1 })
+        XCTAssertEqual(second.status, SIGKILL, second.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: setup.sandbox.home.appendingPathComponent("rotation/alpha").path))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: aside), "killed with the old alpha aside")
+        let finished = try setup.rotate(environment: twoRenames)
+        XCTAssertEqual(finished.status, 0, finished.stderr)
+        try setup.assertRotated()
+    }
+
     /// `--abandon` after a kill once a binder was swapped: the old binders and key back.
     func testAbandonUndoesAnInterruptedRotation() throws {
         let setup = try Setup()
@@ -398,6 +428,13 @@ final class KeyRotateTests: XCTestCase {
         XCTAssertTrue(newId.hasPrefix("binder-") && newId != "binder-1\n", newId)
         XCTAssertEqual(try shell("git -C '\(setup.path("beta"))' config binder.repoid").stdout, "binder-1\n")
         XCTAssertEqual(try shell("git -C '\(setup.path("beta"))' config binder.oldrepoid").stdout, "binder-1\n")
+        // A second rotation while beta's move is under way is refused, by name, before anything changes.
+        let second = try setup.sandbox.run(["key", "rotate", "--passphrase-file", setup.newPassphrase,
+                                            "--new-passphrase-file", setup.oldPassphrase, "--log-n", "8"])
+        assertFails(second, mentioning: "binder 'beta' is still moving off the key of an earlier rotation")
+        XCTAssertTrue(second.stderr.contains("run 'binder sync beta' first"), second.stderr)
+        XCTAssertFalse(setup.recordExists)
+        XCTAssertEqual(try setup.keyOfEachBinder(), ["alpha": "new", "beta": "new"])
     }
 }
 

@@ -117,16 +117,45 @@ final class RotationSyncTests: ServerTestCase {
         XCTAssertFalse(oldCopyExists)
     }
 
-    func testAnotherDeviceOnTheOldKeyIsToldTheBinderMovedAndKeepsItsCommits() throws {
+    /// Rotated twice before a sync: the server's copy is still under the first key, so the
+    /// binder stays marked as moving off that key, and that key's login (set aside, sealed to
+    /// the newest key) deletes the old copy; no retired passphrase is asked for.
+    func testASecondRotationBeforeTheSyncStillDeletesTheFirstKeysCopy() throws {
+        _ = try createCloneAndRotate()
+        let third = try SecretKey.generate()
+        let thirdPassphrase = try laptop.sandbox.file("third-passphrase", "a third passphrase\n")
+        try laptop.binder(["key", "rotate", "--import", "--passphrase-file", newPassphrase, "--new-passphrase-file", thirdPassphrase,
+                           "--log-n", "8"], stdin: String(decoding: try third.nsec().copyBytes(), as: UTF8.self) + "\n")
+        XCTAssertEqual(try laptop.git("health", "config binder.rotatedfrom"), try SecretKey(nsec: nsec).publicKey.npub)
+        let moved = try sync(laptop, thirdPassphrase)
+        XCTAssertTrue(moved.stdout.contains("Moved health to"), moved.stdout)
+        XCTAssertTrue(moved.stdout.contains("Deleted the old copy health (old key)"), moved.stdout)
+        XCTAssertFalse(oldCopyExists)
+        let newId = try laptop.git("health", "config binder.repoid")
+        XCTAssertEqual(try String(contentsOfFile: server.repos + "/\(newId).git/binder-owner", encoding: .utf8), third.publicKey.hex + "\n")
+    }
+
+    /// The phone, still on the old key, made a commit it never synced; the laptop rotated, moved
+    /// the binder and deleted the old copy, then went on writing. The phone is told (exit 3), keeps
+    /// its commit, takes the new key, and its next sync finds the moved copy among the new key's
+    /// repositories and brings its commit onto it: one copy on the server, both devices' writings
+    /// in it, no conflict on the files only one side changed.
+    func testAnotherDeviceOnTheOldKeyIsToldTheBinderMovedThenBringsItsCommitsOver() throws {
         _ = try createCloneAndRotate()
         let moved = try sync(laptop, newPassphrase)
         XCTAssertTrue(moved.stdout.contains("Deleted the old copy health"), moved.stdout)
         let newId = try laptop.git("health", "config binder.repoid")
+        try laptop.mount("health", ["--no-sync", "--passphrase-file", newPassphrase])
+        try laptop.write("visits/2026-12-07-back.md", "# Back\n\nWritten on the laptop after the move.\n")
+        laptop.unmount()
+        _ = try sync(laptop, newPassphrase)
 
         try phone.mount("health", ["--no-sync", "--passphrase-file", phone.passphraseFile])
         try phone.write("visits/2026-12-06-knee.md", "# Knee\n\nWritten on the phone, never synced.\n")
         phone.unmount()
         let phoneTip = try phone.tip("health")
+        let unsynced = try phone.git("health", "rev-list --count main ^refs/remotes/origin/main")
+        XCTAssertNotEqual(unsynced, "0")
         let told = try sync(phone, phone.passphraseFile, expectFailure: true)
         XCTAssertEqual(told.status, 3, told.stderr)
         XCTAssertTrue(told.stderr.contains("moved to a new key on another device (binder key rotate)"), told.stderr)
@@ -134,19 +163,37 @@ final class RotationSyncTests: ServerTestCase {
         XCTAssertEqual(try phone.tip("health"), phoneTip, "the unsynced commit is kept")
         XCTAssertEqual(try phone.git("health", "config binder.repoid"), "health")
         XCTAssertFalse(oldCopyExists, "the old key's push did not create the old id again")
-        XCTAssertEqual(try server.git(newId, "rev-parse main").trimmingCharacters(in: .whitespacesAndNewlines), try laptop.tip("health"))
 
-        // The phone takes the new key as told: its binder, its commit included, is re-encrypted; its
-        // sync sees the old copy deleted and makes no second copy of the moved binder.
-        let commits = try phone.git("health", "rev-list --count main")
+        // The phone takes the new key as told, then syncs: its commit goes onto the moved copy.
         let phonePassphrase = try phone.sandbox.file("phone-new-passphrase", "the phone's new passphrase\n")
         try phone.binder(["key", "rotate", "--import", "--passphrase-file", phone.passphraseFile, "--new-passphrase-file", phonePassphrase,
                           "--log-n", "8"], stdin: String(decoding: try newKey.nsec().copyBytes(), as: UTF8.self) + "\n")
-        let again = try sync(phone, phonePassphrase, expectFailure: true)
-        XCTAssertEqual(again.status, 3, again.stderr)
-        XCTAssertTrue(again.stderr.contains("another device moved it to the new key first"), again.stderr)
-        XCTAssertEqual(try phone.git("health", "rev-list --count main"), commits)
+        let joined = try sync(phone, phonePassphrase)
+        XCTAssertTrue(joined.stdout.contains("Found health's copy that another device moved to the new key: \(newId)"), joined.stdout)
+        // Fewer than `unsynced` when a commit of the phone's is the same as the laptop's (both
+        // made the folder `visits` in the same second: the same commit, paired, not carried).
+        XCTAssertTrue(joined.stdout.contains(" commit(s) made here are carried onto it"), joined.stdout)
+        XCTAssertEqual(try phone.git("health", "config binder.repoid"), newId)
+        XCTAssertEqual(try phone.git("health", "config --get binder.rotatedfrom"), "")
+        XCTAssertEqual(try server.git(newId, "rev-parse main").trimmingCharacters(in: .whitespacesAndNewlines), try phone.tip("health"))
+        let files = try phone.git("health", "ls-tree -r --name-only main")
+        XCTAssertTrue(files.contains("visits/2026-12-06-knee"), files)
+        XCTAssertTrue(files.contains("visits/2026-12-07-back"), files)
+        XCTAssertFalse(files.contains("conflict"), "only the phone changed its file, only the laptop its own: \(files)")
+        // The carried commits change only what the phone wrote: every other file is the moved copy's blob.
+        let carriedChanges = try phone.git("health", "diff --name-only $(git -C '\(phone.repository("health"))' merge-base main^1 main^2) main^1")
+        let changedPaths = Set(carriedChanges.split(separator: "\n").map(String.init))
+        XCTAssertTrue(changedPaths.contains("visits/2026-12-06-knee.json"), carriedChanges)
+        XCTAssertTrue(changedPaths.isSubset(of: ["visits/2026-12-06-knee.json", "visits/.meta.json"]), carriedChanges)
+        XCTAssertEqual(try phone.git("health", "rev-list --count main ^refs/remotes/origin/main"), "0")
         let owned = try shell("grep -l '\(newKey.publicKey.hex)' '\(server.repos)'/*.git/binder-owner | wc -l").stdout
         XCTAssertEqual(owned.trimmingCharacters(in: .whitespacesAndNewlines), "1", "one copy of the moved binder on the server")
+
+        // The laptop gets the phone's writing, readable with the new key.
+        _ = try sync(laptop, newPassphrase)
+        try laptop.mount("health", ["--no-sync", "--passphrase-file", newPassphrase])
+        let knee = laptop.read("visits/2026-12-06-knee.md")
+        XCTAssertTrue(knee?.hasSuffix("# Knee\n\nWritten on the phone, never synced.\n") == true, knee ?? "(none)")
+        laptop.unmount()
     }
 }

@@ -172,6 +172,60 @@ final class KeyRotationTests: XCTestCase {
         XCTAssertEqual(again.commitsWritten + again.blobsReencrypted, 0, "a verified rotation is not done twice")
     }
 
+    /// Two devices rotated the same binder (each into other objects); the phone then made a
+    /// commit of its own, and a commit the laptop made too in the same second under the same
+    /// message and paths, but with other content. The join pairs every rotated commit, carries
+    /// the phone's two on top of the laptop's copy, each file the phone did not change taking
+    /// the laptop's blob; an unrelated binder does not join.
+    func testARotatedCopyJoinsTheCopyAnotherDeviceMoved() throws {
+        let binder = try makeBinder()
+        let laptopPath = directory.appendingPathComponent("laptop").path, phonePath = directory.appendingPathComponent("phone").path
+        let moved = try KeyRotation(source: binder, oldKey: oldKey, newKey: newKey, destination: laptopPath).run().tip
+        let rotated = try KeyRotation(source: binder, oldKey: oldKey, newKey: newKey, destination: phonePath).run().tip
+        let laptop = try GitRepository.open(path: laptopPath), phone = try GitRepository.open(path: phonePath)
+        func commit(_ repository: GitRepository, _ path: String, _ text: String, _ message: String, at seconds: Int64) throws -> ObjectID {
+            let blob = try repository.objects.writeBlob(Array(try NIP44.encrypt(note(text), key: newKey).utf8))
+            let tip = try XCTUnwrap(try repository.refs.branchTip())
+            return try repository.commits.commitChanges(onto: tip, changes: [.write(path: path, blob: blob)], message: message,
+                                                        author: author(seconds), branch: "main", mergedParents: [])
+        }
+        let laptopTip = try commit(laptop, "visits/knee.json", "the laptop's knee", "Add knee", at: 1_700_000_800)
+        _ = try commit(phone, "visits/knee.json", "the phone's knee", "Add knee", at: 1_700_000_800)
+        let phoneTip = try commit(phone, "labs/iron.json", "iron", "Add iron", at: 1_700_000_900)
+        let fetched = Process()
+        fetched.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        fetched.arguments = ["git", "--git-dir=\(phonePath)", "fetch", "-q", laptopPath, "main:refs/remotes/origin/main"]
+        try fetched.run()
+        fetched.waitUntilExit()
+        XCTAssertEqual(fetched.terminationStatus, 0)
+
+        let outcome = try RotatedHistoryJoin.join(repository: phone, key: newKey, local: phoneTip, moved: laptopTip)
+        XCTAssertEqual(outcome.paired, 8)
+        XCTAssertEqual(outcome.carried, 2, "the phone's knee is not the laptop's, though made alike")
+        XCTAssertEqual(try phone.refs.branchTip(), outcome.tip)
+        let carried = try phone.history.commits(from: outcome.tip, limit: 2)
+        XCTAssertEqual(carried.map(\.summary), ["Add iron", "Add knee"])
+        XCTAssertEqual(carried[1].parents, [moved], "carried onto the laptop's copy of the last common commit")
+        XCTAssertEqual(try BinderMerger.changedPaths(phone, from: moved, to: outcome.tip), ["labs/iron.json", "visits/knee.json"],
+                       "every other file is the laptop's blob")
+        XCTAssertEqual(try plaintext(try phone.objects.readBlob(try XCTUnwrap(try phone.trees.entry(at: "visits/knee.json", commit: outcome.tip)).id),
+                                     path: "visits/knee.json", key: newKey), note("the phone's knee"))
+        XCTAssertNotEqual(moved, rotated)
+
+        let other = directory.appendingPathComponent("other").path
+        _ = try BinderCreator.create(at: other, key: newKey, patientName: "Someone Else", dateOfBirth: nil, author: author(1_600_000_000))
+        let unrelated = try XCTUnwrap(try GitRepository.open(path: other).refs.branchTip())
+        let fetchedOther = Process()
+        fetchedOther.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        fetchedOther.arguments = ["git", "--git-dir=\(phonePath)", "fetch", "-q", other, "main:refs/remotes/other/main"]
+        try fetchedOther.run()
+        fetchedOther.waitUntilExit()
+        XCTAssertThrowsError(try RotatedHistoryJoin.join(repository: phone, key: newKey, local: outcome.tip, moved: unrelated)) { error in
+            XCTAssertEqual(error as? RotatedHistoryJoin.Failure, .unrelated)
+        }
+        XCTAssertEqual(try phone.refs.branchTip(), outcome.tip, "nothing moved")
+    }
+
     /// A kill after each number of steps (blobs and commits), then a run to the end: the same
     /// result, the old repository untouched, and the second run only does what was left.
     func testARotationKilledAtAnyStepIsContinued() throws {
