@@ -30,13 +30,18 @@ extension KeyCommand {
                 'binder key rotate' again finishes it (asking for both passphrases while the old key is still in \
                 place); 'binder key rotate --abandon' undoes it instead, until the new key is in place.
 
+                A binder that syncs is not pushed by the rotation itself: its next 'binder sync' pushes it under a \
+                new repository id with the new key's login, then deletes the old copy with the old key's (or the \
+                retired key's: --retired-passphrase-file); nothing goes out under the old id. On another device \
+                still on the old key, 'binder sync' exits 3 (the copy was deleted by its owner) and keeps its \
+                commits: run 'binder key rotate --import' there with the new key, then 'binder sync', which finds \
+                the moved binder among the new key's repositories and brings the commits made there onto it. A \
+                rotation is refused while a binder's old copy from an earlier one is not deleted yet (sync first).
+
                 What it cannot do: copies made before the rotation stay readable with the old key (backups, \
-                exported files, other devices, a recovery sheet of the old key, the server's copy). A binder that \
-                syncs with a server is NOT pushed by this version: the server keeps its old copy, under the old key, \
-                and 'binder sync' refuses the rotated binder so that nothing goes out under the old repository id. \
-                binder cannot delete the server's old copy yet: if the key leaked, have it deleted there (on \
-                limbo.health from the Limbo app; on a 'binder serve' server by its operator, who can remove the \
-                repository's folder). Make a new recovery sheet afterwards: 'binder key backup --sheet FILE.pdf'.
+                exported files, other devices until they rotate, a recovery sheet of the old key, the server's old \
+                copy until it is deleted; on limbo.health delete it from the Limbo app if sync could not). Make a \
+                new recovery sheet afterwards: 'binder key backup --sheet FILE.pdf'.
                 """)
 
         @OptionGroup var passphrase: PassphraseOptions
