@@ -70,9 +70,11 @@ struct RotatedBinderSync {
         guard let client = try? ServerClient(server: configured.server, retry: retry) else { return nil }
         let session = ServerSession(client: client, key: key, accounts: accounts)
         guard let listed = try? session.authorized({ (token) throws(SyncError) in try client.repositories(token: token) }) else { return nil }
-        let ownMove = SyncTarget.movingTo(repository)
+        // Not candidates: this binder's own new id, and the ids other binders here sync with
+        // (each would be downloaded for nothing).
+        let taken = localRepositoryIds(server: client.base).union([configured.repoId] + (SyncTarget.movingTo(repository).map { [$0] } ?? []))
         let conversationKey = try BinderKey.conversationKey(owner: key)
-        for candidate in listed where candidate.id != configured.repoId && candidate.id != ownMove {
+        for candidate in listed where !taken.contains(candidate.id) {
             let target = SyncTarget(server: client.base, repoId: candidate.id)
             guard let engine = try? SyncEngine(repositoryPath: path, key: conversationKey, session: session, target: target,
                                                author: commitAuthor(), logger: quietLogger("binder.sync"), retry: retry),
@@ -98,6 +100,16 @@ struct RotatedBinderSync {
             return target
         }
         return nil
+    }
+
+    /// The repository ids the local binders sync with on `server`.
+    private func localRepositoryIds(server: String) -> Set<String> {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: state.bindersDirectory)) ?? []
+        return Set(names.compactMap { name in
+            guard let binder = try? LocalBinder.open(path: BinderLocator(state: state).path(forName: name)),
+                  let target = SyncTarget.read(binder.repository), target.server == server else { return nil }
+            return target.repoId
+        })
     }
 
     /// Deletes the copy under the old key; says what happened, and what the patient must do
