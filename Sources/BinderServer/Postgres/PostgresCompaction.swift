@@ -1,4 +1,5 @@
 import BinderGit
+import Dispatch
 import Foundation
 import Logging
 import PostgresNIO
@@ -72,7 +73,15 @@ struct PostgresCompaction: Sendable {
             refs.append(row)
         }
         let cached = try await cache.update(id)
-        guard let pack = try Self.packOfEverything(in: cached, reachableFrom: refs, scratch: cache.quarantine) else { return false }
+        let scratch = cache.quarantine, tips = refs
+        // libgit2's walk and pack build block for as long as the repository is large: on a
+        // Dispatch thread, not one of the few that serve every request.
+        let built = try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global(qos: .utility).async {
+                continuation.resume(with: Result { try Self.packOfEverything(in: cached, reachableFrom: tips, scratch: scratch) })
+            }
+        }
+        guard let pack = built else { return false }
         defer { try? FileManager.default.removeItem(atPath: pack.folder) }
         guard listed[pack.received.checksum] == nil else { return false }   // already one pack of it all
         let index = try Data(contentsOf: URL(fileURLWithPath: pack.received.indexPath))
