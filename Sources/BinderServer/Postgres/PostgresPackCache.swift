@@ -98,13 +98,31 @@ struct PostgresPackCache: Sendable {
         })
         let present = cachedPacks(id)
         for checksum in listed.subtracting(present).sorted() { try await download(id, checksum: checksum) }
-        // A compacted pack: its objects are in a listed one (downloaded above). The index goes
-        // first, so that libgit2 stops listing it; a reader that has it open keeps its mapping.
+        // A compacted pack: its objects are in a listed one (downloaded above). Its index goes
+        // now, so that libgit2 no longer lists it; its pack stays a while for the requests of
+        // this replica that listed it already and have yet to open it.
         for checksum in present.subtracting(listed) {
-            unlink(packFolder(id) + "/pack-\(checksum).idx")
-            unlink(packFolder(id) + "/pack-\(checksum).pack")
+            let base = packFolder(id) + "/pack-\(checksum)"
+            unlink(base + ".idx")
+            utime(base + ".pack", nil)
         }
+        dropRetiredPacks(id)
         return target
+    }
+
+    /// How long a compacted pack outlives its index: longer than any request (git's 10 minutes).
+    static let retiredPackLifetime: TimeInterval = 900
+
+    /// Removes the `.pack` files left without their index (`update`) for `retiredPackLifetime`.
+    private func dropRetiredPacks(_ id: String) {
+        let folder = packFolder(id)
+        let names = Set((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [])
+        for name in names where name.hasPrefix("pack-") && name.hasSuffix(".pack") {
+            guard !names.contains(String(name.dropLast(5)) + ".idx"),
+                  let modified = (try? FileManager.default.attributesOfItem(atPath: folder + "/" + name))?[.modificationDate] as? Date,
+                  modified.timeIntervalSinceNow < -Self.retiredPackLifetime else { continue }
+            unlink(folder + "/" + name)
+        }
     }
 
     /// Downloads one pack and its index into `id`'s cache.
