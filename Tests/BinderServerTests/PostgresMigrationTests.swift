@@ -69,6 +69,20 @@ func writeTokenSecret(in folder: String) throws -> String {
         return try #require(try await post("/api/auth/nostr/verify", Data(body.readableBytesView))["token"] as? String)
     }
 
+    /// A replica that would make a token secret of its own signs tokens no other replica takes.
+    @Test func aReplicaOnADatabaseDoesNotStartWithoutTheTokenSecretFile() throws {
+        let folder = try makeTemporaryFolder("pgsecret")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let location = try PostgresLocation(url: "postgres://binder@127.0.0.1:9/binder?sslmode=disable")
+        #expect {
+            _ = try BinderServer(options: .init(repositories: folder, port: 0, database: location), logger: PostgresStorageTests.logger)
+        } throws: { error in
+            if case .databaseNeedsSecretFile = error as? ServerError { return true }
+            return false
+        }
+        #expect(!FileManager.default.fileExists(atPath: folder + "/.binder-serve/jwt-secret"))
+    }
+
     @Test(.enabled(if: binary != nil, "needs BINDER_BIN (the built binder)"))
     func aFolderServerMovesIntoTheDatabaseIsServedFromItAndComesBack() async throws {
         let cluster = try PostgresCluster.shared()
