@@ -175,6 +175,29 @@ import Testing
         }
     }
 
+    @Test func twoPushesToCreateRacingThroughTwoReplicasStayWithinTheRepositoryQuota() async throws {
+        try await Self.withReplicas { caches, work, _ in
+            let tips = try (0..<2).map { try work.commit("first \($0)", bytes: 200_000) }
+            let homes = (0..<2).map { PostgresObjectHome(id: "new-\($0)", storage: caches[$0].storage, cache: caches[$0],
+                                                         creation: .init(owner: Self.owner, repositoryLimit: 1)) }
+            let packs = try (0..<2).map { try work.pack(tips[$0], into: homes[$0].quarantine) }
+            let results = await withTaskGroup(of: Result<[RefOutcome], StorageError>.self) { group in
+                for i in 0..<2 {
+                    group.addTask {
+                        do throws(StorageError) {
+                            return .success(try await homes[i].store(packs[i], commands: [RefCommand(ref: "refs/heads/main", old: nil, new: tips[i])]))
+                        } catch { return .failure(error) }
+                    }
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(results.filter { (try? $0.get()) == [.applied] }.count == 1, "\(results)")
+            #expect(results.contains { if case .failure(.repositoryQuota(limit: 1)) = $0 { return true } else { return false } })
+            let usage = try await PostgresRepositories(storage: caches[0].storage).usage(owner: Self.owner)
+            #expect(usage.repositories == 1)
+        }
+    }
+
     @Test func compactionReplacesThePacksByOneThatKeepsEveryObject() async throws {
         try await Self.withReplicas { caches, work, _ in
             var tips: [String] = []

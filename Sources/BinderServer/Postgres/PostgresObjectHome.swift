@@ -7,12 +7,14 @@ import Synchronization
 /// (`GitObjectHome`): refs from `binder_refs`, objects read from this replica's cache of the
 /// repository's packs (`PostgresPackCache`), and a push stored in one transaction:
 ///
-/// 1. for a push-to-create, the repository's row (its owner's row locked, the creation quota
-///    counted, `.idTaken` when another creation won, `.gone` when its owner deleted the id);
+/// 1. for a push-to-create, the repository's row (`.idTaken` when another creation won,
+///    `.gone` when its owner deleted the id);
 /// 2. the pack's row with its index, and its bytes in chunks of at most 1 MiB read from the
 ///    file one at a time (a 60 MB push never sits in memory);
-/// 3. the owner's row locked (a push by the same owner through another replica waits here),
-///    the owner's bytes counted again with the pack's: `.storageQuotaUsedUp` and nothing kept;
+/// 3. the owner's row locked (a push by the same owner through another replica waits here,
+///    not while a pack streams in), the owner's repositories counted for a creation
+///    (`.repositoryQuota`), the owner's bytes counted again with the pack's
+///    (`.storageQuotaUsedUp`): refused, nothing is kept;
 /// 4. each ref's compare-and-swap, in name order (two pushes never lock two refs in opposite
 ///    orders): one that moved meanwhile rolls everything back, and every command is refused;
 /// 5. commit; then the pack is moved from the quarantine into this replica's cache.
@@ -94,8 +96,18 @@ final class PostgresObjectHome: GitObjectHome {
             try await storage.transaction("cannot store the push") { connection in
                 let owner: String
                 if let creation {
-                    try await PostgresRepositories.createRow(id, owner: creation.owner, repositoryLimit: creation.repositoryLimit,
-                                                             on: connection, logger: logger)
+                    // The row first (the pack's rows refer to it), the owner's count once the
+                    // pack is in, under the owner's lock (below): the lock is not held while
+                    // the pack streams in, so the owner's other pushes do not wait on it.
+                    try await connection.exec("INSERT INTO binder_owners (pubkey) VALUES (\(creation.owner)) ON CONFLICT DO NOTHING",
+                                              logger: logger)
+                    var inserted = false
+                    for try await _ in try await connection.query("""
+                        INSERT INTO binder_repositories (id, owner) VALUES (\(id), \(creation.owner)) ON CONFLICT DO NOTHING RETURNING 1
+                        """, logger: logger).decode(Int.self) {
+                        inserted = true
+                    }
+                    guard inserted else { throw StorageError.idTaken(id) }
                     // Read after the row is in: a deletion that committed meanwhile is seen here.
                     if let tombstone = try await PostgresTombstones.find(id, on: connection, logger: logger) {
                         throw StorageError.gone(id: id, tombstone: tombstone)
@@ -115,6 +127,15 @@ final class PostgresObjectHome: GitObjectHome {
                     added = try await Self.insert(pack, index: index, into: id, on: connection, logger: logger)
                 }
                 try await PostgresRepositories.lockOwner(owner, on: connection, logger: logger)
+                if let creation {
+                    // Counts this one (our own row) and those committed by the owner's earlier creations.
+                    var owned = 0
+                    for try await count in try await connection.query("SELECT count(*) FROM binder_repositories WHERE owner = \(owner)",
+                                                                      logger: logger).decode(Int.self) {
+                        owned = count
+                    }
+                    guard owned <= creation.repositoryLimit else { throw StorageError.repositoryQuota(limit: creation.repositoryLimit) }
+                }
                 if added > 0 {
                     var used: Int64 = 0
                     for try await sum in try await connection.query("""
