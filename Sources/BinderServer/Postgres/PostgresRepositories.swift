@@ -3,9 +3,8 @@ import Logging
 import PostgresNIO
 
 /// Repositories, their owners and refs in the database: the part of `RepositoryStorage` and
-/// `StoredRepository` that needs no git object. The Smart HTTP side (packs in
-/// `binder_packs`/`binder_pack_chunks`, push-to-create inside the push's transaction) builds
-/// on these rows; until it exists `binder serve` keeps repositories in its folder.
+/// `StoredRepository` that needs no git object. The packs and a push's transaction are
+/// `PostgresObjectHome`'s; `PostgresRepositoryStorage` puts both behind the storage protocols.
 ///
 /// A ref's compare-and-swap is one statement: `UPDATE … WHERE target = expected` (or, to
 /// create, `INSERT … ON CONFLICT DO NOTHING`); the row count says who won, and a loser reads
@@ -107,7 +106,7 @@ struct PostgresRepositories {
         }
     }
 
-    /// Removes `id` with its refs (and, once stored, its packs); false when it was not there.
+    /// Removes `id` with its refs and packs; false when it was not there.
     func remove(_ id: String) async throws(StorageError) -> Bool {
         let logger = storage.logger
         return try await storage.perform("cannot remove the repository") { client in

@@ -10,8 +10,8 @@ import PostgresNIO
 ///   when its last scan session ends), `binder_refs` (one row per ref; the compare-and-swap is
 ///   one `UPDATE … WHERE target = old`, a creation one `INSERT … ON CONFLICT DO NOTHING`);
 /// - `binder_packs` and `binder_pack_chunks`: git objects as the packs arrived, each with the
-///   index libgit2's indexer wrote, the pack's bytes in chunks of at most 1 MiB (filled by the
-///   Smart HTTP side, a later migration may add what it needs);
+///   index libgit2's indexer wrote, the pack's bytes in chunks of at most 1 MiB
+///   (`PostgresObjectHome`; compacted by `PostgresCompaction`);
 /// - `binder_challenges`, `binder_scan_sessions` (by the token's SHA-256), `binder_rate_counters`
 ///   (a fixed window per counter and address), `binder_sweeps` (when a periodic job last ran,
 ///   so that one replica runs it);

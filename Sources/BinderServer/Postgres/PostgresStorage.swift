@@ -27,7 +27,8 @@ enum PostgresStorageError: Error, CustomStringConvertible {
 /// transaction holds nothing for long. The schema is migrated at start (`PostgresSchema`).
 ///
 /// The stores over it: `PostgresChallenges`, `PostgresScanSessions`, `PostgresRateCounters`,
-/// `PostgresRepositories` (repositories, owners, refs; the git objects come with Smart HTTP).
+/// `PostgresRepositoryStorage` (repositories, owners, refs: `PostgresRepositories`; git objects:
+/// `PostgresObjectHome`, `PostgresPackCache`, `PostgresCompaction`).
 final class PostgresStorage: Sendable {
     struct Limits: Sendable {
         /// Longest any statement may run.
