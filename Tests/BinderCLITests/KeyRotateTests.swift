@@ -19,7 +19,10 @@ final class KeyRotateTests: XCTestCase {
         /// Path -> plaintext of every document and sidecar on `main`, read with the old key.
         var original: [String: [String: [UInt8]]] = [:]
 
-        init() throws {
+        /// `historyCut`: both binders' `main` set that many commits back (13 commits and one
+        /// sidecar are left of 58 at 45), for tests that repeat whole rotations: every step of
+        /// the command is the same, the engine's work a quarter.
+        init(historyCut: Int? = nil) throws {
             sandbox = try BinderSandbox()
             oldPassphrase = try sandbox.file("old-passphrase", "test passphrase\n")
             newPassphrase = try sandbox.file("new-passphrase", "a new passphrase\n")
@@ -31,6 +34,10 @@ final class KeyRotateTests: XCTestCase {
             let binders = sandbox.home.appendingPathComponent("binders").path
             let cloned = try shell("mkdir -p '\(binders)' && git clone -q '\(Fixtures.bundle)' '\(binders)/alpha' && git clone -q --bare '\(Fixtures.bundle)' '\(binders)/beta'")
             XCTAssertEqual(cloned.status, 0, cloned.stderr)
+            if let historyCut {
+                let cut = try shell("git -C '\(binders)/alpha' reset -q --hard main~\(historyCut) && git -C '\(binders)/beta' update-ref refs/heads/main main~\(historyCut)")
+                XCTAssertEqual(cut.status, 0, cut.stderr)
+            }
             for name in names { original[name] = try XCTUnwrap(try Self.contents(path(name), key: oldKey)) }
         }
 
@@ -155,7 +162,7 @@ final class KeyRotateTests: XCTestCase {
     func testKillAfterEveryStepThenRotateAgainFinishes() throws {
         var step = 1
         while true {
-            let setup = try Setup()
+            let setup = try Setup(historyCut: 45)
             let killed = try setup.rotate(environment: ["BINDER_TEST_ROTATION_KILL_AFTER": "\(step)"])
             if killed.status == 0 {
                 XCTAssertGreaterThan(step, 12, "fewer steps than the design names")
@@ -190,7 +197,7 @@ final class KeyRotateTests: XCTestCase {
     /// A kill inside the engine's copy of a history (after a few blobs, later after many).
     func testKillInsideTheEngineThenRotateAgainFinishes() throws {
         for steps in [1, 5, 30] {
-            let setup = try Setup()
+            let setup = try Setup(historyCut: 45)
             let killed = try setup.rotate(environment: ["BINDER_TEST_ROTATION_ENGINE_STEPS": "\(steps)"])
             XCTAssertEqual(killed.status, SIGKILL, killed.stderr)
             XCTAssertEqual(try setup.keyOfEachBinder(), ["alpha": "old", "beta": "old"])
@@ -206,7 +213,7 @@ final class KeyRotateTests: XCTestCase {
     /// binder whole under one key either way.
     func testSwapWithoutExchangeKilledBetweenRenamesIsUndoneOrFinished() throws {
         let twoRenames = ["BINDER_TEST_ROTATION_NO_EXCHANGE": "1"]
-        let setup = try Setup()
+        let setup = try Setup(historyCut: 45)
         let aside = setup.sandbox.home.appendingPathComponent("rotation/alpha.old").path
         // Steps: the new key file, the record, 'alpha' and 'beta' rotated; then alpha's renames.
         let first = try setup.rotate(environment: twoRenames.merging(["BINDER_TEST_ROTATION_KILL_AFTER": "5"]) { $1 })
@@ -232,7 +239,7 @@ final class KeyRotateTests: XCTestCase {
 
     /// `--abandon` after a kill once a binder was swapped: the old binders and key back.
     func testAbandonUndoesAnInterruptedRotation() throws {
-        let setup = try Setup()
+        let setup = try Setup(historyCut: 45)
         let killed = try setup.rotate(environment: ["BINDER_TEST_ROTATION_KILL_AFTER": "6"])
         XCTAssertEqual(killed.status, SIGKILL, killed.stderr)
         XCTAssertEqual(try setup.keyOfEachBinder(), ["alpha": "new", "beta": "new"])
@@ -278,7 +285,7 @@ final class KeyRotateTests: XCTestCase {
     }
 
     func testForgetOldKeepsNoRetiredKey() throws {
-        let setup = try Setup()
+        let setup = try Setup(historyCut: 45)
         let run = try setup.rotate(["--forget-old"])
         XCTAssertEqual(run.status, 0, run.stderr)
         try setup.assertRotated()
@@ -288,7 +295,7 @@ final class KeyRotateTests: XCTestCase {
 
     /// A generated key is shown once; an imported ncryptsec keeps its own passphrase.
     func testGeneratedKeyIsShownOnceAndAnImportedNcryptsecIsKept() throws {
-        let setup = try Setup()
+        let setup = try Setup(historyCut: 45)
         let generated = try setup.sandbox.run(["key", "rotate", "--passphrase-file", setup.oldPassphrase,
                                                "--new-passphrase-file", setup.newPassphrase, "--log-n", "8"])
         XCTAssertEqual(generated.status, 0, generated.stderr)
@@ -298,7 +305,7 @@ final class KeyRotateTests: XCTestCase {
         let exported = try setup.sandbox.run(["key", "export", "--nsec", "--confirm-plaintext", "--passphrase-file", setup.newPassphrase])
         XCTAssertEqual(exported.stdout, nsec + "\n")
 
-        let second = try Setup()
+        let second = try Setup(historyCut: 45)
         let ncryptsec = try NIP49.encrypt(second.newKey, passphrase: try SecureBytes(copyingUTF8: "a new passphrase"), logN: 8)
         let imported = try second.sandbox.run(["key", "rotate", "--import", "--passphrase-file", second.oldPassphrase,
                                                "--new-passphrase-file", second.newPassphrase], stdin: ncryptsec + "\n")
@@ -307,7 +314,7 @@ final class KeyRotateTests: XCTestCase {
         let stored = try String(contentsOfFile: second.sandbox.home.appendingPathComponent("key.ncryptsec").path, encoding: .utf8)
         XCTAssertEqual(stored.trimmingCharacters(in: .whitespacesAndNewlines), ncryptsec)
         // Malformed input changes nothing.
-        let third = try Setup()
+        let third = try Setup(historyCut: 45)
         assertFails(try third.sandbox.run(["key", "rotate", "--import", "--passphrase-file", third.oldPassphrase,
                                            "--new-passphrase-file", third.newPassphrase], stdin: "nsec1garbage\n"), mentioning: "malformed key")
         XCTAssertEqual(try third.keyOfEachBinder(), ["alpha": "old", "beta": "old"])
@@ -350,7 +357,7 @@ final class KeyRotateTests: XCTestCase {
 
     /// The shares' book and the login tokens are sealed to the new key.
     func testShareBookAndTokensFollowTheKey() throws {
-        let setup = try Setup()
+        let setup = try Setup(historyCut: 45)
         let home = setup.sandbox.home
         let oldConversation = try NIP44.ConversationKey(selfOf: setup.oldKey)
         let secrets = #"{"ephemeralPrivkey":"\#(String(repeating: "1", count: 64))","sessionToken":"s","label":"Dr Test","paths":["visits"],"records":1}"#
