@@ -1,6 +1,7 @@
 @testable import BinderCrypto
 import BinderFormat
 import Foundation
+import Synchronization
 import XCTest
 
 /// A real binder plus tree entries that stock git refuses to make (crafted with
@@ -438,12 +439,17 @@ final class BadTreeEntryTests: XCTestCase {
     ]
 
     func testEachBadEntryKeepsTheRestUsableAndItselfIntact() throws {
-        for row in Self.rows {
-            try check(row)
+        // The rows share nothing (each its own binder, sandbox and mount): one per processor at
+        // a time. A row's failures name its kind.
+        let thrown = Mutex([String]())
+        DispatchQueue.concurrentPerform(iterations: Self.rows.count) { index in
+            let row = Self.rows[index]
+            do { try Self.check(row) } catch { thrown.withLock { $0.append("\(row.kind): \(error)") } }
         }
+        XCTAssertEqual(thrown.withLock { $0 }, [])
     }
 
-    func check(_ row: Row) throws {
+    static func check(_ row: Row) throws {
         let binder = try MountedBinder(cloneFixture: false)
         defer { binder.unmount() }
         let own = try NIP44.ConversationKey(selfOf: try SecretKey(nsec: Fixtures.nsec))
@@ -534,12 +540,12 @@ final class BadTreeEntryTests: XCTestCase {
     }
 
     /// The entries named `row.name` in the raw bytes of `main:visits`, each "<mode> <name>\0<id>".
-    func badEntries(_ row: Row, in binder: MountedBinder) throws -> [[UInt8]] {
+    static func badEntries(_ row: Row, in binder: MountedBinder) throws -> [[UInt8]] {
         try visitsEntries(in: binder).filter { $0.name == row.name }.map(\.bytes)
     }
 
     /// The entries of `main:visits`, read from its bytes: each name and "<mode> <name>\0<id>".
-    func visitsEntries(in binder: MountedBinder) throws -> [(name: [UInt8], bytes: [UInt8])] {
+    static func visitsEntries(in binder: MountedBinder) throws -> [(name: [UInt8], bytes: [UInt8])] {
         let file = binder.sandbox.root.appendingPathComponent("visits-tree").path
         let run = try shell("git cat-file tree \"$(git rev-parse main:visits)\" > '\(file)'", in: binder.repository)
         XCTAssertEqual(run.status, 0, run.stderr)
