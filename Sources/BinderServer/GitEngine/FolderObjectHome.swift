@@ -1,6 +1,5 @@
 import BinderGit
 import Foundation
-import Synchronization
 
 /// A `GitObjectHome` over one bare repository of the folder store, for serving it through the
 /// engine (`binder serve --git-engine binder`, hidden) and for the engine's tests without a
@@ -72,19 +71,17 @@ struct FolderObjectHome: GitObjectHome {
     }
 }
 
-/// A lock per repository path, made at its first use (a few bytes each; one per repository
-/// pushed to since the start).
+/// Locks for repositories by path: a fixed set of stripes, a path always taking the same one
+/// (two repositories may share a stripe and then take turns), so that the table stays the same
+/// size however many repositories (each creation's staging folder has a path of its own) are pushed to.
 final class RepositoryLocks: Sendable {
-    /// Guards the table; each entry guards its repository's refs and packs.
-    private let table = Mutex<[String: NSLock]>([:])
+    /// Each guards the refs and packs of the repositories whose paths hash to it.
+    private let stripes: [NSLock] = (0..<64).map { _ in NSLock() }
 
-    func withLock<T>(_ path: String, _ body: () throws -> T) rethrows -> T {
-        let lock = table.withLock { table in
-            if let lock = table[path] { return lock }
-            let lock = NSLock()
-            table[path] = lock
-            return lock
-        }
+    func withLock<T>(_ path: String, _ body: () throws -> T) throws -> T {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325   // FNV-1a: the same stripe in every run
+        for byte in path.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        let lock = stripes[Int(hash % UInt64(stripes.count))]
         lock.lock()
         defer { lock.unlock() }
         return try body()
