@@ -100,6 +100,30 @@ final class GitEngineTests: XCTestCase {
         XCTAssertEqual(try shell("git -C '\(server.repos)/engine.git' rev-list --count main").stdout, "5\n")
     }
 
+    /// binder's own client (libgit2 over its HTTP transport): push-to-create, a clone, and a
+    /// second commit synced from one device to the other (a fetch negotiated with haves).
+    func testBinderSyncCreatesClonesAndSyncsThroughTheEngine() throws {
+        let nsec = String(decoding: try SecretKey.generate().nsec().copyBytes(), as: UTF8.self)
+        let laptop = try Device(nsec: nsec), phone = try Device(nsec: nsec)
+        try laptop.binder(["login", "--server", server.url])
+        try laptop.binder(["create", "health", "--patient-name", "Alex Doe"])
+        let created = try laptop.binder(["sync", "health", "--repo-id", "health"])
+        XCTAssertTrue(created.stdout.contains("created health on \(server.url)"), created.stdout)
+        try phone.binder(["login", "--server", server.url])
+        XCTAssertTrue(try phone.binder(["clone", "health"]).stdout.contains("Cloned health"))
+        XCTAssertEqual(try phone.tip("health"), try serverTip("health"))
+
+        try laptop.binder(["new", "visits", "--title", "-", "--binder", "health", "--passphrase-file", laptop.passphraseFile],
+                          stdin: "Knee\n")
+        let pushed = try laptop.binder(["sync", "health"]).stdout
+        XCTAssertTrue(pushed.contains("pushed"), pushed)
+        let received = try phone.binder(["sync", "health"]).stdout
+        XCTAssertTrue(received.contains("received"), received)
+        XCTAssertEqual(try phone.tip("health"), try laptop.tip("health"))
+        XCTAssertEqual(try phone.tip("health"), try serverTip("health"))
+        XCTAssertEqual(try shell("git -C '\(server.repos)/health.git' fsck --strict").status, 0)
+    }
+
     func testRefusalsAreGitsAndLeaveTheRepositoryAsItWas() throws {
         let work = try workTree("work")
         XCTAssertEqual(try git("push -q '\(url("guarded"))' main", in: work).status, 0)
