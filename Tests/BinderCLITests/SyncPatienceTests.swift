@@ -112,7 +112,7 @@ final class SyncPatienceTests: ServerTestCase {
 
     /// A server that accepts the connection and never answers: `login` and `sync` say on the
     /// terminal (stderr) that they retry and why (a script gets the one line of the outcome),
-    /// and give up within their deadline (`--deadline 5`, each try's idle timeout here 1 s),
+    /// and give up within their deadline (`--deadline 3`, each try's idle timeout here 1 s),
     /// long before the 165 s of old; without the option, within the default (a minute). Each
     /// command's `--help` names the option.
     func testACommandThatGetsNoAnswerSaysSoAndGivesUpWithinItsDeadline() throws {
@@ -124,7 +124,7 @@ final class SyncPatienceTests: ServerTestCase {
         let silentLogin = try FaultProxy(upstream: server, ["--silent", "/api/auth/"])
         defer { silentLogin.stop() }
         var started = Date()
-        let login = try device.boundedRun(["login", "--server", silentLogin.url, "--deadline", "5"],
+        let login = try device.boundedRun(["login", "--server", silentLogin.url, "--deadline", "3"],
                                           environment: ["BINDER_HTTP_IDLE_TIMEOUT": "1"], terminal: true)
         XCTAssertLessThan(Date().timeIntervalSince(started), 40, "gave up well within its deadline's reach")
         assertRetriedAndGaveUp(login, because: "stopped answering")
@@ -135,13 +135,13 @@ final class SyncPatienceTests: ServerTestCase {
         try device.binder(["login", "--server", silentGit.url])
         try device.binder(["create", "notes"])
         started = Date()
-        let sync = try device.boundedRun(["sync", "notes", "--server", silentGit.url, "--deadline", "5"],
+        let sync = try device.boundedRun(["sync", "notes", "--server", silentGit.url, "--deadline", "3"],
                                          environment: ["BINDER_HTTP_IDLE_TIMEOUT": "1"], terminal: true)
         XCTAssertLessThan(Date().timeIntervalSince(started), 40)
         assertRetriedAndGaveUp(sync, because: "stopped answering")
         // list: the local binders at once, and why the server's are missing, within its deadline.
         started = Date()
-        let list = try device.boundedRun(["list", "--server", silentGit.url, "--deadline", "5"],
+        let list = try device.boundedRun(["list", "--server", silentGit.url, "--deadline", "3"],
                                          environment: ["BINDER_HTTP_IDLE_TIMEOUT": "1"])
         XCTAssertLessThan(Date().timeIntervalSince(started), 40)
         XCTAssertEqual(list.status, 0, list.stderr)
