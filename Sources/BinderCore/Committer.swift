@@ -64,6 +64,8 @@ final class Committer: Sendable {
     /// folded in steps, each soon done (a save's pack in a folder of 100,000 records holds a
     /// 7 MB tree), one after the other.
     static let packsPerFold = 64
+    /// The nice value of the packing thread (`start`).
+    static let packingNiceness: Int32 = 10
     /// Loose objects (estimated) past which the first save repacks everything instead: a binder
     /// imported file by file before saves wrote packs.
     static let looseForRepack = 1_000
@@ -135,6 +137,10 @@ final class Committer: Sendable {
     private func start(_ job: PackJob) {
         let path = repository.gitDirectory
         Thread.detachNewThread { [self] in
+            // Packing is work nobody waits for: on a machine of two cores its thread gives way
+            // to the threads answering the kernel, a save among them. (Linux keeps a nice value
+            // per thread; 0 names the calling one.)
+            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, Self.packingNiceness)
             // The fold's packs are chosen here, off the save path (a few hundred small reads:
             // pack index headers, the loose objects' folders), and claimed in the same lock.
             let plan = job == .fold ? packing.withLock { state in
