@@ -40,8 +40,11 @@ struct RotatedBinderSync {
                let token = accounts.retiredToken(server: configured.server, pubkey: oldHex, key: key),
                let client = try? ServerClient(server: configured.server, retry: retry),
                client.isDeletedByOwner(configured.repoId, token: token) {
-                throw SyncCommand.movedAway(name, configured, "another device moved it to the new key first, and its copy is not "
-                                            + "among your new key's repositories on \(configured.server)")
+                throw CommandFailure("\(name)'s copy \(configured.repoId) on \(configured.server) was deleted by its owner: another device "
+                                     + "moved it to a new key first, and no repository of your key (\(key.publicKey.npub)) there holds its history. "
+                                     + "Nothing was changed and no second copy was made. If that device has not synced since its rotation, "
+                                     + "run 'binder sync \(name)' again once it has; if it rotated to another key, bring that one here "
+                                     + "('binder key rotate --import'), then sync", exitCode: SyncCommand.movedAwayExitCode)
             }
             return try configured.rotatedTarget(repository, oldNpub: oldNpub)
         } catch let failure as CommandFailure {

@@ -164,9 +164,18 @@ final class RotationSyncTests: ServerTestCase {
         XCTAssertEqual(try phone.git("health", "config binder.repoid"), "health")
         XCTAssertFalse(oldCopyExists, "the old key's push did not create the old id again")
 
-        // The phone takes the new key as told, then syncs: its commit goes onto the moved copy.
+        // The phone first takes a wrong key: told again (no repository of that key holds the
+        // binder), nothing made; then the new key (a second rotation before any sync), and
+        // its sync brings its commit onto the moved copy.
         let phonePassphrase = try phone.sandbox.file("phone-new-passphrase", "the phone's new passphrase\n")
+        let wrongKey = try SecretKey.generate()
         try phone.binder(["key", "rotate", "--import", "--passphrase-file", phone.passphraseFile, "--new-passphrase-file", phonePassphrase,
+                          "--log-n", "8"], stdin: String(decoding: try wrongKey.nsec().copyBytes(), as: UTF8.self) + "\n")
+        let wrong = try sync(phone, phonePassphrase, expectFailure: true)
+        XCTAssertEqual(wrong.status, 3, wrong.stderr)
+        XCTAssertTrue(wrong.stderr.contains("no repository of your key (\(wrongKey.publicKey.npub)) there holds its history"), wrong.stderr)
+        XCTAssertEqual(try phone.git("health", "config --get binder.newrepoid"), "")
+        try phone.binder(["key", "rotate", "--import", "--passphrase-file", phonePassphrase, "--new-passphrase-file", phonePassphrase,
                           "--log-n", "8"], stdin: String(decoding: try newKey.nsec().copyBytes(), as: UTF8.self) + "\n")
         let joined = try sync(phone, phonePassphrase)
         XCTAssertTrue(joined.stdout.contains("Found health's copy that another device moved to the new key: \(newId)"), joined.stdout)
