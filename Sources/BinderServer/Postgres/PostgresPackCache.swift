@@ -91,13 +91,22 @@ struct PostgresPackCache: Sendable {
     /// `id`'s cache brought up to date with the database: every listed pack present, the others
     /// dropped. Returns the repository's path.
     func update(_ id: String) async throws(StorageError) -> String {
-        let target = try repository(id)
+        // A pack compacted away between the listing and its download: listed again once.
+        if try await updateOnce(id) { return path(id) }
+        _ = try await updateOnce(id)
+        return path(id)
+    }
+
+    /// One pass of `update`: false when a listed pack was gone before it was downloaded.
+    private func updateOnce(_ id: String) async throws(StorageError) -> Bool {
+        _ = try repository(id)
         let logger = storage.logger
         let listed = Set(try await storage.perform("cannot list the packs") { client in
             try await client.rows("SELECT checksum FROM binder_packs WHERE repository = \(id)", as: String.self, logger: logger)
         })
         let present = cachedPacks(id)
-        for checksum in listed.subtracting(present).sorted() { try await download(id, checksum: checksum) }
+        var complete = true
+        for checksum in listed.subtracting(present).sorted() where try await !download(id, checksum: checksum) { complete = false }
         // A compacted pack: its objects are in a listed one (downloaded above). Its index goes
         // now, so that libgit2 no longer lists it; its pack stays a while for the requests of
         // this replica that listed it already and have yet to open it.
@@ -107,7 +116,7 @@ struct PostgresPackCache: Sendable {
             utime(base + ".pack", nil)
         }
         dropRetiredPacks(id)
-        return target
+        return complete
     }
 
     /// How long a compacted pack outlives its index: longer than any request (git's 10 minutes).
@@ -125,8 +134,8 @@ struct PostgresPackCache: Sendable {
         }
     }
 
-    /// Downloads one pack and its index into `id`'s cache.
-    private func download(_ id: String, checksum: String) async throws(StorageError) {
+    /// Downloads one pack and its index into `id`'s cache; false when the database no longer has it.
+    private func download(_ id: String, checksum: String) async throws(StorageError) -> Bool {
         guard FolderRepository.isObjectID(checksum) else { throw .backend(operation: "cannot read a pack", detail: "bad checksum") }
         let logger = storage.logger
         let operation = "cannot read pack \(checksum)"
@@ -138,7 +147,7 @@ struct PostgresPackCache: Sendable {
             }
             return nil
         }
-        guard let (size, index) = found else { return }   // compacted meanwhile: the next update lists the new one
+        guard let (size, index) = found else { return false }   // compacted meanwhile
         let packTemporary = downloads + "/\(checksum)-\(UUID().uuidString).pack"
         let indexTemporary = downloads + "/\(checksum)-\(UUID().uuidString).idx"
         defer {
@@ -185,6 +194,7 @@ struct PostgresPackCache: Sendable {
         guard rename(packTemporary, base + ".pack") == 0, rename(indexTemporary, base + ".idx") == 0 else {
             throw .backend(operation: operation, detail: "rename: errno \(errno)")
         }
+        return true
     }
 
     /// A pack this replica just stored: moved from the push's quarantine into `id`'s cache
