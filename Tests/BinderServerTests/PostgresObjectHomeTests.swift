@@ -215,6 +215,12 @@ import Testing
             let bytesBefore = try await caches[0].storage.client.rows("SELECT bytes FROM binder_repositories", as: Int64.self, logger: logger)
             let compaction = PostgresCompaction(storage: caches[1].storage, cache: caches[1])
             #expect(try await compaction.compact("packed", onlyAbove: 4) == false)   // 4 packs: not above the limit
+            // Another replica compacting it (holding its advisory lock): this one leaves it.
+            try await caches[0].storage.client.withConnection { connection in
+                try await connection.exec("SELECT pg_advisory_lock(\(PostgresCompaction.lockClass), hashtext('packed'))", logger: logger)
+                #expect(try await compaction.compact("packed", onlyAbove: 3) == false)
+                try await connection.exec("SELECT pg_advisory_unlock(\(PostgresCompaction.lockClass), hashtext('packed'))", logger: logger)
+            }
             #expect(try await compaction.compact("packed", onlyAbove: 3))
             #expect(try await caches[0].storage.client.rows("SELECT count(*) FROM binder_packs", as: Int.self, logger: logger) == [1])
             let bytesAfter = try await caches[0].storage.client.rows("SELECT bytes FROM binder_repositories", as: Int64.self, logger: logger)
