@@ -11,6 +11,8 @@ final class FolderRepositories: RepositoryStorage {
     let git: GitBackend
     let repositoriesPerUser: Int
     let bytesPerUser: Int64
+    /// The largest push, and so the largest object the engine takes.
+    let pushBytes: Int
     /// Repositories being created per owner (counted against the quota until published).
     private let creating = Mutex<[String: Int]>([:])
     /// Set: git is served by binder's own engine (`--git-engine binder`, hidden) rather than
@@ -24,6 +26,7 @@ final class FolderRepositories: RepositoryStorage {
         engine = servesGitItself ? BlockingWork(slots: slots) : nil
         repositoriesPerUser = limits.repositoriesPerUser
         bytesPerUser = limits.bytesPerUser
+        pushBytes = limits.pushBytes
     }
 
     func repository(_ id: String) -> (any StoredRepository)? {
@@ -38,7 +41,7 @@ final class FolderRepositories: RepositoryStorage {
     private func smartHTTP(at path: String) -> any SmartHTTPEndpoint {
         guard let engine else { return GitEndpoint(path: path, git: git) }
         return GitEngine(home: FolderObjectHome(path: path, quarantine: store.stagingFolder, work: engine),
-                         spoolFolder: store.spoolFolder, work: engine)
+                         spoolFolder: store.spoolFolder, work: engine, maximumObjectBytes: pushBytes)
     }
 
     func create(_ id: String, owner: String, byPush request: SpoolFile,

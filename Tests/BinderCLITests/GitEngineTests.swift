@@ -13,7 +13,8 @@ final class GitEngineTests: XCTestCase {
 
     override func setUpWithError() throws {
         root = try BinderSandbox()
-        server = try TestServer(root: root.root, options: ["--git-engine", "binder"])
+        // Pushes of 16 MB at most: no object may inflate past that either.
+        server = try TestServer(root: root.root, options: ["--git-engine", "binder", "--max-push-bytes", "16000000"])
         let key = try SecretKey.generate()
         let nsec = try root.file("alice.nsec", String(decoding: try key.nsec().copyBytes(), as: UTF8.self))
         let login = try MgitClient.run(["login", server.url, nsec])
@@ -155,6 +156,12 @@ final class GitEngineTests: XCTestCase {
             XCTAssertNotEqual(pushed.status, 0, entry)
             XCTAssertTrue(pushed.stderr.contains(problem) && pushed.stderr.contains("unpacker error"), "\(entry): \(pushed.stderr)")
         }
+        // A blob of 64 MB of zeros is a pack of 64 KB: refused before libgit2 holds it whole.
+        XCTAssertEqual(try shell("head -c 64000000 /dev/zero > zeros.bin && git add zeros.bin && git -c user.name=t -c user.email=t@t commit -qm Zeros",
+                                 in: work).status, 0)
+        let bomb = try git("push '\(url("guarded"))' HEAD:refs/heads/zeros", in: work)
+        XCTAssertNotEqual(bomb.status, 0)
+        XCTAssertTrue(bomb.stderr.contains("an object of 64000000 bytes, past the limit of 16000000"), bomb.stderr)
         XCTAssertEqual(try serverTip("guarded"), tip)
         XCTAssertEqual(try shell("ls '\(server.repos)/guarded.git/objects/pack' | wc -l").stdout.trimmingCharacters(in: .whitespacesAndNewlines), "2",
                        "only the first push's pack and index")

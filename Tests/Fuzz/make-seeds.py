@@ -213,6 +213,27 @@ for i, entries in enumerate([[(b"100644", b"a.json"), (b"40000", b"b")], [(b"400
     write("pushed-tree", f"tree-{i}", b"".join(mode + b" " + name + b"\0" + hashlib.sha1(name).digest() for mode, name in entries))
 write("pushed-tree", "truncated", b"100644 a\0" + bytes(7))
 
+# pushed-pack: a read size byte, then a pack (made by git: a blob, a tree, a commit, a delta).
+def git_pack(files):
+    import subprocess, tempfile
+    with tempfile.TemporaryDirectory() as work:
+        run = lambda *a: subprocess.run(["git", "-C", work, "-c", "user.name=t", "-c", "user.email=t@t", *a], check=True,
+                                        capture_output=True, env={**os.environ, "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+                                                                   "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}).stdout
+        run("init", "-q")
+        for i, text in enumerate(files):
+            with open(os.path.join(work, "f.txt"), "w") as f:
+                f.write(text)
+            run("add", "-A")
+            run("commit", "-qm", f"c{i}")
+        return subprocess.run(["git", "-C", work, "pack-objects", "--stdout", "--revs", "-q"], input=b"HEAD\n",
+                              capture_output=True, check=True).stdout
+pack = git_pack(["line\n" * 2000, "line\n" * 1999 + "changed\n"])
+write("pushed-pack", "two-commits", b"\x06" + pack)
+write("pushed-pack", "one-byte-reads", b"\x00" + pack)
+write("pushed-pack", "truncated", b"\xff" + pack[:len(pack) // 2])
+write("pushed-pack", "zeros-declared-large", b"\x40" + b"PACK" + struct.pack(">II", 2, 1) + bytes([0xb0, 0x80, 0x80, 0x80, 0x01]) + zlib.compress(b""))
+
 # tree-delta: two bytes (where the base ends), the base tree's bytes, the target tree's.
 def tree(entries):
     return b"".join(mode + b" " + name + b"\0" + hashlib.sha1(name + salt).digest() for mode, name, salt in entries)

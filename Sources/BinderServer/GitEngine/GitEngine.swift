@@ -14,6 +14,9 @@ struct GitEngine: SmartHTTPEndpoint {
     /// Where answers are spooled.
     let spoolFolder: String
     let work: BlockingWork
+    /// No pushed object, nor a delta's result, may be larger: libgit2 holds each whole while
+    /// it indexes it (the folder store gives its largest push).
+    var maximumObjectBytes = ServeLimits().pushBytes
 
     static let agent = "agent=binder/1"
     static let zeroID = String(repeating: "0", count: 40)
@@ -69,7 +72,8 @@ struct GitEngine: SmartHTTPEndpoint {
         guard !push.commands.isEmpty else { return try await finish { try AnswerWriter(file: answer, capabilities: []).response() } }
         let refs = try await home.refs()
         let path = try await home.objectRepository()
-        let exchange = ReceivePackExchange(push: push, request: request, answer: answer, refs: refs, home: home)
+        let exchange = ReceivePackExchange(push: push, request: request, answer: answer, refs: refs, home: home,
+                                           maximumObjectBytes: maximumObjectBytes)
         return try await exchange.run(repositoryPath: path, work: work)
     }
 

@@ -13,6 +13,8 @@ struct ReceivePackExchange: Sendable {
     let answer: SpoolFile
     let refs: [StoredRef]
     let home: any GitObjectHome
+    /// No object, nor a delta's result, may be larger (`PackSizeScan`).
+    let maximumObjectBytes: Int
 
     /// The pack as checked, and the reason of each command refused so far.
     private struct Checked: Sendable {
@@ -61,8 +63,10 @@ struct ReceivePackExchange: Sendable {
         var checked = Checked()
         let repository = try ServedRepository.open(path: repositoryPath)
         if push.packObjects != nil {
-            try request.handle.seek(toOffset: UInt64(push.packOffset))
             do {
+                try request.handle.seek(toOffset: UInt64(push.packOffset))
+                try PackSizeScan.check(request.handle, limit: maximumObjectBytes)
+                try request.handle.seek(toOffset: UInt64(push.packOffset))
                 let indexed = try repository.indexPack(from: request.handle, into: quarantine)
                 if indexed.objects > 0 {
                     try repository.checkTrees(of: indexed)
@@ -73,6 +77,10 @@ struct ReceivePackExchange: Sendable {
                 }
             } catch let refusal as IncomingObjectRefusal {
                 checked.unpackError = "fsck error in packed object"
+                checked.messages.append("error: \(refusal)\n")
+                return checked
+            } catch let refusal as PackScanRefusal {
+                checked.unpackError = "index-pack failed"
                 checked.messages.append("error: \(refusal)\n")
                 return checked
             } catch {

@@ -75,6 +75,7 @@ struct FuzzTarget: Sendable {
         "listing-index": FuzzTarget(run: IndexTargets.listingIndex),
         "tree-delta": FuzzTarget(run: IndexTargets.treeDelta),
         "pushed-tree": FuzzTarget(run: IndexTargets.pushedTree),
+        "pushed-pack": FuzzTarget(run: IndexTargets.pushedPack),
         "import": FuzzTarget(run: ImportTargets.source),
         "import-request": FuzzTarget(run: ImportTargets.request),
     ]

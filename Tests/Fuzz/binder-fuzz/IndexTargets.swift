@@ -18,6 +18,13 @@ enum IndexTargets {
         if let failure = TreeDeltaFuzzing.run(bytes) { check(false, failure) }
     }
 
+    /// A pushed pack's bytes after a first byte choosing the read size (1-256), as binder
+    /// serve's git engine scans them before indexing: never more than the limit accepted.
+    static func pushedPack(_ bytes: [UInt8]) {
+        guard let first = bytes.first else { return }
+        _ = try? PackSizeScan.check(Array(bytes.dropFirst()), chunk: Int(first) + 1, limit: 1 << 20)
+    }
+
     /// A pushed tree's bytes, as binder serve's git engine checks them (git's fsck rules): any
     /// bytes get an answer; a tree it accepts has entries that each end in a whole id.
     static func pushedTree(_ bytes: [UInt8]) {
