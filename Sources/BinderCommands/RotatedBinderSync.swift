@@ -76,18 +76,30 @@ struct RotatedBinderSync {
         // Not candidates: this binder's own new id, and the ids other binders here sync with
         // (each would be downloaded for nothing).
         let taken = localRepositoryIds(server: client.base).union([configured.repoId] + (SyncTarget.movingTo(repository).map { [$0] } ?? []))
+        let candidates = listed.filter { !taken.contains($0.id) }
+        guard !candidates.isEmpty else { return nil }
+        // Held while candidates are fetched into the tracking ref and the history is joined.
+        let lock: WriterLock
+        do { lock = try WriterLock.acquire(gitDirectory: repository.gitDirectory) } catch .held(let holder) {
+            throw CommandFailure("cannot look for \(name)'s moved copy while it is \(holder): unmount it first")
+        } catch { throw CommandFailure("cannot look for \(name)'s moved copy: \(error)") }
+        defer { withExtendedLifetime(lock) {} }
+        lock.record(WriterLock.Holder(pid: getpid(), command: "sync"))
         let conversationKey = try BinderKey.conversationKey(owner: key)
-        for candidate in listed where !taken.contains(candidate.id) {
+        for candidate in candidates {
             let target = SyncTarget(server: client.base, repoId: candidate.id)
-            guard let engine = try? SyncEngine(repositoryPath: path, key: conversationKey, session: session, target: target,
-                                               author: commitAuthor(), logger: quietLogger("binder.sync"), retry: retry),
-                  let movedTip = try? engine.fetchOnly() else { continue }
-            let lock: WriterLock
-            do { lock = try WriterLock.acquire(gitDirectory: repository.gitDirectory) } catch .held(let holder) {
-                throw CommandFailure("cannot bring \(name) onto its moved copy while it is \(holder): unmount it first")
-            } catch { throw CommandFailure("cannot bring \(name) onto its moved copy: \(error)") }
-            defer { withExtendedLifetime(lock) {} }
-            lock.record(WriterLock.Holder(pid: getpid(), command: "sync"))
+            let engine: SyncEngine
+            do {
+                engine = try SyncEngine(repositoryPath: path, key: conversationKey, session: session, target: target,
+                                        author: commitAuthor(), logger: quietLogger("binder.sync"), retry: retry)
+            } catch { throw CommandFailure("cannot open \(path): \(error)") }
+            // A candidate that cannot be looked at may be this binder: no copy of its own is made then.
+            let fetched = Result { () throws(SyncError) in try engine.fetchOnly() }
+            if case .failure(let error) = fetched {
+                throw CommandFailure("cannot look at \(candidate.id) on \(client.base), which may be \(name) moved by another device "
+                                     + "(\(error)); nothing was changed: run 'binder sync \(name)' again")
+            }
+            guard case .success(let tip) = fetched, let movedTip = tip else { continue }
             guard let local = try repository.refs.branchTip() else { return nil }
             let outcome: RotatedHistoryJoin.Outcome
             do { outcome = try RotatedHistoryJoin.join(repository: repository, key: conversationKey, local: local, moved: movedTip) } catch .unrelated {
