@@ -27,9 +27,10 @@ final class SyncPatienceTests: ServerTestCase {
     /// (`BINDER_STALL_SECONDS`, here 1 s, instead of 60 s), whatever the deadline (here ten
     /// minutes); meanwhile it is received into a file in the binder's git directory (its name
     /// already removed), not into memory. A pack that keeps moving (2 KiB every 0.3 s) is taken
-    /// in full, though it takes longer than both the stall time and the deadline.
+    /// in full, though it takes longer than both the stall time and the deadline (12 records:
+    /// about 6 s, twice the 3 s of each).
     func testAStalledPackIsGivenUpAndAMovingOneIsNot() throws {
-        let laptop = try binderOnServer(records: 20)
+        let laptop = try binderOnServer(records: 12)
         let phone = try Device(nsec: nsec)
         let dribbling = try FaultProxy(upstream: server, ["--dribble-pack", "1", "--dribble-bytes", "1"])
         defer { dribbling.stop() }
