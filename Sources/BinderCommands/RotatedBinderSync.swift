@@ -73,9 +73,12 @@ struct RotatedBinderSync {
         guard let client = try? ServerClient(server: configured.server, retry: retry) else { return nil }
         let session = ServerSession(client: client, key: key, accounts: accounts)
         guard let listed = try? session.authorized({ (token) throws(SyncError) in try client.repositories(token: token) }) else { return nil }
-        // Not candidates: this binder's own new id, and the ids other binders here sync with
-        // (each would be downloaded for nothing).
-        let taken = localRepositoryIds(server: client.base).union([configured.repoId] + (SyncTarget.movingTo(repository).map { [$0] } ?? []))
+        // Not candidates: this binder's own ids, and those other binders here sync with, unless
+        // their first commit is this binder's (a clone of the moved copy made here by hand):
+        // each would be downloaded for nothing.
+        let local = localRepositories(server: client.base)
+        let own = Set([configured.repoId] + (SyncTarget.movingTo(repository).map { [$0] } ?? []))
+        let taken = own.union(local.filter { !RotatedHistoryJoin.mayJoin(repository, $0.value) }.keys)
         let candidates = listed.filter { !taken.contains($0.id) }
         guard !candidates.isEmpty else { return nil }
         // Held while candidates are fetched into the tracking ref and the history is joined.
@@ -117,14 +120,16 @@ struct RotatedBinderSync {
         return nil
     }
 
-    /// The repository ids the local binders sync with on `server`.
-    private func localRepositoryIds(server: String) -> Set<String> {
+    /// The local binders that sync with `server`, by repository id.
+    private func localRepositories(server: String) -> [String: LocalBinder.Repository] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: state.bindersDirectory)) ?? []
-        return Set(names.compactMap { name in
+        var repositories: [String: LocalBinder.Repository] = [:]
+        for name in names {
             guard let binder = try? LocalBinder.open(path: BinderLocator(state: state).path(forName: name)),
-                  let target = SyncTarget.read(binder.repository), target.server == server else { return nil }
-            return target.repoId
-        })
+                  let target = SyncTarget.read(binder.repository), target.server == server else { continue }
+            repositories[target.repoId] = binder.repository
+        }
+        return repositories
     }
 
     /// Deletes the copy under the old key; says what happened, and what the patient must do

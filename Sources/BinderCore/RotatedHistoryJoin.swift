@@ -83,6 +83,17 @@ public enum RotatedHistoryJoin {
         return Outcome(tip: tip, paired: pairing.commits.count, carried: carried.count)
     }
 
+    /// Whether `other` (a local repository, say another binder here) could be a copy of the
+    /// binder in `repository`: their first commits alike in message and signatures. Cheap
+    /// (no object is fetched), so that only such candidates are fetched from a server.
+    public static func mayJoin(_ repository: GitRepository, _ other: GitRepository) -> Bool {
+        func roots(_ repository: GitRepository) -> Set<Shape> {
+            guard let tip = try? repository.refs.branchTip(), let commits = try? repository.history.commits(from: tip) else { return [] }
+            return Set(commits.filter(\.parents.isEmpty).map { Shape(message: $0.message, author: $0.author, committer: $0.committer, parents: []) })
+        }
+        return !roots(repository).isDisjoint(with: roots(other))
+    }
+
     static func git<T>(_ body: () throws(GitError) -> T) throws(Failure) -> T {
         do { return try body() } catch { throw .git(error) }
     }

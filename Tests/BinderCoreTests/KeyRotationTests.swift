@@ -199,6 +199,7 @@ final class KeyRotationTests: XCTestCase {
         fetched.waitUntilExit()
         XCTAssertEqual(fetched.terminationStatus, 0)
 
+        XCTAssertTrue(RotatedHistoryJoin.mayJoin(phone, laptop))
         let outcome = try RotatedHistoryJoin.join(repository: phone, key: newKey, local: phoneTip, moved: laptopTip)
         XCTAssertEqual(outcome.paired, 8)
         XCTAssertEqual(outcome.carried, 2, "the phone's knee is not the laptop's, though made alike")
@@ -215,6 +216,7 @@ final class KeyRotationTests: XCTestCase {
         let other = directory.appendingPathComponent("other").path
         _ = try BinderCreator.create(at: other, key: newKey, patientName: "Someone Else", dateOfBirth: nil, author: author(1_600_000_000))
         let unrelated = try XCTUnwrap(try GitRepository.open(path: other).refs.branchTip())
+        XCTAssertFalse(RotatedHistoryJoin.mayJoin(phone, try GitRepository.open(path: other)))
         let fetchedOther = Process()
         fetchedOther.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         fetchedOther.arguments = ["git", "--git-dir=\(phonePath)", "fetch", "-q", other, "main:refs/remotes/other/main"]
