@@ -5,7 +5,8 @@ import XCTest
 
 /// `binder serve` against what an attacker sends (Tests/interop/server_attacks.py): each test
 /// runs a real server on loopback and checks one promise of SECURITY.md, "The server".
-final class ServerHardeningTests: XCTestCase {
+/// `ServerHardeningOnDatabaseTests` runs them against a replica on PostgreSQL.
+class ServerHardeningTests: XCTestCase {
     var root: BinderSandbox!
     var server: TestServer!
 
@@ -62,19 +63,23 @@ final class ServerHardeningTests: XCTestCase {
 
     /// A work tree with one commit holding `bytes` random bytes (or a small text).
     func workTree(_ name: String, bytes: Int = 0) throws -> String {
-        let work = root.root.appendingPathComponent(name).path
-        let content = bytes > 0 ? "head -c \(bytes) /dev/urandom > blob.bin" : "echo ciphertext > a.json"
-        let made = try shell("git init -q -b main '\(work)' && cd '\(work)' && \(content) && git add -A && git -c user.name=t -c user.email=t@t commit -q -m 'Initialize binder'")
-        XCTAssertEqual(made.status, 0, made.stderr)
-        return work
+        try makeWorkTree(root.root.appendingPathComponent(name).path, bytes: bytes)
     }
 
     func push(_ work: String, to id: String, tokenFile: String) throws -> BinderRun {
         try shell("git -c http.extraHeader=\"Authorization: Bearer $(cat '\(tokenFile)')\" -C '\(work)' push -q '\(server.url)/api/mgit/repos/\(id)' main")
     }
 
+    /// Where repository `id`'s main points on the server (with git's newline).
+    func serverTip(_ id: String) throws -> String { try server.git(id, "rev-parse main") }
+
+    /// The owner the server keeps for `id` (with a newline, as in `binder-owner`).
+    func serverOwner(_ id: String) throws -> String {
+        try String(contentsOfFile: server.repos + "/\(id).git/binder-owner", encoding: .utf8)
+    }
+
     /// The server's folder, less its own `.binder-serve`.
-    func repositoryFolders() -> [String] {
+    func repositoryFolders() throws -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: server.repos)) ?? []).filter { $0 != ".binder-serve" }.sorted()
     }
 
@@ -96,13 +101,13 @@ final class ServerHardeningTests: XCTestCase {
         try start()
         let alice = try user("alice")
         XCTAssertEqual(try push(try workTree("w"), to: "alices", tokenFile: alice.tokenFile).status, 0)
-        let before = try server.git("alices", "rev-parse main")
+        let before = try serverTip("alices")
         XCTAssertEqual(try attack(["post", server.url + "/api/auth/nostr/verify", "200000", "bogus"]), "413")
         XCTAssertEqual(try attack(["post", server.url + "/api/auth/nostr/verify", "200000", "bogus", "gzip"]), "413")
         XCTAssertEqual(try attack(["post", server.url + "/api/mgit/repos/alices/git-upload-pack", "3000000", "bogus"]), "401")
         XCTAssertEqual(try attack(["post", server.url + "/api/mgit/repos/alices/git-receive-pack", "3000000", "bogus"]), "401")
         XCTAssertEqual(try attack(["post", server.url + "/api/mgit/repos/alices/git-receive-pack", "3000000", "none"]), "401")
-        XCTAssertEqual(try server.git("alices", "rev-parse main"), before)
+        XCTAssertEqual(try serverTip("alices"), before)
         XCTAssertEqual(try get("/api/mgit/user/repositories", tokenFile: alice.tokenFile).status, 200, "the server still serves")
     }
 
@@ -135,7 +140,7 @@ final class ServerHardeningTests: XCTestCase {
         print("server memory after 4 gzip bombs: \(memory.rss) MiB resident, \(memory.peak) MiB peak")
         XCTAssertLessThan(memory.peak, 200, "peak resident MiB of the server")
         XCTAssertEqual(try get("/api/mgit/user/repositories", tokenFile: alice.tokenFile).status, 200, "the server still serves")
-        XCTAssertEqual(repositoryFolders(), ["alices.git"])
+        XCTAssertEqual(try repositoryFolders(), ["alices.git"])
     }
 
     // MARK: - Creation
@@ -156,21 +161,21 @@ final class ServerHardeningTests: XCTestCase {
         XCTAssertEqual(try attack(["post", server.url + "/api/mgit/repos/fresh/git-receive-pack", "100", alice.tokenFile]), "400")
         // git's probe before a large push (a bare flush) is answered, and creates nothing either.
         XCTAssertEqual(try attack(["post", server.url + "/api/mgit/repos/fresh/git-receive-pack", "text:0000", alice.tokenFile]), "200")
-        XCTAssertEqual(repositoryFolders(), [], "nothing created")
+        XCTAssertEqual(try repositoryFolders(), [], "nothing created")
         XCTAssertEqual(try get("/api/mgit/user/repositories", tokenFile: alice.tokenFile).body.trimmingCharacters(in: .whitespacesAndNewlines), "[]")
 
         // A push that brings a branch creates it, owned by the pusher.
         let work = try workTree("w")
         XCTAssertEqual(try push(work, to: "fresh", tokenFile: alice.tokenFile).status, 0)
-        XCTAssertEqual(repositoryFolders(), ["fresh.git"])
-        XCTAssertEqual(try String(contentsOfFile: server.repos + "/fresh.git/binder-owner", encoding: .utf8), alice.pubkey + "\n")
-        XCTAssertEqual(try server.git("fresh", "rev-parse main"), try shell("git -C '\(work)' rev-parse main").stdout)
+        XCTAssertEqual(try repositoryFolders(), ["fresh.git"])
+        XCTAssertEqual(try serverOwner("fresh"), alice.pubkey + "\n")
+        XCTAssertEqual(try serverTip("fresh"), try shell("git -C '\(work)' rev-parse main").stdout)
 
         // A first push larger than git's post buffer (1 MiB) is probed, then sent chunked.
         let large = try workTree("large", bytes: 3 << 20)
         let pushed = try push(large, to: "large", tokenFile: alice.tokenFile)
         XCTAssertEqual(pushed.status, 0, pushed.stderr)
-        XCTAssertEqual(try server.git("large", "rev-parse main"), try shell("git -C '\(large)' rev-parse main").stdout)
+        XCTAssertEqual(try serverTip("large"), try shell("git -C '\(large)' rev-parse main").stdout)
     }
 
     /// Push-to-create never applies to a repository that exists: another user's push, fetch and
@@ -179,19 +184,19 @@ final class ServerHardeningTests: XCTestCase {
         try start()
         let alice = try user("alice"), bob = try user("bob")
         XCTAssertEqual(try push(try workTree("alice-work"), to: "alices", tokenFile: alice.tokenFile).status, 0)
-        let before = try server.git("alices", "rev-parse main")
+        let before = try serverTip("alices")
         let bobsWork = try workTree("bob-work")
         let intrusion = try push(bobsWork, to: "alices", tokenFile: bob.tokenFile)
         XCTAssertNotEqual(intrusion.status, 0)
         XCTAssertTrue(intrusion.stderr.contains("403"), intrusion.stderr)
         XCTAssertEqual(try shell("git -c http.extraHeader=\"Authorization: Bearer $(cat '\(bob.tokenFile)')\" -C '\(bobsWork)' push -q --force '\(server.url)/api/mgit/repos/alices' main").status == 0, false)
-        XCTAssertEqual(try server.git("alices", "rev-parse main"), before)
+        XCTAssertEqual(try serverTip("alices"), before)
         XCTAssertEqual(try get("/api/mgit/repos/alices/info/refs?service=git-receive-pack", tokenFile: bob.tokenFile).status, 403)
         XCTAssertEqual(try attack(["post", server.url + "/api/mgit/repos/alices/git-receive-pack", "100", bob.tokenFile]), "403")
-        XCTAssertEqual(try String(contentsOfFile: server.repos + "/alices.git/binder-owner", encoding: .utf8), alice.pubkey + "\n")
+        XCTAssertEqual(try serverOwner("alices"), alice.pubkey + "\n")
         // Bob's own id is his.
         XCTAssertEqual(try push(bobsWork, to: "bobs", tokenFile: bob.tokenFile).status, 0)
-        XCTAssertEqual(repositoryFolders(), ["alices.git", "bobs.git"])
+        XCTAssertEqual(try repositoryFolders(), ["alices.git", "bobs.git"])
     }
 
     /// Each user may own at most --max-repos-per-user repositories taking --max-bytes-per-user.
@@ -204,19 +209,19 @@ final class ServerHardeningTests: XCTestCase {
         let third = try push(small, to: "three", tokenFile: alice.tokenFile)
         XCTAssertNotEqual(third.status, 0, "a third repository is over the quota")
         XCTAssertEqual(try get("/api/mgit/repos/three/info/refs?service=git-receive-pack", tokenFile: alice.tokenFile).status, 403)
-        XCTAssertEqual(repositoryFolders(), ["one.git", "two.git"])
+        XCTAssertEqual(try repositoryFolders(), ["one.git", "two.git"])
 
-        let before = try server.git("one", "rev-parse main")
+        let before = try serverTip("one")
         let big = try workTree("big", bytes: 600_000)
         XCTAssertEqual(try shell("cd '\(small)' && git -c user.name=t -c user.email=t@t pull -q --no-rebase --allow-unrelated-histories '\(big)' main").status, 0)
         let tooBig = try push(small, to: "one", tokenFile: alice.tokenFile)
         XCTAssertNotEqual(tooBig.status, 0, "600 KB do not fit in what is left of 400 KB")
         XCTAssertTrue(tooBig.stderr.contains("413"), tooBig.stderr)
-        XCTAssertEqual(try server.git("one", "rev-parse main"), before)
+        XCTAssertEqual(try serverTip("one"), before)
 
         // Quotas are per user: Bob still has his.
         XCTAssertEqual(try push(try workTree("bob-work"), to: "bobs", tokenFile: bob.tokenFile).status, 0)
-        XCTAssertEqual(repositoryFolders(), ["bobs.git", "one.git", "two.git"])
+        XCTAssertEqual(try repositoryFolders(), ["bobs.git", "one.git", "two.git"])
     }
 
     // MARK: - Connections and rates
@@ -318,7 +323,7 @@ final class ServerHardeningTests: XCTestCase {
         let work = try workTree("slow-link", bytes: 100_000)
         let pushed = try shell("git -c http.extraHeader=\"Authorization: Bearer $(cat '\(alice.tokenFile)')\" -C '\(work)' push -q 'http://127.0.0.1:\(port)/api/mgit/repos/slow' main")
         XCTAssertEqual(pushed.status, 0, pushed.stderr)
-        XCTAssertEqual(try server.git("slow", "rev-parse main"), try shell("git -C '\(work)' rev-parse main").stdout)
+        XCTAssertEqual(try serverTip("slow"), try shell("git -C '\(work)' rev-parse main").stdout)
     }
 
     /// A flood of login challenges, more than the server keeps (10,000), does not push out the
@@ -400,10 +405,10 @@ final class ServerHardeningTests: XCTestCase {
         let work = try workTree("w")
         XCTAssertNotEqual(try push(work, to: "-upload", tokenFile: alice.tokenFile).status, 0)
         XCTAssertNotEqual(try push(work, to: "ARepo", tokenFile: alice.tokenFile).status, 0)
-        XCTAssertEqual(repositoryFolders(), [])
+        XCTAssertEqual(try repositoryFolders(), [])
         // The lowercase id is fine, and its upper-case twin stays refused.
         XCTAssertEqual(try push(work, to: "arepo", tokenFile: alice.tokenFile).status, 0)
         XCTAssertNotEqual(try push(work, to: "ARepo", tokenFile: alice.tokenFile).status, 0)
-        XCTAssertEqual(repositoryFolders(), ["arepo.git"])
+        XCTAssertEqual(try repositoryFolders(), ["arepo.git"])
     }
 }

@@ -6,15 +6,17 @@ import XCTest
 /// that it can be stopped and restarted on the same port in the middle of a test.
 final class TestServer {
     let root: URL
-    var repos: String { root.appendingPathComponent("srv").path }
+    /// The repositories' folder: its own under `root`, or one that replicas share (ReplicaSet).
+    let repos: String
     var logPath: String { root.appendingPathComponent("serve.log").path }
     private(set) var pid: Int32 = 0
     private(set) var port = 0
     var url: String { "http://127.0.0.1:\(port)" }
     private var options: [String]
 
-    init(root: URL, options: [String] = []) throws {
+    init(root: URL, options: [String] = [], repos: String? = nil) throws {
         self.root = root
+        self.repos = repos ?? root.appendingPathComponent("srv").path
         self.options = options
         try start()
     }
@@ -32,7 +34,8 @@ final class TestServer {
         print(p.pid)
         """
         let run = try BinderSandbox.run(executable: "/usr/bin/env", ["python3", "-c", spawn, logPath, BinderSandbox.binary, "serve",
-                                                                     "--repos", repos, "--listen", "127.0.0.1:\(port)"] + self.options)
+                                                                     "--repos", repos, "--listen", "127.0.0.1:\(port)"] + self.options
+                                                                    + Self.engineOptions)
         pid = try XCTUnwrap(Int32(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), run.stderr)
         for _ in 0..<1_200 {  // up to a minute: a debug binary's first start on a loaded machine
             let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
@@ -54,7 +57,19 @@ final class TestServer {
         pid = 0
     }
 
+    /// SIGKILL, as a crash or a pulled plug would stop it: nothing runs on the way out.
+    func kill9() {
+        guard pid > 0 else { return }
+        kill(pid, SIGKILL)
+        for _ in 0..<100 where kill(pid, 0) == 0 { usleep(20_000) }
+        pid = 0
+    }
+
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// `BINDER_TEST_GIT_ENGINE=binder` runs every test server with binder's own git engine
+    /// (`--git-engine`, issue 42), so that the server suites can be run against it.
+    static let engineOptions = ProcessInfo.processInfo.environment["BINDER_TEST_GIT_ENGINE"].map { ["--git-engine", $0] } ?? []
 
     /// `git -C <server repo>` output.
     func git(_ repoId: String, _ arguments: String) throws -> String {

@@ -100,6 +100,14 @@ public final class PostgresCluster: Sendable {
         return (name, "postgres://\(user):\(password)@127.0.0.1:\(port)/\(name)?sslmode=disable")
     }
 
+    /// The rows `sql` gives in `database`, one line each, fields split by `|` (psql -At over
+    /// the socket folder, which trusts local users: no password in argv): a test reads what a
+    /// replica stored.
+    public func query(_ database: String, _ sql: String) throws -> String {
+        try Self.run(Self.command(asPostgres, binaries + "/psql", "-h", folder, "-p", "\(port)", "-U", user, "-d", database,
+                                  "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql))
+    }
+
     public func stop() {
         _ = try? Self.run(Self.command(asPostgres, binaries + "/pg_ctl", "stop", "-m", "immediate", "-D", folder + "/data"))
         try? FileManager.default.removeItem(atPath: folder)
@@ -112,16 +120,16 @@ public final class PostgresCluster: Sendable {
     /// Runs `arguments` to its end (posix_spawn and waitpid). Not Foundation's `Process`: it
     /// learns of the exit through a descriptor the child inherits, and the server `pg_ctl start`
     /// leaves running inherits it too, so the wait would never end.
-    private static func run(_ arguments: [String]) throws {
+    @discardableResult
+    private static func run(_ arguments: [String]) throws -> String {
         let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("binder-pg-output-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
         let pid = try spawn(arguments, output: outputPath)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-        guard status == 0 else {
-            let text = String(decoding: FileManager.default.contents(atPath: outputPath) ?? Data(), as: UTF8.self)
-            throw Failure.command(arguments, status, text)
-        }
+        let text = String(decoding: FileManager.default.contents(atPath: outputPath) ?? Data(), as: UTF8.self)
+        guard status == 0 else { throw Failure.command(arguments, status, text) }
+        return text
     }
 
     /// Starts `arguments` (stdin /dev/null, stdout and stderr into `output`); the caller waits for it.

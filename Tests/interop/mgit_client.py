@@ -5,6 +5,7 @@ binder's own code. Secrets are passed in files, never on the command line.
 
 usage:
   mgit_client.py login SERVER NSEC_FILE [plain|gzip|chunked]  -> prints the token
+  mgit_client.py login-across SERVER NSEC_FILE VERIFY_SERVER   -> the same, the challenge from SERVER answered at VERIFY_SERVER
   mgit_client.py verify-bad SERVER NSEC_FILE CASE             -> prints the HTTP status of a bad login
       CASE: wrong-kind | stale | reused | bad-signature | wrong-challenge | unknown-challenge
   mgit_client.py get SERVER PATH [TOKEN_FILE]                 -> prints "STATUS BODY"
@@ -69,11 +70,12 @@ def verify(server, event, chal, encoding="plain"):
 
 def main(argv):
     cmd, server = argv[1], argv[2].rstrip("/")
-    if cmd == "login":
+    if cmd in ("login", "login-across"):
         keys = n.Keys(n.SecretKey.parse(read(argv[3])))
-        encoding = argv[4] if len(argv) > 4 else "plain"
+        encoding = argv[4] if cmd == "login" and len(argv) > 4 else "plain"
+        verifier = argv[4].rstrip("/") if cmd == "login-across" else server
         chal = challenge(server)
-        status, body = verify(server, signed(keys, 22242, chal, chal), chal, encoding)
+        status, body = verify(verifier, signed(keys, 22242, chal, chal), chal, encoding)
         if status != 200:
             print(status, body.decode(), file=sys.stderr)
             return 1
