@@ -260,7 +260,7 @@ extension KeyCommand {
                 guard let file = try ContentInput().values([option])[0] else {
                     return printOut("Make it later with: binder key backup --sheet FILE.pdf")
                 }
-                var backup = try Backup.parse(["--sheet", file])
+                let backup = try Backup.parse(["--sheet", file])
                 try backup.run()
             } catch {
                 printErr("binder: the recovery sheet was not written (\((error as? CommandFailure)?.message ?? "\(error)")); make it with: binder key backup --sheet FILE.pdf")

@@ -18,9 +18,9 @@ struct RotatedBlob: Sendable, Equatable {
 }
 
 /// A key rotation's progress, in a file of the new repository's git directory: object ids
-/// only (never plaintext, never a key), one line each, appended after the object it names
-/// is written (libgit2 writes and fsyncs a loose object before it returns) and fsynced at
-/// every commit. A line is believed only when its new object is in the new repository, and
+/// only (never plaintext, never a key), one line each, appended once the object it names is
+/// made (the commit's new objects are written as one pack, `ObjectBatch`, before its line) and
+/// fsynced at every commit. A line is believed only when its new object is in the new repository, and
 /// the rotation's verification decrypts every blob the map names: a line lost to a kill costs
 /// that blob's work again, and a wrong line fails the verification, never a rotation.
 ///

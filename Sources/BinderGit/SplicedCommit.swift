@@ -159,20 +159,7 @@ extension GitCommits {
     /// A commit object's bytes as libgit2's `git_commit_create` writes them (the signature
     /// checked and trimmed by `git_signature_new`, as there).
     private func commitObject(tree: ObjectID, parents: [ObjectID], message: String, author: Signature) throws(GitError) -> [UInt8] {
-        var signaturePointer: UnsafeMutablePointer<git_signature>?
-        try check(git_signature_new(&signaturePointer, author.name, author.email,
-                                    author.seconds, Int32(author.timeZoneOffsetMinutes)),
-                  "make signature for '\(author.name) <\(author.email)>'")
-        let signature = SignatureHandle(signaturePointer!)
-        let name = String(cString: signature.pointer.pointee.name)
-        let email = String(cString: signature.pointer.pointee.email)
-        let when = signature.pointer.pointee.when
-        let offset = Int(when.offset)
-        let sign = offset < 0 || when.sign == CChar(UInt8(ascii: "-")) ? "-" : "+"
-        let hours = abs(offset) / 60, minutes = abs(offset) % 60
-        let zone = sign + (hours < 10 ? "0" : "") + String(hours) + (minutes < 10 ? "0" : "") + String(minutes)
-        // libgit2 prints the time as an unsigned 32-bit number.
-        let line = name + " <" + email + "> " + String(UInt32(truncatingIfNeeded: when.time)) + " " + zone + "\n"
+        let line = try GitCommits.signatureLine(author)
         let text = "tree " + tree.hex + "\n" + parents.map { "parent " + $0.hex + "\n" }.joined() + "author " + line + "committer " + line + "\n" + message
         return Array(text.utf8)
     }
