@@ -44,10 +44,14 @@ struct PostgresRepositories {
     }
 
     /// Makes `owner`'s row if missing and locks it until the transaction ends: the quota checks
-    /// of one owner's pushes take turns, whichever replica runs them.
+    /// of one owner's pushes take turns, whichever replica runs them. `FOR NO KEY UPDATE`, not
+    /// `FOR UPDATE`: a push-to-create has inserted its repository row before it gets here,
+    /// whose foreign key holds a key-share lock on the owner's row; `FOR UPDATE` would wait for
+    /// every other creation's key-share lock while they wait for ours (a deadlock, seen with 60
+    /// first pushes of one owner at once).
     static func lockOwner(_ owner: String, on connection: PostgresConnection, logger: Logger) async throws {
         try await connection.exec("INSERT INTO binder_owners (pubkey) VALUES (\(owner)) ON CONFLICT DO NOTHING", logger: logger)
-        try await connection.exec("SELECT 1 FROM binder_owners WHERE pubkey = \(owner) FOR UPDATE", logger: logger)
+        try await connection.exec("SELECT 1 FROM binder_owners WHERE pubkey = \(owner) FOR NO KEY UPDATE", logger: logger)
     }
 
     /// Counts `bytes` more against `repository`'s owner: `.storageQuotaUsedUp` (and nothing
