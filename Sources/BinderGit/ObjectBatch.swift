@@ -59,9 +59,12 @@ public final class ObjectBatch {
 
     private func add(_ kind: PackObject.Kind, _ content: [UInt8], id: ObjectID) throws(GitError) -> ObjectID {
         guard ids.insert(id).inserted else { return id }
-        var oid = id.oid
-        if git_odb_exists_ext(repository.odb.pointer, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1 { return id }
-        GitError.clearLast()
+        let stored = try repository.locked { () throws(GitError) -> Bool in
+            var oid = id.oid
+            defer { GitError.clearLast() }
+            return git_odb_exists_ext(repository.odb.pointer, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1
+        }
+        if stored { return id }
         objects.append(PackObject(id: id, kind: kind, content: content))
         byteCount += content.count
         return id
