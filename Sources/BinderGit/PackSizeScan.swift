@@ -66,7 +66,8 @@ public struct PackSizeScan {
             var shift = 4
             while byte & 0x80 != 0 {
                 byte = try next()
-                guard shift < 60 else { throw .corrupt("an entry's size does not end") }
+                // Seven bits at a time up to bit 62: a size is never negative.
+                guard shift < 57 else { throw .corrupt("an entry's size does not end") }
                 size |= Int(byte & 0x7f) << shift
                 shift += 7
             }
@@ -121,7 +122,7 @@ public struct PackSizeScan {
         for _ in 0..<2 {
             var size = 0, shift = 0
             while true {
-                guard offset < head.count, shift < 60 else { throw .corrupt("a delta's header does not parse") }
+                guard offset < head.count, shift < 57 else { throw .corrupt("a delta's header does not parse") }
                 let byte = head[offset]
                 offset += 1
                 size |= Int(byte & 0x7f) << shift
