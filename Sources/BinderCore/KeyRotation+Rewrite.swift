@@ -19,21 +19,21 @@ final class HistoryRewriter {
     /// The new objects of the commit being rewritten, written as one pack before its line is
     /// recorded (four fsyncs a commit instead of two per object: docs/DESIGN.md).
     private let batch: ObjectBatch
-    /// Past this many bytes of new blobs, the batch is written before the commit ends (a
-    /// commit of many attachments is not held whole in memory).
-    static let batchBytes = 64 << 20
+    /// `KeyRotation.batchBytes`.
+    let batchBytes: Int
     private(set) var commitsWritten = 0
     private(set) var blobsReencrypted = 0
     private(set) var blobsCopied = 0
 
     init(old: GitRepository, new: GitRepository, journal: RotationJournal, oldKey: NIP44.ConversationKey,
-         newKey: NIP44.ConversationKey, interruptAfterSteps: Int?) {
+         newKey: NIP44.ConversationKey, interruptAfterSteps: Int?, batchBytes: Int) {
         self.old = old
         self.new = new
         self.journal = journal
         self.oldKey = oldKey
         self.newKey = newKey
         self.interruptAfterSteps = interruptAfterSteps
+        self.batchBytes = batchBytes
         batch = new.objects.batch()
     }
 
@@ -155,7 +155,7 @@ final class HistoryRewriter {
         }
         let newID = try KeyRotation.git { () throws(GitError) in
             let newID = try batch.blob(rotated)
-            if batch.byteCount > Self.batchBytes { try batch.write() }
+            if batch.byteCount > batchBytes { try batch.write() }
             return newID
         }
         try journal.record(blob: id, RotatedBlob(kind: kind, id: newID))

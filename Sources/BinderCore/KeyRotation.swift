@@ -69,6 +69,9 @@ public struct KeyRotation {
     /// Tests: throw `.interrupted` once this run has re-encrypted this many blobs and written
     /// commits (together), as a kill would stop it (the journal's unsynced lines are lost).
     var interruptAfterSteps: Int? = nil
+    /// Past this many bytes of a commit's new blobs, they are written as a pack of their own
+    /// before the commit ends (a commit of many attachments is not held whole in memory).
+    var batchBytes = 64 << 20
 
     /// A rotation of `source`'s `main` from `oldKey` to `newKey` into a new bare repository at
     /// `destination` (made when missing; continued when it holds a rotation's progress).
@@ -88,7 +91,7 @@ public struct KeyRotation {
         let journal = try RotationJournal(repository: destination)
         let resumed = !journal.commits.isEmpty || !journal.blobs.isEmpty
         let rewriter = HistoryRewriter(old: old, new: destination, journal: journal, oldKey: oldKey, newKey: newKey,
-                                       interruptAfterSteps: interruptAfterSteps)
+                                       interruptAfterSteps: interruptAfterSteps, batchBytes: batchBytes)
         let commits = try rewriter.commitsOldestFirst(tip: tip)
         if let verified = journal.verifiedTip, journal.commits[tip] == verified,
            try Self.git({ () throws(GitError) in try destination.refs.branchTip() }) == verified {

@@ -170,6 +170,13 @@ final class KeyRotationTests: XCTestCase {
         let again = try KeyRotation(source: binder, oldKey: oldKey, newKey: newKey, destination: destination).run()
         XCTAssertEqual(again.tip, report.tip)
         XCTAssertEqual(again.commitsWritten + again.blobsReencrypted, 0, "a verified rotation is not done twice")
+
+        // A commit's blobs past the batch's bytes go out as packs of their own before it ends.
+        let small = directory.appendingPathComponent("small-batches").path
+        var batched = KeyRotation(source: binder, oldKey: oldKey, newKey: newKey, destination: small)
+        batched.batchBytes = 1
+        XCTAssertEqual(try batched.run().commits, 8)
+        try assertRotated(binder.repository, small)
     }
 
     /// Two devices rotated the same binder (each into other objects); the phone then made a
