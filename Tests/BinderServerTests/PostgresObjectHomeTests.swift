@@ -198,6 +198,25 @@ import Testing
         }
     }
 
+    /// Each creation's repository row holds a key-share lock on the owner's row: the owner's
+    /// lock must not wait for it (it did, FOR UPDATE: a deadlock, one push in two failing).
+    @Test func firstPushesOfOneOwnerAtOnceThroughTwoReplicasAllLand() async throws {
+        try await Self.withReplicas { caches, work, _ in
+            let count = 8
+            let tips = try (0..<count).map { try work.commit("own \($0)", bytes: 50_000) }
+            let homes = (0..<count).map { PostgresObjectHome(id: "own-\($0)", storage: caches[$0 % 2].storage, cache: caches[$0 % 2],
+                                                             creation: .init(owner: Self.owner, repositoryLimit: 100)) }
+            let packs = try (0..<count).map { try work.pack(tips[$0], into: homes[$0].quarantine) }
+            let outcomes = try await withThrowingTaskGroup(of: [RefOutcome].self) { group in
+                for i in 0..<count {
+                    group.addTask { try await homes[i].store(packs[i], commands: [RefCommand(ref: "refs/heads/main", old: nil, new: tips[i])]) }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(outcomes == Array(repeating: [.applied], count: count))
+        }
+    }
+
     @Test func compactionReplacesThePacksByOneThatKeepsEveryObject() async throws {
         try await Self.withReplicas { caches, work, _ in
             var tips: [String] = []
