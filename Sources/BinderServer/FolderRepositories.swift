@@ -46,12 +46,7 @@ final class FolderRepositories: RepositoryStorage {
 
     func create(_ id: String, owner: String, byPush request: SpoolFile,
                 protocolHeader: String?) async throws(StorageError) -> (response: PackResponse, created: Bool) {
-        let push: ReceivePackRequest?
-        do {
-            try request.rewind()
-            push = ReceivePackRequest.parse(try request.read(upTo: 1 << 20))
-        } catch { throw .backend(operation: "cannot read the request", detail: "\(error)") }
-        guard let push, push.createsBranchesWithObjects else { throw .notACreatingPush }
+        _ = try ReceivePackRequest.creatingPush(request)
         let staging: String
         do { staging = try store.stage(id, owner: owner) } catch {
             throw .backend(operation: "cannot create the repository", detail: "\(error)")

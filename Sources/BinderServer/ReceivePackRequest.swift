@@ -100,3 +100,17 @@ struct PacketReader {
         return .data(bytes[offset + 4..<offset + length])
     }
 }
+
+extension ReceivePackRequest {
+    /// The start of the spooled body `request` when it is a push-to-create (branch creations
+    /// with a pack of objects), as every store's `create(byPush:)` asks; else `.notACreatingPush`.
+    static func creatingPush(_ request: SpoolFile) throws(StorageError) -> ReceivePackRequest {
+        let push: ReceivePackRequest?
+        do {
+            try request.rewind()
+            push = parse(try request.read(upTo: 1 << 20))
+        } catch { throw .backend(operation: "cannot read the request", detail: "\(error)") }
+        guard let push, push.createsBranchesWithObjects else { throw .notACreatingPush }
+        return push
+    }
+}

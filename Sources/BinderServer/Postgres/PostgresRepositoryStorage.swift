@@ -35,12 +35,7 @@ struct PostgresRepositoryStorage: RepositoryStorage {
 
     func create(_ id: String, owner: String, byPush request: SpoolFile,
                 protocolHeader: String?) async throws(StorageError) -> (response: PackResponse, created: Bool) {
-        let push: ReceivePackRequest?
-        do {
-            try request.rewind()
-            push = ReceivePackRequest.parse(try request.read(upTo: 1 << 20))
-        } catch { throw .backend(operation: "cannot read the request", detail: "\(error)") }
-        guard let push, push.createsBranchesWithObjects else { throw .notACreatingPush }
+        _ = try ReceivePackRequest.creatingPush(request)
         if let tombstone = try await tombstone(id) { throw .gone(id: id, tombstone: tombstone) }
         let home = home(id, creating: owner)
         let response = try await endpoint(home).receivePack(request, protocolHeader: protocolHeader)
@@ -183,7 +178,9 @@ extension ServerStorage {
         let work = BlockingWork(slots: ProcessSlots(limits.gitProcesses))
         let repositories = PostgresRepositoryStorage(storage: database, cache: cache, repositoriesPerUser: limits.repositoriesPerUser,
                                                      bytesPerUser: limits.bytesPerUser) { home in
-            GitEngine(home: home, spoolFolder: cache.spool, work: work)
+            var engine = GitEngine(home: home, spoolFolder: cache.spool, work: work)
+            engine.maximumObjectBytes = limits.pushBytes
+            return engine
         }
         return ServerStorage(repositories: repositories, challenges: PostgresChallenges(storage: database),
                              scans: PostgresScanSessions(storage: database),
