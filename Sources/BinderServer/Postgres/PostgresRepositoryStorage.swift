@@ -42,11 +42,21 @@ struct PostgresRepositoryStorage: RepositoryStorage {
         return (response, home.created)
     }
 
+    /// Each repository's main from one query; its commit's time from this replica's cache (so
+    /// a listing brings the owner's caches up to date).
     func list(owner: String) async throws(StorageError) -> [RepositorySummary] {
+        let logger = storage.logger
+        let mains = try await storage.perform("cannot list repositories") { client in
+            try await client.query("""
+                SELECT r.id, f.target FROM binder_repositories r
+                LEFT JOIN binder_refs f ON f.repository = r.id AND f.name = 'refs/heads/main'
+                WHERE r.owner = \(owner) ORDER BY r.id
+                """, logger: logger).decode((String, String?).self).reduce(into: [(String, String?)]()) { $0.append($1) }
+        }
         var summaries: [RepositorySummary] = []
-        for id in try await rows.ids(owner: owner) {
+        for (id, main) in mains {
             var last: String?
-            if let tip = try await rows.ref("refs/heads/main", in: id) {
+            if let tip = main {
                 let path = try await cache.update(id)
                 if let repository = try? GitRepository.open(path: path), let tipID = ObjectID(hex: tip),
                    let info = try? repository.commits.commit(tipID) {
