@@ -123,10 +123,12 @@ final class ReplicaTests: XCTestCase {
 
     /// Replica A is killed (SIGKILL) while a 60 MB push goes through it (held by a relay after
     /// 20 MB, so that the kill lands in the middle): replica B serves on, and the repository is
-    /// without that push or with all of it; A started again serves it the same.
+    /// without that push (and without a pack of it) or with all of it; A started again serves
+    /// it the same.
     func testAReplicaKilledInTheMiddleOfALargePushLeavesNothingHalfWritten() throws {
         let (replicas, user, work) = try ReplicaSet.withRepository("big", Self.store)
         let before = try replicas.refs("big", through: replicas[1], tokenFile: user.tokenFile)["refs/heads/main"]
+        let storedBefore = try replicas.query("SELECT count(*) FROM binder_packs WHERE repository = 'big'")
         XCTAssertEqual(try shell("cd '\(work)' && head -c \(60 << 20) /dev/urandom > large.bin && git add -A && git -c user.name=t -c user.email=t@t commit -q -m large").status, 0)
         let large = try shell("git -C '\(work)' rev-parse main").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
 
@@ -155,6 +157,10 @@ final class ReplicaTests: XCTestCase {
 
         let after = try replicas.refs("big", through: replicas[1], tokenFile: user.tokenFile)["refs/heads/main"]
         XCTAssertTrue(after == before || after == large, "main is the old tip or the whole push: \(after ?? "none")")
+        if after == before {
+            XCTAssertEqual(try replicas.query("SELECT count(*) FROM binder_packs WHERE repository = 'big'"), storedBefore,
+                           "the cut push left no pack behind")
+        }
         let clone = replicas.sandbox.root.appendingPathComponent("after-kill").path
         let cloned = try replicas.git("clone -q '\(replicas.url(replicas[1], "big"))' '\(clone)'", tokenFile: user.tokenFile)
         XCTAssertEqual(cloned.status, 0, cloned.stderr + replicas.logs)
