@@ -3,35 +3,26 @@ import BinderTestPostgres
 import Foundation
 import XCTest
 
-/// `binder serve` replicas on loopback that share one token secret file and one store (issue
-/// 42), as a deployment behind a load balancer runs them. `.database`: one PostgreSQL database
-/// holds everything; each replica has its own pack cache (`--cache`), as on its own machine.
-/// `.folder`: one `--repos` folder, no database (login challenges, the index of owners and the
-/// rate counters are then each replica's own: not a deployment binder supports).
+/// `binder serve` replicas on loopback that share one PostgreSQL database, which holds
+/// everything, and one token secret file (issue 42), as a deployment behind a load balancer
+/// runs them; each replica has its own pack cache (`--cache`), as on its own machine.
 final class ReplicaSet {
-    enum Store: String { case folder, database }
-
-    let store: Store
     let sandbox: BinderSandbox
     let cluster: PostgresCluster
     let databaseName: String
     let databaseURLFile: String
     let tokenSecretFile: String
-    /// The folder replicas share in `.folder`; unused by `.database`.
-    let repos: String
     private(set) var replicas: [TestServer] = []
 
     /// `count` replicas started on `cluster` (the process's shared one unless given), each with
     /// `options` besides the store's.
-    init(_ store: Store, count: Int = 2, cluster: PostgresCluster? = nil, options: [String] = []) throws {
-        self.store = store
+    init(count: Int = 2, cluster: PostgresCluster? = nil, options: [String] = []) throws {
         sandbox = try BinderSandbox()
         self.cluster = try cluster ?? PostgresCluster.shared()
         let database = try self.cluster.database()
         databaseName = database.name
         databaseURLFile = sandbox.root.appendingPathComponent("database-url").path
         tokenSecretFile = sandbox.root.appendingPathComponent("token-secret").path
-        repos = sandbox.root.appendingPathComponent("srv").path
         var secret = [UInt8](repeating: 0, count: 32)
         for index in secret.indices { secret[index] = UInt8.random(in: 0...255) }
         for (path, text) in [(databaseURLFile, database.url), (tokenSecretFile, secret.map { String(format: "%02x", $0) }.joined())] {
@@ -42,22 +33,15 @@ final class ReplicaSet {
         for index in 0..<count {
             let root = sandbox.root.appendingPathComponent("replica-\(index)")
             try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-            replicas.append(try TestServer(root: root, options: storeOptions(root) + options, repos: repos))
+            let store = ["--database-url-file", databaseURLFile, "--token-secret-file", tokenSecretFile,
+                         "--cache", root.appendingPathComponent("cache").path]
+            replicas.append(try TestServer(root: root, options: store + options))
         }
     }
 
     deinit { replicas.forEach { $0.stop() } }
 
-    /// What the replica in `root` is started with besides `--repos` and `--listen`.
-    func storeOptions(_ root: URL) -> [String] {
-        switch store {
-        case .folder: return ["--token-secret-file", tokenSecretFile]
-        case .database: return ["--database-url-file", databaseURLFile, "--token-secret-file", tokenSecretFile,
-                                "--cache", root.appendingPathComponent("cache").path]
-        }
-    }
-
-    /// The rows `sql` gives in the replicas' database (`.database`).
+    /// The rows `sql` gives in the replicas' database.
     func query(_ sql: String) throws -> String { try cluster.query(databaseName, sql) }
 
     subscript(index: Int) -> TestServer { replicas[index] }
@@ -81,9 +65,9 @@ final class ReplicaSet {
     }
 
     /// Replicas, a user, and repository `id` pushed into existence through replica 0 from a work tree.
-    static func withRepository(_ id: String, _ store: Store, cluster: PostgresCluster? = nil) throws
+    static func withRepository(_ id: String, cluster: PostgresCluster? = nil) throws
         -> (replicas: ReplicaSet, user: ReplicaUser, work: String) {
-        let replicas = try ReplicaSet(store, cluster: cluster)
+        let replicas = try ReplicaSet(cluster: cluster)
         let user = try replicas.user("alice")
         let work = try replicas.workTree(id)
         let pushed = try replicas.push(work, to: id, through: replicas[0], tokenFile: user.tokenFile)

@@ -6,12 +6,10 @@ import XCTest
 /// Two `binder serve` replicas on one PostgreSQL database and one token secret file, each with
 /// its own pack cache, driven by stock git and binder (issue 42, "Proof").
 final class ReplicaTests: XCTestCase {
-    static let store = ReplicaSet.Store.database
-
     /// A binder made and synced through replica A is cloned through replica B; a login
     /// challenge B issued is answered at A, and the token works at both.
     func testABinderPushedThroughOneReplicaIsClonedThroughTheOther() throws {
-        let replicas = try ReplicaSet(Self.store)
+        let replicas = try ReplicaSet()
         let nsec = String(decoding: try SecretKey.generate().nsec().copyBytes(), as: UTF8.self)
         let laptop = try Device(nsec: nsec), phone = try Device(nsec: nsec)
         try laptop.binder(["login", "--server", replicas[0].url])
@@ -39,7 +37,7 @@ final class ReplicaTests: XCTestCase {
     /// read through the other replica, every acknowledged push is there, each id listed once.
     func testConcurrentFirstPushesAreEachThereExactlyOnce() throws {
         // Room for all 60 at once: what is proved here is the store's, not the front door's caps.
-        let replicas = try ReplicaSet(Self.store, options: ["--connections-per-address", "64", "--queue-wait", "60"])
+        let replicas = try ReplicaSet(options: ["--connections-per-address", "64", "--queue-wait", "60"])
         let user = try replicas.user("alice")
         var pushes: [(id: String, work: String, replica: Int)] = []
         for n in 0..<40 {
@@ -82,14 +80,14 @@ final class ReplicaTests: XCTestCase {
         let refusals = Set(pushes.indices.compactMap { try? String(contentsOfFile: "\(statusFolder)/\($0).err", encoding: .utf8) }
             .filter { !$0.isEmpty }.map { $0.split(separator: "\n").first.map(String.init) ?? "" })
         XCTAssertEqual(acknowledgedIDs.count, 40, "each id created once; refusals: \(Array(refusals.prefix(5)))\n" + replicas.logs)
-        print("replicas, \(Self.store): \(acknowledged) of \(pushes.count) concurrent first pushes acknowledged, to \(acknowledgedIDs.count) ids; \(listed.count) ids listed through replica B; refused: \(Array(refusals.prefix(3)))")
+        print("replicas: \(acknowledged) of \(pushes.count) concurrent first pushes acknowledged, to \(acknowledgedIDs.count) ids; \(listed.count) ids listed through replica B; refused: \(Array(refusals.prefix(3)))")
     }
 
     /// 16 writers commit on one branch through both replicas at once, each fetching, rebasing
     /// and pushing again when told non-fast-forward (at most 40 tries): every acknowledged
     /// commit is in the final history, and a clone of it passes `git fsck --strict`.
     func testRacingWritersThroughBothReplicasLoseNoAcknowledgedCommit() throws {
-        let (replicas, user, _) = try ReplicaSet.withRepository("shared", Self.store)
+        let (replicas, user, _) = try ReplicaSet.withRepository("shared")
         let token = try String(contentsOfFile: user.tokenFile, encoding: .utf8)
         let writers = (0..<16).map { n -> String in
             let url = replicas.url(replicas.replica(for: n), "shared")
@@ -118,7 +116,7 @@ final class ReplicaTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(acknowledged, 12, "most writers got through within 40 tries\n" + replicas.logs)
         let fsck = try shell("git -C '\(final)' fsck --strict --no-dangling")
         XCTAssertEqual(fsck.status, 0, fsck.stdout + fsck.stderr)
-        print("replicas, \(Self.store): \(acknowledged) of 16 racing writers acknowledged")
+        print("replicas: \(acknowledged) of 16 racing writers acknowledged")
     }
 
     /// Replica A is killed (SIGKILL) while a 60 MB push goes through it (held by a relay after
@@ -126,7 +124,7 @@ final class ReplicaTests: XCTestCase {
     /// without that push (and without a pack of it) or with all of it; A started again serves
     /// it the same.
     func testAReplicaKilledInTheMiddleOfALargePushLeavesNothingHalfWritten() throws {
-        let (replicas, user, work) = try ReplicaSet.withRepository("big", Self.store)
+        let (replicas, user, work) = try ReplicaSet.withRepository("big")
         let before = try replicas.refs("big", through: replicas[1], tokenFile: user.tokenFile)["refs/heads/main"]
         let storedBefore = try replicas.query("SELECT count(*) FROM binder_packs WHERE repository = 'big'")
         XCTAssertEqual(try shell("cd '\(work)' && head -c \(60 << 20) /dev/urandom > large.bin && git add -A && git -c user.name=t -c user.email=t@t commit -q -m large").status, 0)
@@ -167,7 +165,7 @@ final class ReplicaTests: XCTestCase {
         XCTAssertEqual(try shell("git -C '\(clone)' fsck --strict --no-dangling").status, 0)
         try replicas[0].start()
         XCTAssertEqual(try replicas.refs("big", through: replicas[0], tokenFile: user.tokenFile)["refs/heads/main"], after)
-        print("replicas, \(Self.store): after the kill main is \(after == large ? "the whole push" : "the old tip")")
+        print("replicas: after the kill main is \(after == large ? "the whole push" : "the old tip")")
     }
 
     /// The HTTP status curl gets for `arguments` within 5 s ("000": no answer in time).
@@ -188,7 +186,7 @@ final class ReplicaTests: XCTestCase {
     func testPostgresRestartedWhileClientsWorkCorruptsNothing() throws {
         let cluster = try PostgresCluster.own()
         defer { cluster.stop() }
-        let (replicas, user, seed) = try ReplicaSet.withRepository("busy", Self.store, cluster: cluster)
+        let (replicas, user, seed) = try ReplicaSet.withRepository("busy", cluster: cluster)
         let acked = replicas.sandbox.root.appendingPathComponent("acked").path
         let urls = replicas.replicas.map { replicas.url($0, "busy") }
         let writer = Process()
@@ -236,7 +234,7 @@ final class ReplicaTests: XCTestCase {
             XCTAssertEqual(try shell("git -C '\(final)' merge-base --is-ancestor \(commit) main").status, 0, "acknowledged \(commit)")
         }
         XCTAssertEqual(commits.count, 12, "the writer got every commit through, retrying\n" + replicas.logs)
-        print("replicas, \(Self.store): PostgreSQL restarted after 3 commits; \(ackedDuringOutage) acknowledged until it was back, 12 in all")
+        print("replicas: PostgreSQL restarted after 3 commits; \(ackedDuringOutage) acknowledged until it was back, 12 in all")
         XCTAssertEqual(try shell("git -C '\(final)' fsck --strict --no-dangling").status, 0)
     }
 }

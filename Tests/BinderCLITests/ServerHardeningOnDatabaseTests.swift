@@ -11,7 +11,7 @@ final class ServerHardeningOnDatabaseTests: ServerHardeningTests {
     var replicas: ReplicaSet!
 
     override func start(_ options: [String] = []) throws {
-        replicas = try ReplicaSet(.database, count: 1, options: options)
+        replicas = try ReplicaSet(count: 1, options: options)
         server = replicas[0]
     }
 

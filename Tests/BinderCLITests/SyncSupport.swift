@@ -6,17 +6,15 @@ import XCTest
 /// that it can be stopped and restarted on the same port in the middle of a test.
 final class TestServer {
     let root: URL
-    /// The repositories' folder: its own under `root`, or one that replicas share (ReplicaSet).
-    let repos: String
+    var repos: String { root.appendingPathComponent("srv").path }
     var logPath: String { root.appendingPathComponent("serve.log").path }
     private(set) var pid: Int32 = 0
     private(set) var port = 0
     var url: String { "http://127.0.0.1:\(port)" }
     private var options: [String]
 
-    init(root: URL, options: [String] = [], repos: String? = nil) throws {
+    init(root: URL, options: [String] = []) throws {
         self.root = root
-        self.repos = repos ?? root.appendingPathComponent("srv").path
         self.options = options
         try start()
     }
