@@ -228,6 +228,7 @@ final class Committer: Sendable {
     private func encrypt(_ planned: [PlannedChange]) throws(WriteError) -> ([TreeChange], [[UInt8]]) {
         var changes: [TreeChange] = []
         var blobs: [[UInt8]] = []
+        var documents: [(blob: ObjectID, json: [UInt8])] = []
         func blob(_ bytes: [UInt8]) throws(GitError) -> ObjectID {
             blobs.append(bytes)
             return try GitObjects.blobID(of: bytes)
@@ -235,9 +236,12 @@ final class Committer: Sendable {
         for change in planned {
             do {
                 switch change {
-                case .document(let gitPath, let json), .folderMetadata(let gitPath, let json):
-                    let payload = try NIP44.encrypt(json, key: key)
-                    changes.append(.write(path: gitPath, blob: try blob(Array(payload.utf8))))
+                case .document(let gitPath, let json):
+                    let id = try blob(Array(try NIP44.encrypt(json, key: key).utf8))
+                    changes.append(.write(path: gitPath, blob: id))
+                    documents.append((id, json))
+                case .folderMetadata(let gitPath, let json):
+                    changes.append(.write(path: gitPath, blob: try blob(Array(try NIP44.encrypt(json, key: key).utf8))))
                 case .sidecar(let gitPath, let content):
                     changes.append(.write(path: gitPath, blob: try blob(try Sidecar.encrypt(content, key: key))))
                 case .blob(let gitPath, let id):
@@ -252,6 +256,8 @@ final class Committer: Sendable {
                 throw .storage(path: change.gitPath, reason: "\(error)", code: Self.code(of: error))
             }
         }
+        // The listing's patch and the next save of these records read them from here.
+        listings.written.keep(documents)
         return (changes, blobs)
     }
 

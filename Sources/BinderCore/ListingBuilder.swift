@@ -29,6 +29,8 @@ struct ListingBuilder {
     /// Git objects this build read: documents decrypted (the others' parts were reused) and
     /// sidecars sized.
     var objectReads = 0
+    /// The documents the view's last commit wrote, in plaintext: read instead of their blobs.
+    var written: WrittenDocuments?
     /// Documents this build decrypted (the others' parts were reused, from memory or the index).
     var documentDecryptions = 0
     /// Entries not shown as the format names them, with why (see `ListingFinding`): logged by
@@ -323,6 +325,9 @@ struct ListingBuilder {
 
     /// Decrypts and parses a document; nil (and a log line) if it cannot be.
     private mutating func readDocument(_ entry: TreeEntry, gitPath: String) -> MedicalDocument? {
+        if let json = written?.json(of: entry.id), let document = try? BinderReader.parseDocument(json, gitPath: gitPath) {
+            return document
+        }
         objectReads += 1
         documentDecryptions += 1
         do {

@@ -31,6 +31,8 @@ final class ListingCache: Sendable {
     let objectReads = Atomic<Int>(0)
     /// Documents decrypted to list their folders since the mount began (not counting reads).
     let documentDecryptions = Atomic<Int>(0)
+    /// The documents of the view's last commit, in plaintext (read instead of their blobs).
+    let written = WrittenDocuments()
     /// Keeps the document parts across mounts (nil: not kept, as in tests that want cold builds).
     let indexWriter: ListingIndexWriter?
     /// Guards the snapshot, the listings and the document parts. Never held while decrypting.
@@ -162,7 +164,7 @@ final class ListingCache: Sendable {
             }
             return kept
         }
-        var patcher = ListingPatcher(repository: repository, key: key, logger: logger, old: old, new: new)
+        var patcher = ListingPatcher(repository: repository, key: key, logger: logger, old: old, new: new, written: written)
         var patches: [String: ListingPatch] = [:]
         for (folder, change, listing, parts, bookkeeping) in kept {
             patches[folder] = patcher.patch(folder: folder, change: change, listing: listing, parts: parts, bookkeeping: bookkeeping)

@@ -89,6 +89,8 @@ struct ListingPatcher {
     /// The snapshots before and after the commit.
     let old: Snapshot
     let new: Snapshot
+    /// The documents the commit wrote, in plaintext (not read from git again).
+    let written: WrittenDocuments?
     /// Plaintext rendered while patching (for the cache), and git objects read.
     var rendered: [(Node.Source, SecureBytes)] = []
     var objectReads = 0
@@ -108,6 +110,7 @@ struct ListingPatcher {
 
         // The written documents alone, as a full build would work them out.
         var builder = ListingBuilder(repository: repository, key: key, logger: logger, commitTime: new.commitTime)
+        builder.written = self.written
         let entries = written.map { name, blob in TreeEntry(path: join(folder, name), id: blob, kind: .blob, mode: 0o100644) }
         builder.build(viewPath: folder, gitDirectory: folder, entries: entries)
         objectReads += builder.objectReads

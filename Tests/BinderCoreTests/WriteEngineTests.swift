@@ -195,6 +195,32 @@ final class WriteEngineTests: XCTestCase {
         XCTAssertEqual(try view.list("visits").map(\.name), ["b.md"])
     }
 
+    /// An editor's saves of one record: the second is planned and listed from the plaintext the
+    /// first encrypted (`WrittenDocuments`), read from git neither time, and keeps exactly what
+    /// the record held (its `created`, its metadata when the file has no front matter).
+    func testSavingARecordAgainReadsNoObjectAndKeepsWhatItHeld() throws {
+        try view.makeDirectory("visits")
+        try view.store("visits/a.md", content: Array("---\ncreated: \"2020-05-06T07:08:09.123Z\"\nprovider: Dr. Who\n---\n# A\n".utf8))
+        _ = try view.list("visits")
+        let first = try stored("visits/a.json")
+        let reads = view.statistics.objectReads
+        try view.store("visits/a.md", content: Array("# A, again\n".utf8))
+        XCTAssertEqual(view.statistics.objectReads, reads, "the save read its record from git again")
+        let second = try stored("visits/a.json")
+        XCTAssertEqual(second.value, "# A, again\n")
+        XCTAssertEqual(second.metadata["created"], first.metadata["created"])
+        XCTAssertNotNil(first.metadata["created"])
+        var kept = second.metadata, before = first.metadata
+        kept["updated"] = nil
+        before["updated"] = nil
+        XCTAssertEqual(kept, before)
+        // What the view shows is what a view opened afresh shows.
+        let shown = try read("visits/a.md")
+        view = try BinderView(repository: repository, key: key, logger: logger)
+        XCTAssertEqual(try read("visits/a.md"), shown)
+        XCTAssertGreaterThan(view.statistics.objectReads, 0)
+    }
+
     func testMovingAChildWithinOneRecordIsRefusedNotCorrupted() throws {
         let writer = BinderWriter(repository: repository, key: key, author: Signature(name: "t", email: "t@t"))
         let nested = MedicalDocument(value: "# Visit\n", metadata: ["type": "visit", "created": "2026-01-01T00:00:00.000Z"], children: [
