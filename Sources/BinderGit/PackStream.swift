@@ -10,8 +10,10 @@ struct PackStream {
     let fd: Int32
     /// Bytes appended so far: the offset in the file of the next one.
     private(set) var written = 0
-    /// The bytes not written yet: the first `buffered` of `buffer`.
-    private var buffer = [UInt8](repeating: 0, count: bufferSize)
+    /// The bytes not written yet: the first `buffered` of `buffer`. Not zeroed first: only
+    /// bytes appended are ever read, and zeroing 256 KiB took 0.26 M instructions of every
+    /// save (2.5% of one at 10,000 records; each save makes a stream).
+    private var buffer = [UInt8](unsafeUninitializedCapacity: bufferSize) { _, count in count = bufferSize }
     private var buffered = 0
     private var sha = SHA1Stream()
     /// The CRC-32 of the entry being appended; nil between entries.
