@@ -43,7 +43,7 @@ struct KeyCommand: ParsableCommand {
     struct Import: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Import a key from standard input: nsec1…, 64 hex characters, or ncryptsec1….",
-            discussion: "Spaces and line breaks inside the key are ignored, so an ncryptsec typed off a printed recovery sheet (binder key backup) can be pasted as it is printed; a mistyped character is caught by the key's checksum.")
+            discussion: "Spaces and line breaks inside the key are ignored, so an ncryptsec typed off a printed recovery sheet (binder key backup) can be pasted as it is printed; a mistyped character is caught by the key's checksum. At a terminal it asks for the key and does not show it as it is typed or pasted; it ends at a whole key or an empty line.")
 
         /// Space, tab, line feed, vertical tab, form feed, carriage return.
         static let asciiWhitespace: Set<Unicode.Scalar> = [" ", "\t", "\n", "\u{0B}", "\u{0C}", "\r"]
@@ -159,7 +159,38 @@ func askNewPassphrase(_ source: PassphraseSource) throws -> SecureBytes {
     }
 }
 
-/// All of standard input, into secret memory (a key being imported).
+/// A key being imported, from standard input into secret memory.
 func readStandardInputSecret(limit: Int = 4096) throws(SecureMemoryError) -> SecureBytes {
-    try SecretInput.read(fd: 0, upTo: limit)
+    // Piped: read to its end. Typed or pasted at a terminal: prompted, never echoed (an nsec on
+    // screen stays in the scrollback), and ended by a whole key or an empty line, not Ctrl-D.
+    guard isatty(0) == 1 else { return try SecretInput.read(fd: 0, upTo: limit) }
+    return try SecretInput.readTerminalLines(
+        fd: 0, prompt: "Your key (nsec1…, 64 hex characters or ncryptsec1…), not shown as you type or paste it; then Enter:\n",
+        upTo: limit, isComplete: KeyText.isWhole)
 }
+
+/// What a typed key looks like once whitespace is dropped.
+enum KeyText {
+    /// bech32 lengths of an nsec (32 bytes) and a NIP-49 ncryptsec (91 bytes), with their
+    /// prefixes and checksums; a hex key is 64 characters.
+    static let nsecLength = 63, ncryptsecLength = 162, hexLength = 64
+
+    /// True when `bytes`, whitespace dropped, are long enough to be a whole key of the kind
+    /// their prefix says (whether it is valid is the decoder's to say).
+    static func isWhole(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        // Counted in place: the key's bytes are not copied out of secret memory.
+        let ncryptsec = Array("ncryptsec1".utf8), nsec = Array("nsec1".utf8)
+        var count = 0
+        var isNcryptsec = true, isNsec = true
+        for byte in bytes where !(byte == 0x20 || (0x09...0x0D).contains(byte)) {
+            let lower = byte | 0x20
+            if count < ncryptsec.count, lower != ncryptsec[count] { isNcryptsec = false }
+            if count < nsec.count, lower != nsec[count] { isNsec = false }
+            count += 1
+        }
+        if isNcryptsec, count >= ncryptsec.count { return count >= ncryptsecLength }
+        if isNsec, count >= nsec.count { return count >= nsecLength }
+        return count >= hexLength
+    }
+}
+

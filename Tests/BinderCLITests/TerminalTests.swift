@@ -53,6 +53,26 @@ final class TerminalTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: other.home.appendingPathComponent("key.ncryptsec").path))
     }
 
+    /// `binder key import` at a terminal asks for the key, does not show it, and ends at a whole
+    /// key (no Ctrl-D): here an nsec typed in two halves, as off a printed sheet.
+    func testAKeyTypedAtATerminalIsAskedForAndNeverShown() throws {
+        let sandbox = try BinderSandbox()
+        let session = "imp\(getpid())"
+        let nsec = "nsec1vl029mgpspedva04g90vltkh6fvh240zqtv9k0t9af8935ke9laqsnlfe5"
+        XCTAssertEqual(try tmux("new-session -d -s \(session) -x 200 -y 50 \"BINDER_HOME='\(sandbox.home.path)' '\(BinderSandbox.binary)' key import --log-n 8; sleep 30\"").status, 0)
+        defer { _ = try? tmux("kill-session -t \(session)") }
+        _ = try waitForScreen(session, toContain: "Your key (nsec1")
+        XCTAssertEqual(try tmux("send-keys -t \(session) '\(nsec.prefix(30))' Enter").status, 0)
+        XCTAssertEqual(try tmux("send-keys -t \(session) '\(nsec.dropFirst(30))' Enter").status, 0)
+        _ = try waitForScreen(session, toContain: "New passphrase")
+        _ = try tmux("send-keys -t \(session) 'pw' Enter")
+        _ = try waitForScreen(session, toContain: "Repeat the passphrase")
+        _ = try tmux("send-keys -t \(session) 'pw' Enter")
+        let shown = try waitForScreen(session, toContain: "Imported npub1")
+        XCTAssertFalse(shown.contains(String(nsec.prefix(12))) || shown.contains(String(nsec.suffix(12))), "the key was echoed:\n\(shown)")
+        XCTAssertEqual(try sandbox.run(["key", "show"]).stdout.contains("npub1"), true)
+    }
+
     /// Starts `script` (a file of shell commands, so that no quoting crosses tmux) in a new
     /// tmux session; the caller kills it.
     func startSession(_ session: String, script: String, in sandbox: BinderSandbox) throws {
