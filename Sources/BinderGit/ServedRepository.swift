@@ -147,6 +147,95 @@ public final class ServedRepository: @unchecked Sendable {
         }
     }
 
+    /// The repository's one pack, opened at its start, when it holds every object the commits
+    /// `wants` reach: the repository's object database is exactly one `.idx` in `objects/pack`
+    /// with its `.pack` (a `.pack` without its index is not read by libgit2: one being renamed
+    /// in, or a store's retired one), no loose object, no alternates, and the history of `wants`
+    /// walked with that pack alone as the object database (`packHolds`). A fetch of `wants` may
+    /// then be answered with the file as it is, as git reuses stored pack data, instead of
+    /// libgit2's pack builder searching deltas and inflating and deflating each object again
+    /// (binder's blobs are ciphertext: nothing for either to win). Objects in it that `wants` do
+    /// not reach are the same repository's, and a client keeps them. Nil otherwise, or when the
+    /// file does not start as a pack of version 2 or 3. The file is opened before the walk, so
+    /// a pack a store retires meanwhile is still read whole.
+    public func soleStoredPack(reaching wants: [ObjectID]) -> FileHandle? {
+        let objects = path + "/objects"
+        let fm = FileManager.default
+        guard !fm.fileExists(atPath: objects + "/info/alternates"),
+              let entries = try? fm.contentsOfDirectory(atPath: objects),
+              let packNames = try? fm.contentsOfDirectory(atPath: objects + "/pack") else { return nil }
+        // Loose objects live in folders named by two hex digits.
+        for entry in entries where entry.utf8.count == 2 && entry.utf8.allSatisfy({ isxdigit(Int32($0)) != 0 }) {
+            guard let loose = try? fm.contentsOfDirectory(atPath: objects + "/" + entry), loose.isEmpty else { return nil }
+        }
+        let indexes = packNames.filter { $0.hasPrefix("pack-") && $0.hasSuffix(".idx") }
+        guard indexes.count == 1 else { return nil }
+        let base = objects + "/pack/" + String(indexes[0].dropLast(4))
+        guard let pack = FileHandle(forReadingAtPath: base + ".pack") else { return nil }
+        // "PACK", then the version as four bytes, big-endian.
+        let header = [UInt8]((try? pack.read(upToCount: 8)) ?? Data())
+        guard header.count == 8, header[0..<4] == [UInt8]("PACK".utf8)[...], header[4..<7].allSatisfy({ $0 == 0 }),
+              header[7] == 2 || header[7] == 3, (try? pack.seek(toOffset: 0)) != nil,
+              Self.packHolds(historyOf: wants, indexPath: base + ".idx") else {
+            try? pack.close()
+            return nil
+        }
+        return pack
+    }
+
+    /// True when the pack of `indexPath` alone holds every commit, tree and blob the commits
+    /// `wants` reach: libgit2 walks them in a repository whose only object database is that pack
+    /// (a missing commit or tree fails the walk; each blob is looked up in the pack's index).
+    /// Trees are read, blobs are not. A want that is not a commit (a tag, a tree) answers false.
+    private static func packHolds(historyOf wants: [ObjectID], indexPath: String) -> Bool {
+        var odbPointer: OpaquePointer?
+        guard git_odb_new(&odbPointer) == 0 else { return false }
+        let odb = OdbHandle(odbPointer!)
+        var backend: OpaquePointer?
+        // Owned by the database once added (on failure, out of memory, it leaks).
+        guard git_odb_backend_one_pack(&backend, indexPath) == 0, git_odb_add_backend(odb.pointer, backend, 1) == 0 else {
+            return false
+        }
+        var repoPointer: OpaquePointer?
+        guard git_repository_wrap_odb(&repoPointer, odb.pointer) == 0 else { return false }
+        let repo = RepositoryHandle(repoPointer!)
+        var walkPointer: OpaquePointer?
+        guard git_revwalk_new(&walkPointer, repo.pointer) == 0 else { return false }
+        let walk = RevwalkHandle(walkPointer!)
+        for want in wants {
+            var oid = want.oid
+            var size = 0
+            var type = GIT_OBJECT_INVALID
+            guard git_odb_read_header(&size, &type, odb.pointer, &oid) == 0, type == GIT_OBJECT_COMMIT,
+                  git_revwalk_push(walk.pointer, &oid) == 0 else { return false }
+        }
+        var seenTrees = Set<ObjectID>()
+        var commitID = git_oid()
+        while true {
+            let rc = git_revwalk_next(&commitID, walk.pointer)
+            if rc == GIT_ITEROVER.rawValue { return true }
+            var commitPointer: OpaquePointer?
+            guard rc == 0, git_commit_lookup(&commitPointer, repo.pointer, &commitID) == 0 else { return false }
+            let commit = CommitHandle(commitPointer!)
+            var pending = [ObjectID(git_commit_tree_id(commit.pointer))]
+            while let treeID = pending.popLast() {
+                guard seenTrees.insert(treeID).inserted else { continue }
+                var oid = treeID.oid
+                var treePointer: OpaquePointer?
+                guard git_tree_lookup(&treePointer, repo.pointer, &oid) == 0 else { return false }
+                let tree = TreeHandle(treePointer!)
+                for index in 0..<git_tree_entrycount(tree.pointer) {
+                    let entry = git_tree_entry_byindex(tree.pointer, index)
+                    switch git_tree_entry_type(entry) {
+                    case GIT_OBJECT_TREE: pending.append(ObjectID(git_tree_entry_id(entry)))
+                    case GIT_OBJECT_BLOB: guard git_odb_exists(odb.pointer, git_tree_entry_id(entry)) == 1 else { return false }
+                    default: continue   // a submodule's commit is not the repository's (git sends none)
+                    }
+                }
+            }
+        }
+    }
+
     // MARK: - Push: a pack indexed into quarantine, and checked
 
     /// Indexes the pack `file` holds from its current offset to its end into `folder`, reading

@@ -125,6 +125,54 @@ final class GitEngineTests: XCTestCase {
         XCTAssertEqual(try shell("git -C '\(server.repos)/health.git' fsck --strict").status, 0)
     }
 
+    /// A clone of a repository that is one stored pack gets that pack byte for byte (no pack
+    /// built: the stored one has deltas, the clients read them); of a repository of two packs,
+    /// a pack libgit2 built. Every clone, by git, dulwich and binder's libgit2, holds every
+    /// object and is `fsck --strict` clean.
+    func testACloneOfOnePackIsTheStoredPackAndOfTwoPacksABuiltOne() throws {
+        let work = try workTree("work")
+        // Three commits changing a line each before the first push: its pack has deltas.
+        for line in ["7", "8"] {
+            XCTAssertEqual(try shell("sed -i 's/^\(line)00$/changed/' record.txt && git -c user.name=t -c user.email=t@t commit -qam 'Line \(line)'",
+                                     in: work).status, 0)
+        }
+        XCTAssertEqual(try git("push -q '\(url("packs"))' main", in: work).status, 0)
+        let packFolder = "\(server.repos)/packs.git/objects/pack"
+        let objectCount = { (repository: String) in
+            try shell("git -C '\(repository)' rev-list --objects --all | wc -l").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let serverObjects = try objectCount("\(server.repos)/packs.git")
+        XCTAssertEqual(serverObjects, "9")
+        let stored = try shell("ls '\(packFolder)'/*.pack").stdout.trimmingCharacters(in: .newlines)
+        XCTAssertFalse(stored.contains("\n"), "one pack: \(stored)")
+        XCTAssertTrue(try shell("git verify-pack -v '\(stored)' | grep -c ' 1 [0-9a-f]\\{40\\}$'").stdout != "0\n", "deltas in it")
+
+        let clone = root.root.appendingPathComponent("clone").path
+        // The received pack kept as it came (git unpacks fewer than 100 objects by default).
+        XCTAssertEqual(try git("-c transfer.unpackLimit=1 clone -q '\(url("packs"))' '\(clone)'").status, 0)
+        let received = try shell("ls '\(clone)'/.git/objects/pack/*.pack").stdout.trimmingCharacters(in: .newlines)
+        XCTAssertEqual(try shell("cmp '\(stored)' '\(received)'").status, 0, "the stored pack as it is: \(received)")
+        let dulwichRepo = root.root.appendingPathComponent("dulwich").path
+        XCTAssertEqual(try dulwich(["clone", url("packs"), tokenFile, dulwichRepo]), try serverTip("packs"))
+        for repository in [clone, dulwichRepo] {
+            let fsck = try shell("git -C '\(repository)' fsck --strict")
+            XCTAssertEqual(fsck.status, 0, fsck.stderr)
+            XCTAssertEqual(try objectCount(repository), serverObjects)
+        }
+
+        // A second push: two packs, so the clone's pack is built, and as complete.
+        XCTAssertEqual(try shell("echo more >> record.txt && git -c user.name=t -c user.email=t@t commit -qam more", in: work).status, 0)
+        XCTAssertEqual(try git("push -q '\(url("packs"))' main", in: work).status, 0)
+        XCTAssertEqual(try shell("ls '\(packFolder)'/*.pack | wc -l").stdout, "2\n")
+        let second = root.root.appendingPathComponent("second").path
+        XCTAssertEqual(try git("-c transfer.unpackLimit=1 clone -q '\(url("packs"))' '\(second)'").status, 0)
+        let rebuilt = try shell("ls '\(second)'/.git/objects/pack/*.pack").stdout.trimmingCharacters(in: .newlines)
+        XCTAssertEqual(try shell("cmp -s '\(stored)' '\(rebuilt)'").status, 1, "a pack built: \(rebuilt)")
+        let fsck = try shell("git -C '\(second)' fsck --strict")
+        XCTAssertEqual(fsck.status, 0, fsck.stderr)
+        XCTAssertEqual(try objectCount(second), try objectCount("\(server.repos)/packs.git"))
+    }
+
     func testRefusalsAreGitsAndLeaveTheRepositoryAsItWas() throws {
         let work = try workTree("work")
         XCTAssertEqual(try git("push -q '\(url("guarded"))' main", in: work).status, 0)

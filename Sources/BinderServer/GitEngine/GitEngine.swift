@@ -56,9 +56,9 @@ struct GitEngine: SmartHTTPEndpoint {
             }
         }
         guard !parsed.wants.isEmpty else { return try await finish { try AnswerWriter(file: answer, capabilities: []).response() } }
-        _ = try await home.refs()
+        let refs = try await home.refs()
         let path = try await home.objectRepository()
-        return try await finish { try UploadPackExchange(request: parsed, answer: answer).run(repositoryPath: path) }
+        return try await finish { try UploadPackExchange(request: parsed, answer: answer, refs: refs).run(repositoryPath: path) }
     }
 
     func receivePack(_ request: SpoolFile, protocolHeader: String?) async throws(StorageError) -> PackResponse {
@@ -110,6 +110,8 @@ struct GitEngine: SmartHTTPEndpoint {
 struct UploadPackExchange {
     let request: UploadPackRequest
     let answer: SpoolFile
+    /// The refs as the home gave them: a clone wants all of them.
+    let refs: [StoredRef]
     /// At most this many descendant checks to say "ready" (each is a walk); past it the client
     /// goes on sending haves until it gives up by itself (git's limit of 256 in vain).
     static let readinessChecks = 4096
@@ -153,13 +155,35 @@ struct UploadPackExchange {
         }
         if let last { try writer.line("ACK \(last.hex)\n") } else { try writer.line("NAK\n") }
         do {
-            _ = try repository.writePack(wants: wants, haves: common) { bytes in (try? writer.data(bytes)) != nil }
+            if common.isEmpty, let stored = reusablePack(wants, repository) {
+                try Self.copy(stored, to: writer)
+            } else {
+                _ = try repository.writePack(wants: wants, haves: common) { bytes in (try? writer.data(bytes)) != nil }
+            }
             try writer.finishData()
         } catch {
             try writer.message("error: cannot make the pack\n", band: 3)
         }
         if writer.packetLength != nil { try writer.flush() }
         return try writer.response()
+    }
+
+    /// The stored pack to send as it is, for a clone: nothing in common, the wants exactly the
+    /// refs' targets (a fetch of less gets a pack of less), a client that reads `ofs-delta`
+    /// entries (a stored pack may have them), and a repository that is one pack holding the
+    /// wants' whole history (`ServedRepository.soleStoredPack`, checked by a walk in that pack alone).
+    private func reusablePack(_ wants: [ObjectID], _ repository: ServedRepository) -> FileHandle? {
+        guard request.capabilities.contains("ofs-delta"), !refs.isEmpty,
+              Set(wants.map(\.hex)) == Set(refs.map(\.target)) else { return nil }
+        return repository.soleStoredPack(reaching: wants)
+    }
+
+    /// `pack` copied on band 1, a MiB at a time, and closed.
+    private static func copy(_ pack: FileHandle, to writer: AnswerWriter) throws {
+        defer { try? pack.close() }
+        while let chunk = try pack.read(upToCount: 1 << 20), !chunk.isEmpty {
+            try chunk.withUnsafeBytes { try writer.data($0) }
+        }
     }
 
     /// git's `ok_to_give_up`: every want is a common commit or has one in its history.
