@@ -55,7 +55,7 @@ struct ImportThroughMount {
         case .other:
             return CommandFailure("the mount at \(mountpoint) cannot import (\(refusal.message)): unmount it and import, "
                                   + "or remount it with this version of binder (nothing was imported)")
-        case .differentPatient, .malformed, .unreadable, .storage:
+        case .differentPatient, .malformed, .unreadable, .storage, .moved:
             return CommandFailure("\(refusal.message) (nothing was imported)")
         }
     }

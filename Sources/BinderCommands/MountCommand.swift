@@ -417,6 +417,9 @@ struct MountCommand: ParsableCommand {
                 case .success(let report):
                     guard let target = await scheduler.target else { return "error no server" }
                     return "ok " + syncSummary(report, target: target)
+                case .failure(.gone(let why)):
+                    // Typed, so that 'binder sync' can say what to do (and exit 3) without reading the text.
+                    return ControlRefusal(code: .moved, errno: ESTALE, message: "the server's copy was deleted by its owner: \(why)").line
                 case .failure(let error):
                     return "error \(error)"
                 }

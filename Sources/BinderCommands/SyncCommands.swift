@@ -339,6 +339,13 @@ struct SyncCommand: ParsableCommand {
             printOut("Synced \(name): \(answer.dropFirst(3)) (by its mount at \(mountpoint))")
             return
         }
+        let refusal = ControlRefusal(answer: answer)
+        if refusal.code == .moved {
+            throw CommandFailure("\(name)'s copy on \(chosen.server) was deleted by its owner: this binder was moved to a new key on another "
+                                 + "device (binder key rotate), or deleted there. Nothing here was changed; your unsynced commits stay in \(name). "
+                                 + "Unmount it ('binder unmount \(mountpoint)'), bring the new key here with 'binder key rotate --import', "
+                                 + "then 'binder sync \(name)' brings your commits onto the moved copy", exitCode: Self.movedAwayExitCode)
+        }
         let reason = answer.hasPrefix("error ") ? String(answer.dropFirst(6)) : answer
         throw CommandFailure("cannot sync \(name) while it is \(holder): \(reason)")
     }

@@ -55,6 +55,9 @@ public struct ControlRefusal: Error, Sendable, Equatable, CustomStringConvertibl
         case unreadable
         /// Storing failed; nothing was stored.
         case storage
+        /// A sync: the server's copy was deleted by its owner (the binder moved to a new key on
+        /// another device, or was deleted there) (ESTALE).
+        case moved
         /// A mount that does not know the request (an older binder), or an answer not understood.
         case other
     }
@@ -77,7 +80,7 @@ public struct ControlRefusal: Error, Sendable, Equatable, CustomStringConvertibl
     public var line: String { "error \(code.rawValue) \(errno) \(message)" }
 
     /// An `error …` answer; one not in this form (an older mount's) is `other`, its text the message.
-    init(answer: String) {
+    public init(answer: String) {
         let text = answer.hasPrefix("error ") ? String(answer.dropFirst("error ".count)) : answer
         let words = text.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
         if words.count == 3, let code = Code(rawValue: String(words[0])), let number = Int32(words[1]) {

@@ -163,6 +163,13 @@ final class RotationSyncTests: ServerTestCase {
         XCTAssertEqual(try phone.tip("health"), phoneTip, "the unsynced commit is kept")
         XCTAssertEqual(try phone.git("health", "config binder.repoid"), "health")
         XCTAssertFalse(oldCopyExists, "the old key's push did not create the old id again")
+        // Mounted, the sync goes through the mount: told the same (a typed refusal, exit 3), and to unmount first.
+        try phone.mount("health", ["--passphrase-file", phone.passphraseFile])
+        let toldMounted = try sync(phone, phone.passphraseFile, expectFailure: true)
+        phone.unmount()
+        XCTAssertEqual(toldMounted.status, 3, toldMounted.stderr)
+        XCTAssertTrue(toldMounted.stderr.contains("Unmount it ('binder unmount "), toldMounted.stderr)
+        XCTAssertEqual(try phone.tip("health"), phoneTip, "the unsynced commit is kept")
 
         // The phone first takes a wrong key: told again (no repository of that key holds the
         // binder), nothing made; then the new key (a second rotation before any sync), and
