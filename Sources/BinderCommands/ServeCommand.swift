@@ -24,7 +24,12 @@ struct ServeCommand: ParsableCommand {
         SIGTERM stops accepting and lets requests in progress finish (--shutdown-grace). \
         A repository's owner deletes it with DELETE /api/mgit/repos/<repoId>; its id then answers \
         410 (deleted by its owner) and is never created again; DIR/.binder-serve/deleted keeps \
-        only the owner's public key and the time.
+        only the owner's public key and the time. \
+        With --database-url-file (and the same --token-secret-file for each), every replica keeps \
+        everything in one PostgreSQL database instead (repositories and their git objects, \
+        logins, sessions, rate counters) and serves git itself, with no git process: run as \
+        many as you like behind a proxy (docs/DEPLOY.md). --migrate-from and --migrate-to copy \
+        a folder server into the database and back.
         """)
 
     @Option(help: "The folder holding the repositories (created if missing). With a database, only this replica's pack cache is kept there (DIR/.binder-serve/cache) unless --cache says.")
