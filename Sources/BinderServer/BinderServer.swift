@@ -262,6 +262,7 @@ struct RequestLog: RouterMiddleware {
             throw failure
         } catch let error as StorageError {
             if case .backend = error { logger.error("storage failed", metadata: ["path": "\(request.uri.path)", "error": "\(error)"]) }
+            if case .unavailable = error { logger.warning("storage unavailable", metadata: ["path": "\(request.uri.path)", "error": "\(error)"]) }
             let failure = error.failure
             log(failure.code)
             throw failure

@@ -66,8 +66,14 @@ struct ServeFailure: HTTPResponseError, CustomStringConvertible {
     func response(from request: Request, context: some RequestContext) throws -> Response {
         if let tombstone { return Self.goneResponse(message, tombstone, request: request) }
         var response = JSONReply.response(code, ErrorReply(error: message))
+        if code == 503 && Self.isGitRequest(request) {
+            // The only type git shows (as `remote: …`), so the user reads why.
+            response = Response(status: status, headers: [.contentType: "text/plain; charset=utf-8"],
+                                body: ResponseBody(byteBuffer: ByteBuffer(string: message + "\n")))
+        }
         if code == 401 { response.headers[.wwwAuthenticate] = "Bearer" }
         if code == 429 { response.headers[.retryAfter] = "60" }
+        if code == 503 { response.headers[.retryAfter] = Self.unavailableRetryAfter }
         if code == 413 || code == 429 { response.headers[.connection] = "close" }
         return response
     }
@@ -78,15 +84,23 @@ extension ServeFailure {
     static let goneReason = "deleted-by-owner"
     static let goneReasonHeader = HTTPFields.Element.Name("Binder-Gone")!
 
+    /// `Retry-After` of a 503 from storage: PostgreSQL restarting takes seconds, the pool
+    /// reconnects within about ten (DEPLOY.md).
+    static let unavailableRetryAfter = "10"
+
+    static func isGitRequest(_ request: Request) -> Bool {
+        let path = request.uri.path
+        return path.hasSuffix("/info/refs") || path.hasSuffix("/git-upload-pack") || path.hasSuffix("/git-receive-pack")
+    }
+
     /// 410 with `Binder-Gone: deleted-by-owner`: to git's Smart HTTP requests as `text/plain`
     /// (the only type git shows, as `remote: …` lines), to the others as JSON
     /// `{"error", "reason", "deletedAt"}`. A client tells it apart by the status (binder serve
     /// answers 410 for nothing else) and the reason, never by the words.
     static func goneResponse(_ message: String, _ tombstone: RepositoryTombstone, request: Request) -> Response {
         let deletedAt = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: TimeInterval(tombstone.deletedAt)))
-        let path = request.uri.path
         var response: Response
-        if path.hasSuffix("/info/refs") || path.hasSuffix("/git-upload-pack") || path.hasSuffix("/git-receive-pack") {
+        if isGitRequest(request) {
             let text = "\(message) on \(deletedAt) (moved to a new key with binder key rotate, or deleted):"
                 + " import the owner's new key (binder key import) and sync again, or clone the new repository\n"
             response = Response(status: .gone, headers: [.contentType: "text/plain; charset=utf-8"],

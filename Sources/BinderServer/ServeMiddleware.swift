@@ -69,7 +69,9 @@ struct AccountAuthentication: RouterMiddleware {
 /// The git routes' authentication: a user by bearer token, or a doctor by scan token (the
 /// query's `scan_token` or `Authorization: ScanToken …`, as limbo.health takes it); a bearer
 /// token wins. What the caller may do with the repository is the route's to check (it depends
-/// on the service). Finished shares are swept first, so an expired session opens nothing.
+/// on the service). An expired session opens nothing: its token's lookup compares the expiry
+/// itself. Finished shares are swept here at most once a minute per replica
+/// (`ShareSweeper.sweepIfDue`), not on every request (2 statements each on the database).
 struct GitAuthentication: RouterMiddleware {
     typealias Context = ServeContext
     let tokens: TokenAuthority
@@ -77,7 +79,7 @@ struct GitAuthentication: RouterMiddleware {
     let sweeper: ShareSweeper
 
     func handle(_ request: Request, context: ServeContext, next: (Request, ServeContext) async throws -> Response) async throws -> Response {
-        try await sweeper.sweep()
+        try await sweeper.sweepIfDue()
         var context = context
         context.caller = try await caller(request)
         return try await next(request, context)
@@ -129,6 +131,21 @@ final class FaultInjection: RouterMiddleware {
     }
 }
 
+/// A replica's last run of a periodic job.
+final class SweepClock: Sendable {
+    /// Guards the time of the last run (nil: never).
+    private let last = Mutex<Date?>(nil)
+
+    /// True, and noted as run, when the last run is `every` seconds old or there was none.
+    func due(now: Date, every seconds: TimeInterval) -> Bool {
+        last.withLock { last in
+            if let previous = last, now.timeIntervalSince(previous) < seconds { return false }
+            last = now
+            return true
+        }
+    }
+}
+
 /// Ends finished shares: drops expired sessions, and (at most once a minute) removes the
 /// staging repositories no session serves: one shared, `collectionGrace` after its last
 /// session ended (its owner collects the doctor's notes meanwhile); one never shared,
@@ -136,6 +153,16 @@ final class FaultInjection: RouterMiddleware {
 struct ShareSweeper: Sendable {
     let storage: ServerStorage
     let logger: Logger
+    /// When `sweepIfDue` last swept on this replica.
+    let lastSwept = SweepClock()
+
+    /// `sweep`, at most once a minute on this replica (the git routes): the sweep only ends
+    /// shares whose tokens are refused already and removes staging repositories after graces
+    /// of minutes to days, so a minute's delay changes nothing a request sees.
+    func sweepIfDue() async throws(StorageError) {
+        guard lastSwept.due(now: Date(), every: 60) else { return }
+        try await sweep()
+    }
 
     func sweep() async throws(StorageError) {
         for id in try await storage.scans.expire(now: ServeEnvironment.now) {

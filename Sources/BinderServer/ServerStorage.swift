@@ -35,6 +35,10 @@ enum StorageError: Error, Equatable, CustomStringConvertible {
     /// The storage itself failed (git exited non-zero, a disk or database error): `detail` is
     /// for the log only, never sent.
     case backend(operation: String, detail: String)
+    /// The storage cannot be reached now (the database is down, restarting or has no free
+    /// connection within `PostgresStorage.Limits.acquireTimeout`): worth retrying shortly.
+    /// `detail` is for the log only.
+    case unavailable(operation: String, detail: String)
 
     var description: String {
         switch self {
@@ -47,6 +51,7 @@ enum StorageError: Error, Equatable, CustomStringConvertible {
             return "\(ref) is at \(found ?? "nothing"), not \(expected ?? "nothing")"
         case .badRefUpdate(let ref): return "bad ref update of \(ref)"
         case .backend(let operation, let detail): return "\(operation): \(detail)"
+        case .unavailable(let operation, let detail): return "\(operation): \(detail)"
         }
     }
 
@@ -60,6 +65,8 @@ enum StorageError: Error, Equatable, CustomStringConvertible {
         case .refConflict: return ServeFailure(409, description)
         case .badRefUpdate: return ServeFailure(400, description)
         case .backend(let operation, _): return ServeFailure(500, operation)
+        case .unavailable(let operation, _):
+            return ServeFailure(503, "\(operation): the server's database is unavailable, try again in a minute")
         case .gone(let id, let tombstone): return .gone(id, tombstone)
         }
     }

@@ -37,11 +37,18 @@ final class PostgresStorage: Sendable {
         var maximumConnections: Int = 16
         /// Longest the start (first connection and migration) may take.
         var startTimeout: Duration = .seconds(60)
+        /// Longest an operation waits for a connection of the pool (the database down or
+        /// restarting, or every connection busy): then it fails `StorageError.unavailable`
+        /// (503 with `Retry-After`). postgres-nio's pool alone keeps a request waiting while it
+        /// retries to connect, 68 s measured before its circuit breaker trips.
+        var acquireTimeout: Duration = .seconds(3)
 
-        init(statementTimeout: Duration = .seconds(30), maximumConnections: Int = 16, startTimeout: Duration = .seconds(60)) {
+        init(statementTimeout: Duration = .seconds(30), maximumConnections: Int = 16, startTimeout: Duration = .seconds(60),
+             acquireTimeout: Duration = .seconds(3)) {
             self.statementTimeout = statementTimeout
             self.maximumConnections = maximumConnections
             self.startTimeout = startTimeout
+            self.acquireTimeout = acquireTimeout
         }
     }
 
@@ -55,13 +62,16 @@ final class PostgresStorage: Sendable {
     /// holding or waiting for one of at most `maximumConnections` connections.
     let operationsInFlight = Atomic<Int>(0)
     let maximumConnections: Int
+    let acquireTimeout: Duration
 
-    private init(client: PostgresClient, pool: Task<Void, Never>, logger: Logger, appliedMigrations: [Int], maximumConnections: Int) {
+    private init(client: PostgresClient, pool: Task<Void, Never>, logger: Logger, appliedMigrations: [Int], maximumConnections: Int,
+                 acquireTimeout: Duration) {
         self.client = client
         self.pool = pool
         self.logger = logger
         self.appliedMigrations = appliedMigrations
         self.maximumConnections = maximumConnections
+        self.acquireTimeout = acquireTimeout
     }
 
     /// Opens the pool to `location` and migrates the schema (under an advisory lock, so
@@ -77,6 +87,7 @@ final class PostgresStorage: Sendable {
             ("application_name", "binder serve"),
         ]
         configuration.options.maximumConnections = max(2, limits.maximumConnections)
+        configuration.options.connectTimeout = limits.acquireTimeout
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         let pool = Task { await client.run() }
         do {
@@ -96,7 +107,8 @@ final class PostgresStorage: Sendable {
             }
             if !applied.isEmpty { logger.info("database migrated", metadata: ["versions": "\(applied)"]) }
             return PostgresStorage(client: client, pool: pool, logger: logger, appliedMigrations: applied,
-                                   maximumConnections: configuration.options.maximumConnections)
+                                   maximumConnections: configuration.options.maximumConnections,
+                                   acquireTimeout: limits.acquireTimeout)
         } catch {
             pool.cancel()
             await pool.value
@@ -112,14 +124,63 @@ final class PostgresStorage: Sendable {
         await pool.value
     }
 
-    /// Runs `body`, turning any failure into `StorageError.backend(operation:)`.
+    /// Runs `body`, turning any failure into `StorageError.backend(operation:)`, or
+    /// `.unavailable` when the database cannot be reached (`awaitConnection`).
     func perform<Result: Sendable>(_ operation: String,
                                    _ body: (PostgresClient) async throws -> Result) async throws(StorageError) -> Result {
         operationsInFlight.add(1, ordering: .relaxed)
         defer { operationsInFlight.subtract(1, ordering: .relaxed) }
+        try await awaitConnection(operation)
         do { return try await body(client) } catch let error as StorageError { throw error } catch {
-            throw .backend(operation: operation, detail: Self.detail(of: error))
+            throw Self.failure(operation, error)
         }
+    }
+
+    /// Waits at most `acquireTimeout` for a connection of the pool (one lease, no statement,
+    /// handed back at once: the operation then takes the idle connection), so that a request
+    /// during an outage is answered 503 in seconds instead of waiting while the pool retries.
+    private func awaitConnection(_ operation: String) async throws(StorageError) {
+        let client = self.client
+        let timeout = acquireTimeout
+        let leased: Result<Void, any Error>? = await withTaskGroup(of: Result<Void, any Error>?.self) { group in
+            group.addTask {
+                do { try await client.withConnection { _ in }; return .success(()) } catch { return .failure(error) }
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            return await group.next() ?? nil
+        }
+        switch leased {
+        case .success: return
+        case .failure(let error):
+            // The lease alone failed (the pool's circuit breaker open, the pool closed): no statement ran.
+            throw .unavailable(operation: operation, detail: Self.detail(of: error))
+        case nil: throw .unavailable(operation: operation, detail: "no database connection within \(timeout)")
+        }
+    }
+
+    /// `.unavailable` for what says the database cannot be reached now (the connection was
+    /// closed or could not be made, the server is shutting down or starting:
+    /// SQLSTATE classes 08 and 57P), `.backend` for the rest. By type and code, never by message.
+    static func failure(_ operation: String, _ error: any Error) -> StorageError {
+        var cause = error
+        if let transaction = error as? PostgresTransactionError,
+           let inner = transaction.closureError ?? transaction.commitError ?? transaction.beginError {
+            cause = inner
+        }
+        let unreachable: Bool
+        if let error = cause as? PSQLError {
+            let state = error.serverInfo?[.sqlState] ?? ""
+            unreachable = [.connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed].contains(error.code)
+                || state.hasPrefix("08") || state.hasPrefix("57P")
+        } else {
+            unreachable = false
+        }
+        return unreachable ? .unavailable(operation: operation, detail: detail(of: error))
+            : .backend(operation: operation, detail: detail(of: error))
     }
 
     /// Runs `body` in one transaction (committed when it returns, rolled back when it throws).
@@ -127,13 +188,14 @@ final class PostgresStorage: Sendable {
                                        _ body: (PostgresConnection) async throws -> Result) async throws(StorageError) -> Result {
         operationsInFlight.add(1, ordering: .relaxed)
         defer { operationsInFlight.subtract(1, ordering: .relaxed) }
+        try await awaitConnection(operation)
         do {
             return try await client.withTransaction(logger: logger) { connection in try await body(connection) }
         } catch let error as PostgresTransactionError {
             if let inner = error.closureError as? StorageError { throw inner }
-            throw .backend(operation: operation, detail: Self.detail(of: error))
+            throw Self.failure(operation, error)
         } catch {
-            throw .backend(operation: operation, detail: Self.detail(of: error))
+            throw Self.failure(operation, error)
         }
     }
 
