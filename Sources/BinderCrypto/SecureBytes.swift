@@ -34,7 +34,15 @@ public final class SecureBytes: @unchecked Sendable {
     public convenience init(copying bytes: some Collection<UInt8>) throws(SecureMemoryError) {
         try self.init(zeroed: bytes.count)
         let destination = UnsafeMutableRawBufferPointer(start: base, count: count)
-        _ = destination.initializeMemory(as: UInt8.self, from: bytes)
+        // Contiguous bytes (an array, a buffer) are copied at once: the generic copy runs
+        // unspecialised here, byte by byte through the iterator (3.4 M instructions for a
+        // document's 7 KB of JSON, a third of an editor's save).
+        let copied = bytes.withContiguousStorageIfAvailable { source -> Bool in
+            guard source.count == count else { return false }
+            if count > 0 { destination.copyMemory(from: UnsafeRawBufferPointer(source)) }
+            return true
+        }
+        if copied != true { _ = destination.initializeMemory(as: UInt8.self, from: bytes) }
     }
 
     /// Copies the UTF-8 bytes of `string` into secret memory.
