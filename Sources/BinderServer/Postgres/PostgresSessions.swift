@@ -14,14 +14,16 @@ struct PostgresChallenges: ChallengeStorage {
     func make(for address: String, now: Int64) async throws(StorageError) -> String {
         let challenge = Hex.encode(randomBytes(32))
         let expiry = now + lifetime, keep = Int64(perClient - 1), logger = storage.logger
-        try await storage.transaction("cannot make a challenge") { connection in
-            try await connection.exec("DELETE FROM binder_challenges WHERE expires_at <= \(now)", logger: logger)
-            try await connection.exec("""
-                DELETE FROM binder_challenges WHERE challenge IN (
+        // One statement, one round trip (it was a transaction of three, five round trips with
+        // BEGIN and COMMIT, at ~1 ms each the most of a challenge's cost). Both deletes see the
+        // rows as they were: an expired row ranks below every live one by expiry, so the live
+        // rows kept are the address's newest `keep` either way.
+        try await storage.perform("cannot make a challenge") { client in
+            try await client.exec("""
+                WITH expired AS (DELETE FROM binder_challenges WHERE expires_at <= \(now)),
+                surplus AS (DELETE FROM binder_challenges WHERE challenge IN (
                     SELECT challenge FROM binder_challenges WHERE address = \(address)
-                    ORDER BY expires_at DESC OFFSET \(keep))
-                """, logger: logger)
-            try await connection.exec("""
+                    ORDER BY expires_at DESC OFFSET \(keep)))
                 INSERT INTO binder_challenges (challenge, address, expires_at) VALUES (\(challenge), \(address), \(expiry))
                 """, logger: logger)
         }
