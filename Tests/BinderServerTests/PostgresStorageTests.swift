@@ -70,6 +70,35 @@ import Testing
         await storage.shutdown()
     }
 
+    /// What a failed operation is: `.unavailable` (503, retry later) when the database could not
+    /// be reached or dropped the connection, `.backend` (500) when a statement failed.
+    /// (`true`: the server ends the session, SQLSTATE 57P01; `false`: SQLSTATE 22012.)
+    @Test(arguments: [true, false])
+    func aLostConnectionIsUnavailableAndAFailedStatementIsNot(unavailable: Bool) async throws {
+        let location = try PostgresLocation(url: try PostgresCluster.shared().database().url)
+        let storage = try await PostgresStorage.start(location, logger: Self.logger)
+        do {
+            try await storage.perform("an operation") { client in
+                try await client.exec(unavailable ? "SELECT pg_terminate_backend(pg_backend_pid())" : "SELECT 1 / 0", logger: Self.logger)
+            }
+            Issue.record("the statement succeeded")
+        } catch {
+            switch error {
+            case .unavailable: #expect(unavailable, "\(error)")
+            case .backend: #expect(!unavailable, "\(error)")
+            default: Issue.record("\(error)")
+            }
+        }
+        await storage.shutdown()
+        // A closed pool: no connection to be had.
+        do {
+            try await storage.perform("after") { client in try await client.exec("SELECT 1", logger: Self.logger) }
+            Issue.record("a closed pool ran a statement")
+        } catch {
+            guard case .unavailable = error else { Issue.record("\(error)"); return }
+        }
+    }
+
     @Test func eightCreatorsOfOneRefThroughTwoReplicasOneWins() async throws {
         try await Self.withReplicas(2) { replicas in
             let records = replicas.map(PostgresRepositories.init)
