@@ -43,10 +43,14 @@ public final class ServedRepository: @unchecked Sendable {
         var pointer: OpaquePointer?
         try check(git_repository_open_ext(&pointer, path, GIT_REPOSITORY_OPEN_NO_SEARCH.rawValue, nil), "open repository '\(path)'")
         let repo = RepositoryHandle(pointer!)
+        ServedPackSettings.apply(to: repo.pointer)
         var odbPointer: OpaquePointer?
         try check(git_repository_odb(&odbPointer, repo.pointer), "open object database")
         return ServedRepository(repo: repo, odb: OdbHandle(odbPointer!), path: path)
     }
+
+    /// What this repository's pack builder reads as `pack.windowMemory` (`ServedPackSettings`).
+    var packWindowMemory: Int64? { try? locked { () throws(GitError) in ServedPackSettings.windowMemory(of: repo.pointer) } }
 
     private func locked<T>(_ body: () throws(GitError) -> T) throws(GitError) -> T {
         lock.lock()

@@ -6,6 +6,8 @@
 /* A commit's objects are staged in memory and written as one pack (BinderGit's Commit.swift). */
 #include <git2/sys/mempack.h>
 #include <git2/sys/repository.h>
+/* An in-memory config level with the pack builder's settings for serving (BinderGit's ServedPackSettings.swift). */
+#include <git2/sys/config.h>
 
 /*
  * git_libgit2_opts() is variadic and cannot be called from Swift; these

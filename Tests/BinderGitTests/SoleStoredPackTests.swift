@@ -58,4 +58,17 @@ final class SoleStoredPackTests: XCTestCase {
         unlink(packFolder + "/pack-\(partialName).idx")
         XCTAssertNotNil(try reused([tip]))
     }
+
+    /// A served repository's pack builder reads `pack.windowMemory` of 1 MiB (a large blob tried
+    /// against one neighbour, not ten), from memory: the repository's config file is untouched.
+    func testThePackBuilderOfAServedRepositoryHasASmallDeltaWindowInMemoryOnly() throws {
+        let tmp = try TemporaryDirectory()
+        let bare = tmp.sub("served.git")
+        try git("init", "-q", "--bare", bare)
+        let config = FileManager.default.contents(atPath: bare + "/config")
+        XCTAssertEqual(try ServedRepository.open(path: bare).packWindowMemory, 1 << 20)
+        XCTAssertEqual(FileManager.default.contents(atPath: bare + "/config"), config)
+        XCTAssertThrowsError(try git("config", "pack.windowMemory", in: bare), "git sees no such setting")
+        XCTAssertNil(try GitRepository.open(path: bare).config.value("pack.windowMemory"), "nor does any other handle")
+    }
 }
