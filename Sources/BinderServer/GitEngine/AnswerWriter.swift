@@ -44,23 +44,40 @@ final class AnswerWriter {
 
     func flush() throws { try write(PacketLine.flush) }
 
-    /// Bytes on band 1 (raw without side-band), gathered into full packets.
+    /// Bytes on band 1 (raw without side-band), gathered into full packets: each packet
+    /// written from `bytes` as they are (one copy, into the write's buffer), only a packet's
+    /// remainder kept in `pending`.
     func data(_ bytes: UnsafeRawBufferPointer) throws {
         guard let packetLength else { return try file.handle.write(contentsOf: Data(bytes)) }
-        pending.append(contentsOf: bytes)
         let payload = packetLength - 5
-        var start = 0
-        while pending.count - start >= payload {
-            try write(PacketLine.frame([1] + pending[start..<start + payload]))
-            start += payload
+        var rest = bytes[...]
+        if !pending.isEmpty {
+            let taken = min(payload - pending.count, rest.count)
+            pending.append(contentsOf: rest.prefix(taken))
+            rest = rest.dropFirst(taken)
+            guard pending.count == payload else { return }
+            try pending.withUnsafeBytes { try packet($0) }
+            pending.removeAll(keepingCapacity: true)
         }
-        pending.removeFirst(start)
+        while rest.count >= payload {
+            try packet(UnsafeRawBufferPointer(rebasing: rest.prefix(payload)))
+            rest = rest.dropFirst(payload)
+        }
+        pending.append(contentsOf: rest)
+    }
+
+    /// One band-1 packet of `payload`.
+    private func packet(_ payload: UnsafeRawBufferPointer) throws {
+        var framed = Data(capacity: payload.count + 5)
+        framed.append(contentsOf: Array(String(format: "%04x", payload.count + 5).utf8) + [1])
+        framed.append(contentsOf: payload)
+        try file.handle.write(contentsOf: framed)
     }
 
     /// What `data` still holds, sent.
     func finishData() throws {
         guard packetLength != nil, !pending.isEmpty else { return }
-        try write(PacketLine.frame([1] + pending))
+        try pending.withUnsafeBytes { try packet($0) }
         pending = []
     }
 
