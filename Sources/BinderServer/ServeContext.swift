@@ -47,6 +47,10 @@ struct ServeFailure: HTTPResponseError, CustomStringConvertible {
     let message: String
     /// Set for 410: the deleted repository's tombstone (see `goneResponse`).
     var tombstone: RepositoryTombstone? = nil
+    /// Set for a 503 of storage that is unavailable for a while (`StorageError.unavailable`):
+    /// sent as `Retry-After`, and to git as text, the only type it shows. Other 503s (an
+    /// injected fault, a full queue) keep their own answers.
+    var retryAfter: String? = nil
 
     init(_ code: Int, _ message: String) {
         self.code = code
@@ -66,14 +70,14 @@ struct ServeFailure: HTTPResponseError, CustomStringConvertible {
     func response(from request: Request, context: some RequestContext) throws -> Response {
         if let tombstone { return Self.goneResponse(message, tombstone, request: request) }
         var response = JSONReply.response(code, ErrorReply(error: message))
-        if code == 503 && Self.isGitRequest(request) {
+        if retryAfter != nil && Self.isGitRequest(request) {
             // The only type git shows (as `remote: …`), so the user reads why.
             response = Response(status: status, headers: [.contentType: "text/plain; charset=utf-8"],
                                 body: ResponseBody(byteBuffer: ByteBuffer(string: message + "\n")))
         }
         if code == 401 { response.headers[.wwwAuthenticate] = "Bearer" }
         if code == 429 { response.headers[.retryAfter] = "60" }
-        if code == 503 { response.headers[.retryAfter] = Self.unavailableRetryAfter }
+        if let retryAfter { response.headers[.retryAfter] = retryAfter }
         if code == 413 || code == 429 { response.headers[.connection] = "close" }
         return response
     }

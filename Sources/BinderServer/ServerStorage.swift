@@ -66,7 +66,9 @@ enum StorageError: Error, Equatable, CustomStringConvertible {
         case .badRefUpdate: return ServeFailure(400, description)
         case .backend(let operation, _): return ServeFailure(500, operation)
         case .unavailable(let operation, _):
-            return ServeFailure(503, "\(operation): the server's database is unavailable, try again in a minute")
+            var failure = ServeFailure(503, "\(operation): the server's database is unavailable, try again in a minute")
+            failure.retryAfter = ServeFailure.unavailableRetryAfter
+            return failure
         case .gone(let id, let tombstone): return .gone(id, tombstone)
         }
     }
