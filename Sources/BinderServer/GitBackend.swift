@@ -30,7 +30,7 @@ struct GitBackend: Sendable {
         let refs = try output.stdout.read(upTo: 16 << 20)
         // Protocol v2 answers with its own capability advertisement, without the preamble.
         if protocolHeader?.contains("version=2") == true { return refs }
-        return Self.packetLine("# service=\(service.rawValue)\n") + Array("0000".utf8) + refs
+        return PacketLine.line("# service=\(service.rawValue)\n") + PacketLine.flush + refs
     }
 
     /// The response to `POST git-upload-pack` / `git-receive-pack`, the body read from `input`.
@@ -46,11 +46,6 @@ struct GitBackend: Sendable {
         }
         return "/usr/bin/git"
     }()
-
-    static func packetLine(_ text: String) -> [UInt8] {
-        let bytes = Array(text.utf8)
-        return Array(String(format: "%04x", bytes.count + 4).utf8) + bytes
-    }
 
     /// `git --git-dir=REPOSITORY ARGUMENTS…` (plumbing such as `update-ref`), stdout and exit status.
     func command(_ arguments: [String], repository: String) async throws -> Output {

@@ -1,8 +1,9 @@
 import Dispatch
 import Foundation
 
-/// git's pkt-line framing for what the engine writes: a line is four hex digits of length
-/// (themselves included) and the bytes; `0000` is a flush.
+/// git's pkt-line framing for what the server writes (the engine's answers, and the preamble
+/// of spawned git's advertisement): a line is four hex digits of length (themselves included)
+/// and the bytes; `0000` is a flush.
 enum PacketLine {
     static let flush = Array("0000".utf8)
     /// The largest packet git reads (65520 bytes, header included).
