@@ -13,6 +13,7 @@ final class BinderSandbox {
     var home: URL { root.appendingPathComponent("home") }
 
     init() throws {
+        _ = TestWatchdog.shared
         root = FileManager.default.temporaryDirectory.appendingPathComponent("binder-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
     }
@@ -66,16 +67,19 @@ final class BinderSandbox {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = input
+        let exited = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in exited.signal() }
         try process.run()
         if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
         try input.fileHandleForWriting.close()
-        process.waitUntilExit()
+        let ended = ChildDeadline.wait(process, exited: exited, label: ([executable] + arguments).joined(separator: " "))
         try out.close()
         try err.close()
         let outData = try Data(contentsOf: outURL), errData = try Data(contentsOf: errURL)
-        return BinderRun(status: process.terminationStatus,
+        return BinderRun(status: ended ? process.terminationStatus : 124,
                          stdout: String(decoding: outData, as: UTF8.self),
-                         stderr: String(decoding: errData, as: UTF8.self))
+                         stderr: String(decoding: errData, as: UTF8.self)
+                            + (ended ? "" : "\n(test harness: killed after \(Int(ChildDeadline.seconds)) s without exiting)"))
     }
 }
 

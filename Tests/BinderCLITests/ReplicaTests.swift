@@ -47,7 +47,7 @@ final class ReplicaTests: XCTestCase {
         let statusFolder = replicas.sandbox.root.appendingPathComponent("status").path
         try FileManager.default.createDirectory(atPath: statusFolder, withIntermediateDirectories: true)
         let script = pushes.enumerated().map { index, push in
-            "( git -c http.extraHeader=\"Authorization: Bearer $TOKEN\" -C '\(push.work)' push -q '\(replicas.url(replicas[push.replica], push.id))' main"
+            "( timeout 120 git -c http.extraHeader=\"Authorization: Bearer $TOKEN\" -C '\(push.work)' push -q '\(replicas.url(replicas[push.replica], push.id))' main"
                 + " >/dev/null 2>'\(statusFolder)/\(index).err'; echo $? > '\(statusFolder)/\(index)' ) &"
         }.joined(separator: "\n") + "\nwait"
         let token = try String(contentsOfFile: user.tokenFile, encoding: .utf8)
@@ -93,11 +93,11 @@ final class ReplicaTests: XCTestCase {
             let url = replicas.url(replicas.replica(for: n), "shared")
             let work = replicas.sandbox.root.appendingPathComponent("writer-\(n)").path
             return """
-            ( git -c http.extraHeader="Authorization: Bearer $TOKEN" clone -q '\(url)' '\(work)' || exit 1
+            ( timeout 120 git -c http.extraHeader="Authorization: Bearer $TOKEN" clone -q '\(url)' '\(work)' || exit 1
               cd '\(work)' && echo "writer \(n)" > 'writer-\(n).json' && git add -A && git -c user.name=w -c user.email=w@w commit -q -m 'writer \(n)'
               for try in $(seq 40); do
-                if git -c http.extraHeader="Authorization: Bearer $TOKEN" push -q origin main 2>/dev/null; then git rev-parse HEAD > ../acked-\(n); exit 0; fi
-                git -c http.extraHeader="Authorization: Bearer $TOKEN" pull -q --rebase origin main 2>/dev/null || git rebase --abort 2>/dev/null
+                if timeout 120 git -c http.extraHeader="Authorization: Bearer $TOKEN" push -q origin main 2>/dev/null; then git rev-parse HEAD > ../acked-\(n); exit 0; fi
+                timeout 120 git -c http.extraHeader="Authorization: Bearer $TOKEN" pull -q --rebase origin main 2>/dev/null || git rebase --abort 2>/dev/null
               done ) &
             """
         }.joined(separator: "\n") + "\nwait"
@@ -146,11 +146,13 @@ final class ReplicaTests: XCTestCase {
         push.environment = ProcessInfo.processInfo.environment.merging(["GIT_TERMINAL_PROMPT": "0"]) { $1 }
         push.standardError = FileHandle.nullDevice
         let victim = replicas[0].pid, readBefore = Self.bytesRead(victim)
+        let pushEnded = DispatchSemaphore(value: 0)
+        push.terminationHandler = { _ in pushEnded.signal() }
         try push.run()
         defer { if push.isRunning { push.terminate() } }
         eventually(60, "replica A has read 16 MB of the push") { Self.bytesRead(victim) - readBefore > 16 << 20 }
         replicas[0].kill9()
-        push.waitUntilExit()
+        XCTAssertTrue(ChildDeadline.wait(push, exited: pushEnded, seconds: 120, label: "the cut push"), "the cut push ends\n" + replicas.logs)
         XCTAssertNotEqual(push.terminationStatus, 0, "a push cut by the replica's death is not acknowledged")
 
         let after = try replicas.refs("big", through: replicas[1], tokenFile: user.tokenFile)["refs/heads/main"]
@@ -198,14 +200,16 @@ final class ReplicaTests: XCTestCase {
               echo "entry $n" > "entry-$n.json" && git add -A && git -c user.name=w -c user.email=w@w commit -q -m "entry $n"
               for try in $(seq 300); do
                 if [ $((try % 2)) = 0 ]; then url='\(urls[0])'; else url='\(urls[1])'; fi
-                if git -c http.extraHeader="Authorization: Bearer $TOKEN" push -q "$url" HEAD:main 2>/dev/null; then
+                if timeout 60 git -c http.extraHeader="Authorization: Bearer $TOKEN" push -q "$url" HEAD:main 2>/dev/null; then
                   git rev-parse HEAD >> '\(acked)'; break; fi
-                git -c http.extraHeader="Authorization: Bearer $TOKEN" pull -q --rebase "$url" main 2>/dev/null || git rebase --abort 2>/dev/null
+                timeout 60 git -c http.extraHeader="Authorization: Bearer $TOKEN" pull -q --rebase "$url" main 2>/dev/null || git rebase --abort 2>/dev/null
               done
             done
             """]
         writer.environment = ProcessInfo.processInfo.environment.merging(
             ["TOKEN": try String(contentsOfFile: user.tokenFile, encoding: .utf8), "GIT_TERMINAL_PROMPT": "0"]) { $1 }
+        let writerEnded = DispatchSemaphore(value: 0)
+        writer.terminationHandler = { _ in writerEnded.signal() }
         try writer.run()
         defer { if writer.isRunning { writer.terminate() } }
         func ackedCount() -> Int { ((try? String(contentsOfFile: acked, encoding: .utf8)) ?? "").split(separator: "\n").count }
@@ -232,7 +236,7 @@ final class ReplicaTests: XCTestCase {
             XCTAssertEqual(try MgitClient.run(["login", replica.url, user.nsecFile]).status, 0)
             XCTAssertEqual(try Self.status(of: "'\(replica.url)/readyz'"), "200")
         }
-        writer.waitUntilExit()
+        XCTAssertTrue(ChildDeadline.wait(writer, exited: writerEnded, seconds: 240, label: "the writer"), "the writer ends\n" + replicas.logs)
         let final = replicas.sandbox.root.appendingPathComponent("final").path
         let cloned = try replicas.git("clone -q '\(urls[1])' '\(final)'", tokenFile: user.tokenFile)
         XCTAssertEqual(cloned.status, 0, cloned.stderr)
