@@ -44,9 +44,13 @@ final class OpenContent: Sendable {
     }
 
     let edit: Mutex<Edit>
+    /// A large attachment opened for reading and not decrypted yet (`ViewReader.open`): reads
+    /// come from it, and `edit`'s buffer stays empty. Never shared with a writer.
+    let deferred: DeferredContent?
 
-    init(path: String, buffer: EditBuffer, dirty: Bool = false) {
+    init(path: String, buffer: EditBuffer, dirty: Bool = false, deferred: DeferredContent? = nil) {
         edit = Mutex(Edit(path: path, buffer: buffer, dirty: dirty))
+        self.deferred = deferred
     }
 }
 

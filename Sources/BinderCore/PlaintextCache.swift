@@ -87,6 +87,22 @@ final class PlaintextCache: Sendable {
         }
     }
 
+    /// Attachments (sidecars) and raw files larger than this are never kept. An open of one
+    /// decrypts nothing (`DeferredContent`): the kernel keeps its pages (`keep_cache`), so a
+    /// warm open sends no READ, and a kept copy only doubled what the page cache holds. Kept,
+    /// the bench corpus's 40 attachments were 65 of the cache's 107 MiB for 102 MiB of
+    /// plaintext, the daemon's peak over a run 186 MiB against a goal of 166
+    /// (docs/BENCHMARKS.md). Documents stay: a listing renders them anyway, for their sizes.
+    static let largestFileKept = 64 << 10
+
+    /// Whether the cache keeps the `count` bytes that `source` shows.
+    static func keeps(_ source: Node.Source, count: Int) -> Bool {
+        switch source {
+        case .sidecar, .raw: count <= largestFileKept
+        case .directory, .document, .child, .inlineAttachment: true
+        }
+    }
+
     let capacity: Int
     /// Guards the entries, their use order and their total size.
     private let state = Mutex(Entries())
@@ -106,17 +122,17 @@ final class PlaintextCache: Sendable {
     /// file of that size is decrypted, so that its secret memory is taken after the memory of
     /// what it will push out is given back, not before (a full cache read on, 3 MB at a time,
     /// held the cache's size and the new file's at once).
-    func makeRoom(for bytes: Int) {
+    func makeRoom(for bytes: Int, of source: Node.Source) {
         let footprint = SecureBytes.footprint(ofCount: bytes)
-        guard footprint <= capacity else { return }
+        guard footprint <= capacity, Self.keeps(source, count: bytes) else { return }
         state.withLock { $0.evict(toFit: footprint, within: capacity) }
     }
 
-    /// Stores `bytes` unless it alone takes more than the whole cache; evicts the least
-    /// recently used entries to make room.
+    /// Stores `bytes` unless it alone takes more than the whole cache or is a large attachment
+    /// (`keeps`); evicts the least recently used entries to make room.
     func put(_ key: Node.Source, _ bytes: SecureBytes) {
         let footprint = bytes.footprint
-        guard footprint <= capacity else { return }
+        guard footprint <= capacity, Self.keeps(key, count: bytes.count) else { return }
         state.withLock { state in
             if let old = state.slotOf[key] { state.remove(old) }
             state.evict(toFit: footprint, within: capacity)

@@ -70,7 +70,8 @@ public final class ReadAhead: Sendable {
         var jobs: [Job] = []
         var bytes = 0
         for (next, node) in entries[after..<min(after + window, entries.count)] {
-            guard !node.isDirectory, cache.get(node.source) == nil else { continue }
+            // A large attachment would be decrypted for nothing: the cache does not keep it.
+            guard !node.isDirectory, PlaintextCache.keeps(node.source, count: node.size), cache.get(node.source) == nil else { continue }
             bytes += node.size
             if bytes > cache.capacity / 4 { break }
             jobs.append(Job(path: join(folder, next), node: node, commit: commit))

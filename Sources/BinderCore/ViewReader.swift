@@ -111,17 +111,31 @@ final class ViewReader: Sendable {
 
     /// Opens a file for reading: its plaintext is decrypted now (or taken from the cache) and
     /// held until `release`, so reads of any size at any offset are served from memory. A file
-    /// that a writer holds open is read as that writer has it now, unsaved bytes included.
+    /// that a writer holds open is read as that writer has it now, unsaved bytes included. A
+    /// large attachment is decrypted at its first read instead (`DeferredContent`).
     func open(_ path: String) throws(ViewError) -> UInt64 {
         let path = ViewPath.normalize(path)
         var coldRead = false
         let handle = try openFiles.register(path, writable: false) { () throws(ViewError) -> OpenContent in
-            OpenContent(path: path, buffer: EditBuffer(content: try currentContent(path, coldRead: &coldRead)))
+            if let node = largeStoredFile(path) {
+                let empty = try ViewError.needingSecretMemory(path) { () throws(SecureMemoryError) in try EditBuffer() }
+                return OpenContent(path: path, buffer: empty, deferred: DeferredContent(node: node, path: path))
+            }
+            return OpenContent(path: path, buffer: EditBuffer(content: try currentContent(path, coldRead: &coldRead)))
         }.handle
         // A warm reader (its file cached already, and not by read-ahead) needs no read-ahead:
         // the work of scheduling it on every open made warm reads 1.5x slower (BENCHMARKS).
         if coldRead { scheduleReadAhead(after: path) }
         return handle
+    }
+
+    /// The stored file at `path` when it is one the cache does not keep (a large attachment)
+    /// and nothing in memory lies over it: its open can wait for a read to decrypt it.
+    private func largeStoredFile(_ path: String) -> Node? {
+        guard !BinderView.isControlPath(path), scratch.file(path) == nil, openFiles.provisional(path) == nil,
+              !scratch.isHidden(path), let node = try? listings.node(path), !node.isDirectory,
+              !PlaintextCache.keeps(node.source, count: node.size) else { return nil }
+        return node
     }
 
     /// Has the files after `path` in its folder decrypted ahead of a sequential reader.
@@ -138,7 +152,7 @@ final class ViewReader: Sendable {
     /// changed, or it cannot be read as listed (the reader's own open then reports why).
     func decryptAhead(_ job: ReadAhead.Job) {
         guard plaintext.get(job.node.source) == nil, listings.snapshot.commit == job.commit else { return }
-        plaintext.makeRoom(for: job.node.size)
+        plaintext.makeRoom(for: job.node.size, of: job.node.source)
         let reader = ContentReader(repository: repository, key: key, listings: listings)
         guard let bytes = try? reader.produce(job.node, path: job.path), bytes.count == job.node.size,
               listings.snapshot.commit == job.commit else { return }
@@ -180,6 +194,11 @@ final class ViewReader: Sendable {
     /// Copies up to `buffer.count` bytes from `offset`; returns how many (0 at the end).
     func read(handle: UInt64, offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws(ViewError) -> Int {
         guard let file = openFiles.file(handle) else { throw .badHandle }
+        if let deferred = file.content.deferred {
+            return try deferred.read(offset: offset, into: buffer) { () throws(ViewError) in
+                try content(of: deferred.node, path: deferred.path)
+            }
+        }
         return file.content.edit.withLock { $0.buffer.read(offset: offset, into: buffer) }
     }
 
@@ -250,7 +269,7 @@ final class ViewReader: Sendable {
         // A read-ahead worker may be decrypting this very file: its result, not a second run.
         readAhead.waitIfInFlight(node.source)
         if let cached = plaintext.get(node.source) { return cached }
-        plaintext.makeRoom(for: node.size)
+        plaintext.makeRoom(for: node.size, of: node.source)
         let bytes: SecureBytes
         do { bytes = try ContentReader(repository: repository, key: key, listings: listings).produce(node, path: path) } catch {
             logger.error("read failed: \(error)")

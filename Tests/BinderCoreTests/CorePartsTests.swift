@@ -73,6 +73,36 @@ final class CorePartsTests: XCTestCase {
         XCTAssertEqual(cache.usage.bytes, (0..<kept.count).reduce(0) { $0 + SecureBytes.footprint(ofCount: 100 + $1) })
     }
 
+    /// What the cache keeps, by what a node shows and its size: a large attachment or raw
+    /// file is never kept (its open decrypts it when read, and the kernel keeps its pages), and
+    /// no room is made for one; documents and their children are kept whatever their size.
+    func testPlaintextCacheKeepsNoLargeAttachment() throws {
+        let capacity = 1 << 20, largest = PlaintextCache.largestFileKept
+        func blob(_ n: Int) -> ObjectID { ObjectID(hex: String(format: "%040x", n))! }
+        let table: [(source: Node.Source, count: Int, kept: Bool)] = [
+            (.sidecar(blob: blob(1)), largest, true),
+            (.sidecar(blob: blob(2)), largest + 1, false),
+            (.sidecar(blob: blob(3)), 3 << 18, false),
+            (.raw(blob: blob(4)), 1_000, true),
+            (.raw(blob: blob(5)), largest + 1, false),
+            (.document(blob: blob(6)), largest + 1, true),
+            (.child(blob: blob(7), indexPath: [0]), largest + 1, true),
+            (.inlineAttachment(blob: blob(8), indexPath: [1]), largest + 1, true),
+        ]
+        for row in table {
+            let cache = PlaintextCache(capacity: capacity)
+            let resident: Node.Source = .document(blob: blob(99))
+            // Full but for a few bytes: whatever is kept needs room made.
+            cache.put(resident, try SecureBytes(copying: [UInt8](repeating: 7, count: capacity - 64)))
+            XCTAssertNotNil(cache.get(resident))
+            XCTAssertEqual(PlaintextCache.keeps(row.source, count: row.count), row.kept, "\(row.source)")
+            cache.makeRoom(for: row.count, of: row.source)
+            XCTAssertEqual(cache.get(resident) != nil, !row.kept, "room made for \(row.source): \(row.count)")
+            cache.put(row.source, try SecureBytes(copying: [UInt8](repeating: 1, count: row.count)))
+            XCTAssertEqual(cache.get(row.source)?.count, row.kept ? row.count : nil, "\(row.source): \(row.count)")
+        }
+    }
+
     /// The cache against a plain model of least-recently-used eviction, over a seeded stream of
     /// gets, puts of varied sizes and room made ahead of a decryption: the same entries held,
     /// the same secret memory (sizes rounded as the arena rounds them), the bound kept.
@@ -105,7 +135,7 @@ final class CorePartsTests: XCTestCase {
                 model.append((key, size))
             case 2:
                 let size = Int(next() % 300) + 1
-                cache.makeRoom(for: size)
+                cache.makeRoom(for: size, of: source(key))
                 evict(toFit: size)
             default:
                 let got = cache.get(source(key))
