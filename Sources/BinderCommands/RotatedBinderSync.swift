@@ -28,6 +28,7 @@ struct RotatedBinderSync {
     /// Sets the old identity's token aside first, so that the new key's login keeps it. Before
     /// a move starts, the old copy is looked at: if its owner deleted it (410), another device
     /// moved this binder first, and a second copy is not made (exit 3, as for a binder on the old key).
+    /// The caller holds the binder's writer lock.
     func target(configured: SyncTarget, retry: RetryPolicy) throws -> SyncTarget? {
         guard let oldNpub = SyncTarget.rotatedFrom(repository) else { return nil }
         do { try accounts.setAsideRetiredToken(server: configured.server, key: key) } catch {
@@ -81,13 +82,8 @@ struct RotatedBinderSync {
         let taken = own.union(local.filter { !RotatedHistoryJoin.mayJoin(repository, $0.value) }.keys)
         let candidates = listed.filter { !taken.contains($0.id) }
         guard !candidates.isEmpty else { return nil }
-        // Held while candidates are fetched into the tracking ref and the history is joined.
-        let lock: WriterLock
-        do { lock = try WriterLock.acquire(gitDirectory: repository.gitDirectory) } catch .held(let holder) {
-            throw CommandFailure("cannot look for \(name)'s moved copy while it is \(holder): unmount it first")
-        } catch { throw CommandFailure("cannot look for \(name)'s moved copy: \(error)") }
-        defer { withExtendedLifetime(lock) {} }
-        lock.record(WriterLock.Holder(pid: getpid(), command: "sync"))
+        // The candidates are fetched into the tracking ref and the history joined under the
+        // binder's writer lock, which `binder sync` holds already (`target`'s caller).
         let conversationKey = try BinderKey.conversationKey(owner: key)
         for candidate in candidates {
             let target = SyncTarget(server: client.base, repoId: candidate.id)

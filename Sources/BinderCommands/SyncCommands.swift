@@ -240,11 +240,6 @@ struct SyncCommand: ParsableCommand {
         let local = try BinderLocator(state: state).binder(try defaultBinder(binder, state: state))
         let repository = local.repository, path = local.path
         let accounts = Accounts(path: state.accountsFile)
-        let key = try KeyStore(state: state).secretKey(passphrase: passphrase.source)
-        let conversationKey = try BinderKey.conversationKey(owner: key)
-        do { try BinderCreator.checkKey(repository, key: conversationKey) } catch {
-            throw CommandFailure("your key cannot read \(path): \(error)")
-        }
         // The server: the one this binder syncs with, unless --server/BINDER_SERVER names another
         // (a move); a binder never synced takes the default and --repo-id, else a new id that
         // cannot collide with anyone's (the server creates repositories on a first push).
@@ -265,24 +260,31 @@ struct SyncCommand: ParsableCommand {
                 target = SyncTarget(server: base, repoId: id)
             }
         }
-        // A binder `binder key rotate` re-encrypted moves to a new id on its server.
-        let rotation = RotatedBinderSync(repository: repository, path: path, name: BinderLocator.displayName(path), state: state, accounts: accounts,
-                                         key: key, retiredPassphrase: retiredPassphraseFile.map { .file($0) })
-        let moved = try configured.flatMap { try rotation.target(configured: $0, retry: deadline.policy) }
-        let chosen = moved ?? target!
-        // One writer per binder: a mounted binder is synced by its mount (the command asks it);
-        // otherwise this command holds the writer lock while it syncs.
+        // One writer per binder: a mounted binder is synced by its mount, which holds the key
+        // (the command asks it; no passphrase is asked here); otherwise this command holds the
+        // writer lock while it syncs.
         let writerLock: WriterLock
         do { writerLock = try WriterLock.acquire(gitDirectory: local.gitDirectory) } catch .held(let holder) {
-            if moved != nil {
+            // A binder `binder key rotate` re-encrypted moves to a new id, which only this command does.
+            if configured != nil, SyncTarget.rotatedFrom(repository) != nil {
                 throw CommandFailure("cannot move \(BinderLocator.displayName(path)) to its new key's repository while it is \(holder): unmount it first")
             }
-            return try syncThroughMount(holder, path: path, configured: configured, chosen: chosen)
+            return try syncThroughMount(holder, path: path, configured: configured, chosen: target!)
         } catch {
             throw CommandFailure("cannot sync \(path): \(error)")
         }
         writerLock.record(WriterLock.Holder(pid: getpid(), command: "sync"))
         defer { withExtendedLifetime(writerLock) {} }
+        let key = try KeyStore(state: state).secretKey(passphrase: passphrase.source)
+        let conversationKey = try BinderKey.conversationKey(owner: key)
+        do { try BinderCreator.checkKey(repository, key: conversationKey) } catch {
+            throw CommandFailure("your key cannot read \(path): \(error)")
+        }
+        // A binder `binder key rotate` re-encrypted moves to a new id on its server.
+        let rotation = RotatedBinderSync(repository: repository, path: path, name: BinderLocator.displayName(path), state: state, accounts: accounts,
+                                         key: key, retiredPassphrase: retiredPassphraseFile.map { .file($0) })
+        let moved = try configured.flatMap { try rotation.target(configured: $0, retry: deadline.policy) }
+        let chosen = moved ?? target!
         let client: ServerClient
         do { client = try ServerClient(server: chosen.server, retry: deadline.policy) } catch { throw failure(error) }
         let session = ServerSession(client: client, key: key, accounts: accounts)

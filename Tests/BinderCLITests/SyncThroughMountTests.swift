@@ -3,7 +3,8 @@ import Foundation
 import XCTest
 
 /// `binder sync` on a mounted binder never races the mount: the mount, the binder's one writer,
-/// syncs when asked through its control channel; a mount that cannot is named in the refusal.
+/// syncs when asked through its control channel (the command needs no key for that); a mount
+/// that cannot is named in the refusal.
 final class SyncThroughMountTests: XCTestCase {
     func testSyncWhileMountedGoesThroughTheMount() throws {
         let serverRoot = try BinderSandbox()
@@ -48,6 +49,9 @@ final class SyncThroughMountTests: XCTestCase {
         laptop.unmount()
         try laptop.mount("health", ["--no-sync"])
         let offPID = try XCTUnwrap(daemonPID(laptop.mountpoint))
+        // The mount holds the key: with the key agent locked and no passphrase given, the
+        // command asks for none (it did, to read a key it does not use) and says why not.
+        try laptop.binder(["lock", "--keep-mounts"])
         let refused = try laptop.binder(["sync", "health"], expectFailure: true)
         assertFails(refused, mentioning: "cannot sync health while it is mounted at \(laptop.mountpoint) (pid \(offPID)): sync is off for this mount (--no-sync)")
     }
