@@ -79,7 +79,11 @@ struct GitAuthentication: RouterMiddleware {
     let sweeper: ShareSweeper
 
     func handle(_ request: Request, context: ServeContext, next: (Request, ServeContext) async throws -> Response) async throws -> Response {
-        try await sweeper.sweepIfDue()
+        // Housekeeping, not the request's: a sweep that fails (the database down) is logged and
+        // tried again a minute later; the request goes on, and fails on its own operation if it must.
+        do { try await sweeper.sweepIfDue() } catch {
+            sweeper.logger.warning("share sweep failed", metadata: ["error": "\(error)"])
+        }
         var context = context
         context.caller = try await caller(request)
         return try await next(request, context)
