@@ -43,11 +43,12 @@ enum PackWriter {
     /// name, fsynced; then the pack renamed into place before the index (git finds a pack
     /// by its index, so no reader meets an index without its pack), and the folder fsynced
     /// once. On return both are durable under their final names. Three fsyncs, where libgit2's
-    /// pack builder makes four (it fsyncs the folder after each rename). A kill before the
-    /// end leaves at most temporary files (`tmp_pack_*`, which `git gc` removes) or a pack
-    /// nothing refers to yet. Returns the index's path.
+    /// pack builder makes four (it fsyncs the folder after each rename), and the pack's runs
+    /// beside the index's (`BackgroundFsync`): the save waits for two device flushes here, not
+    /// three. A kill before the end leaves at most temporary files (`tmp_pack_*`, which `git gc`
+    /// removes) or a pack nothing refers to yet. Returns the index's path.
     static func write(_ objects: [PackObject], into directory: String) throws(GitError) -> String {
-        let pack = try writeTemporaryPack(objects: objects.count, in: directory) { stream throws(GitError) in
+        let pack = try writeUnsyncedPack(objects: objects.count, in: directory) { stream throws(GitError) in
             var entries: [IndexedObject] = []
             for object in objects {
                 let offset = stream.written
@@ -57,8 +58,13 @@ enum PackWriter {
             }
             return entries
         }
+        let packSync = BackgroundFsync(pack.fd)
         return try install(packTemporary: pack.path, index: index(of: pack.entries, packChecksum: pack.checksum),
-                           checksum: pack.checksum, in: directory)
+                           checksum: pack.checksum, in: directory) {
+            let synced = packSync.wait()
+            let closed = close(pack.fd) == 0 ? 0 : errno
+            return synced != 0 ? synced : closed
+        }
     }
 
     /// A pack of `objects` entries written under a temporary name in `directory`, read-only and
@@ -66,34 +72,47 @@ enum PackWriter {
     /// the checksum. On failure no file is left.
     static func writeTemporaryPack(objects: Int, in directory: String, _ body: (inout PackStream) throws(GitError) -> [IndexedObject])
         throws(GitError) -> (path: String, entries: [IndexedObject], checksum: [UInt8]) {
+        let pack = try writeUnsyncedPack(objects: objects, in: directory, body)
+        let synced = fsync(pack.fd) == 0 ? 0 : errno
+        let closed = close(pack.fd) == 0 ? 0 : errno
+        guard synced == 0, closed == 0 else {
+            unlink(pack.path)
+            throw failure("write '\(pack.path)'", code: synced != 0 ? synced : closed)
+        }
+        return (pack.path, pack.entries, pack.checksum)
+    }
+
+    /// `writeTemporaryPack` up to its fsync: the pack written and made read-only, its file left
+    /// open (`fd`) for the caller to fsync and close. On failure no file is left.
+    private static func writeUnsyncedPack(objects: Int, in directory: String, _ body: (inout PackStream) throws(GitError) -> [IndexedObject])
+        throws(GitError) -> (fd: Int32, path: String, entries: [IndexedObject], checksum: [UInt8]) {
         let (fd, path) = try makeTemporary(in: directory, prefix: "tmp_pack_")
-        let entries: [IndexedObject], checksum: [UInt8]
         do throws(GitError) {
             var stream = PackStream(fd: fd)
             try stream.append(header(objects: objects))
-            entries = try body(&stream)
-            checksum = try stream.finish()
+            let entries = try body(&stream)
+            let checksum = try stream.finish()
             // Packs and indexes are read-only, as git makes them.
-            guard fchmod(fd, 0o444) == 0, fsync(fd) == 0 else { throw failure("write '\(path)'") }
+            guard fchmod(fd, 0o444) == 0 else { throw failure("write '\(path)'") }
+            return (fd, path, entries, checksum)
         } catch {
             close(fd)
             unlink(path)
             throw error
         }
-        guard close(fd) == 0 else {
-            unlink(path)
-            throw failure("write '\(path)'")
-        }
-        return (path, entries, checksum)
     }
 
-    /// Writes the index of the pack written (and fsynced) at `packTemporary`, then renames
-    /// both into place and fsyncs the folder (see `write`). Returns the index's path. On
-    /// failure neither temporary file is left.
-    static func install(packTemporary: String, index: [UInt8], checksum: [UInt8], in directory: String) throws(GitError) -> String {
+    /// Writes the index of the pack written at `packTemporary`, then renames both into place
+    /// and fsyncs the folder (see `write`). `packSynced` waits for the pack to be durable, if
+    /// its fsync runs meanwhile, and returns its errno (0: durable); it is called once the
+    /// index is written and fsynced (or failed), before anything is renamed. Returns the
+    /// index's path. On failure neither temporary file is left.
+    static func install(packTemporary: String, index: [UInt8], checksum: [UInt8], in directory: String,
+                        packSynced: () -> Int32 = { 0 }) throws(GitError) -> String {
         // A pack is named by its SHA-1 checksum, in hex as an object id is written.
         // (`String(format:)` per byte went through Foundation's formatter on every save.)
         guard let checksumID = ObjectID(bytes: checksum) else {
+            _ = packSynced()
             unlink(packTemporary)
             throw GitError.failed(operation: "install pack", code: .invalid, message: "pack checksum of \(checksum.count) bytes")
         }
@@ -102,8 +121,15 @@ enum PackWriter {
         do {
             indexTemporary = try writeTemporary(index, in: directory, prefix: "tmp_idx_")
         } catch {
+            _ = packSynced()
             unlink(packTemporary)
             throw error
+        }
+        let packCode = packSynced()
+        guard packCode == 0 else {
+            unlink(packTemporary)
+            unlink(indexTemporary)
+            throw failure("write '\(packTemporary)'", code: packCode)
         }
         // The same name means the same bytes (the checksum covers the whole pack): replacing an
         // identical pack is harmless.
@@ -271,9 +297,13 @@ enum PackWriter {
 
     /// The error of the failed system call, with its errno (a full disk is ENOSPC).
     static func failure(_ operation: String) -> GitError {
-        let code = errno
-        return .failed(operation: "write pack", code: .other(-1), message: operation + ": " + String(cString: strerror(code)),
-                       posixErrno: code)
+        failure(operation, code: errno)
+    }
+
+    /// The error of a system call that failed with `code` (an errno).
+    static func failure(_ operation: String, code: Int32) -> GitError {
+        .failed(operation: "write pack", code: .other(-1), message: operation + ": " + String(cString: strerror(code)),
+                posixErrno: code)
     }
 }
 
