@@ -81,7 +81,7 @@ final class DurabilityTests: XCTestCase {
         try process.run()
         waitUntil(timeout: 30) { ((try? String(contentsOfFile: acked, encoding: .utf8))?.split(separator: "\n").count ?? 0) >= 15 }
         kill(pid, SIGKILL)
-        process.waitUntilExit()
+        process.waitBounded(label: "process")
         waitUntil { kill(pid, 0) != 0 }
         // The dead mount stays (ENOTCONN) until cleared: the mount at the end clears it.
 

@@ -119,7 +119,7 @@ final class EverydayMountTests: XCTestCase {
         XCTAssertNotNil(mountEntry(binder.mountpoint))
 
         holder.terminate()
-        holder.waitUntilExit()
+        holder.waitBounded(label: "holder")
         let daemon = try XCTUnwrap(daemonPID(binder.mountpoint))
         let lock = try s.run(["lock"])
         XCTAssertEqual(lock.status, 0, lock.stderr)

@@ -89,7 +89,7 @@ final class MountCommandTests: XCTestCase {
         waitUntil { mountEntry(binder.mountpoint) != nil && FileManager.default.fileExists(atPath: binder.path("patient-info.md")) }
         XCTAssertTrue(FileManager.default.fileExists(atPath: binder.path("patient-info.md")))
         process.interrupt()
-        process.waitUntilExit()
+        process.waitBounded(label: "process")
         XCTAssertEqual(process.terminationStatus, 0)
         XCTAssertNil(mountEntry(binder.mountpoint))
     }

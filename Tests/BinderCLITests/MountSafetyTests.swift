@@ -171,14 +171,14 @@ final class MountSafetyTests: XCTestCase {
         holder.executableURL = URL(fileURLWithPath: "/bin/sh")
         holder.arguments = ["-c", "exec 7<'\(held)'; exec sleep 60"]
         try holder.run()
-        defer { holder.terminate(); holder.waitUntilExit(); try? FileManager.default.removeItem(atPath: held) }
+        defer { holder.terminate(); holder.waitBounded(label: "holder"); try? FileManager.default.removeItem(atPath: held) }
         waitUntil { (try? shell("ls -l /proc/\(holder.processIdentifier)/fd").stdout.contains("packed-refs.lock")) ?? false }
         let busy = try s.run(["verify", binder.repository, "--repair", "--passphrase-file", binder.passphraseFile])
         XCTAssertEqual(busy.status, 0, busy.stdout + busy.stderr)
         XCTAssertTrue(busy.stdout.contains("note: packed-refs.lock: the packed references' lock, held by pid \(holder.processIdentifier)"), busy.stdout)
         XCTAssertTrue(FileManager.default.fileExists(atPath: held))
         holder.terminate()
-        holder.waitUntilExit()
+        holder.waitBounded(label: "holder")
         try FileManager.default.removeItem(atPath: held)
 
         // Planted again, the mount clears them (saying so) and saves work.

@@ -176,7 +176,7 @@ final class ServeFrontDoorTests: XCTestCase {
         eventually(10, "the listener is closed") { (try? self.frontDoor(["connect"], port: bound)) == "refused" }
         XCTAssertTrue(process.isRunning, "the process waits for the requests in progress")
 
-        slow.waitUntilExit()
+        slow.waitBounded(label: "slow")
         let summary = String(decoding: slowOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertEqual(summary.trimmingCharacters(in: .whitespacesAndNewlines), #"{"400": 3}"#,
                        "each request in progress was answered")
@@ -227,7 +227,7 @@ final class ServeFrontDoorTests: XCTestCase {
         eventually(10, "the listener is closed") { (try? self.frontDoor(["connect"], port: bound)) == "refused" }
         XCTAssertTrue(push.isRunning, "the push was still sending when the signal came")
 
-        push.waitUntilExit()
+        push.waitBounded(label: "push")
         XCTAssertEqual(push.terminationStatus, 0, String(decoding: pushErrors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
         eventually(30, "the process exits") { !process.isRunning }
         XCTAssertEqual(process.terminationStatus, 0, (try? String(contentsOfFile: log, encoding: .utf8)) ?? "")
@@ -278,7 +278,7 @@ final class ServeFrontDoorTests: XCTestCase {
         }
         try install("one")
         let (process, port, log) = try spawnServe(["--tls-cert", folder + "/cert.pem", "--tls-key", folder + "/key.pem"])
-        defer { if process.isRunning { kill(process.processIdentifier, SIGTERM); process.waitUntilExit() } }
+        defer { if process.isRunning { kill(process.processIdentifier, SIGTERM); process.waitBounded(label: "process") } }
         XCTAssertTrue(((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("on https://127.0.0.1:"))
         func served() throws -> String {
             try shell("echo | openssl s_client -connect 127.0.0.1:\(port) 2>/dev/null | openssl x509 -noout -subject").stdout

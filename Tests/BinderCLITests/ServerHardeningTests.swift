@@ -271,7 +271,7 @@ class ServerHardeningTests: XCTestCase {
         // and reports, SIGTERM), not for all of its 40 s.
         eventually(60, "the server cuts the slow connections") { slowlorisProgress(report).contains { $0.closed > 1000 } }
         flood.terminate()
-        flood.waitUntilExit()
+        flood.waitBounded(label: "flood")
         let summaryLine = try XCTUnwrap((try String(contentsOfFile: report, encoding: .utf8)).split(separator: "\n").last)
         let summary = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(summaryLine.utf8)) as? [String: Int])
         XCTAssertGreaterThanOrEqual(summary["max_open"] ?? 0, 1000, "\(summary)")

@@ -247,7 +247,7 @@ extension Device {
     private func outputPath(_ process: Process) -> String { sandbox.root.appendingPathComponent("started").path }
 
     func finish(_ process: Process) -> BinderRun {
-        process.waitUntilExit()
+        process.waitBounded(label: "process")
         let read = { (suffix: String) in (try? String(contentsOfFile: self.outputPath(process) + suffix, encoding: .utf8)) ?? "" }
         return BinderRun(status: process.terminationStatus, stdout: read(".out"), stderr: read(".err"))
     }

@@ -35,6 +35,24 @@ enum ChildDeadline {
     }
 }
 
+extension Process {
+    /// `waitUntilExit`, bounded: at most `seconds` (then the process and its descendants are
+    /// killed and false returned), and without spinning the run loop (Foundation delivers the
+    /// exit to `isRunning` from its own thread).
+    @discardableResult
+    func waitBounded(seconds: Double = ChildDeadline.seconds, label: String) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while isRunning, Date() < deadline { usleep(10_000) }
+        guard isRunning else { return true }
+        FileHandle.standardError.write(Data(("test harness: '\(label)' (pid \(processIdentifier)) still running after \(Int(seconds)) s; "
+            + "killed with its descendants:\n" + ProcessTree.describe(under: processIdentifier)).utf8))
+        ProcessTree.kill(under: processIdentifier, includingRoot: true)
+        let grace = Date().addingTimeInterval(30)
+        while isRunning, Date() < grace { usleep(10_000) }
+        return false
+    }
+}
+
 /// This process's descendants, from /proc (parent ids), for the deadline and the watchdog.
 enum ProcessTree {
     /// pid to parent pid and command line, for every process now.
