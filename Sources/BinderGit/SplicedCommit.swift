@@ -43,11 +43,12 @@ extension GitCommits {
         guard repository.splicedCommitsEnabled, let (writes, folders) = try Self.splicedWrites(changes),
               let stored = try storedBlobs(blobs, for: writes),
               var original = try parentTreesLocked(parent, folders: folders),
+              case let parentTrees = Set(original.values.map(\.id)),
               let written = try Self.splicedTrees(&original, writes: writes, folders: folders),
               let root = written[""] else { return nil }
         let commitBytes = try commitObject(tree: root.id, parents: [parent] + mergedParents, message: message, author: author)
         let commitID = try GitObjects.objectID(of: commitBytes, type: GIT_OBJECT_COMMIT, "hash commit")
-        try writeSplicedPackLocked(blobs: stored, trees: written, commit: (commitID, commitBytes))
+        try writeSplicedPackLocked(blobs: stored, trees: written, parentTrees: parentTrees, commit: (commitID, commitBytes))
         repository.splicedCommitCount += 1
         return commitID
     }
@@ -133,18 +134,27 @@ extension GitCommits {
         return written
     }
 
-    /// Writes what the repository lacks of the commit's objects (an unchanged folder, a blob
-    /// saved before: not again) as one durable pack, and keeps the new trees for the next save.
-    private func writeSplicedPackLocked(blobs: [ObjectID: [UInt8]], trees: [String: FolderBytes],
+    /// Writes what the repository lacks of the commit's objects (a blob saved before, a folder
+    /// left as its parent had it: not again) as one durable pack, and keeps the new trees for
+    /// the next save. A folder's tree is written unless it is the parent's (`parentTrees`),
+    /// without asking the object database: its id is new unless this very folder was
+    /// committed before (a write putting back a blob it held then), and then the pack holds a
+    /// second copy, which git reads as well and a fold keeps once. Asking cost a search of
+    /// every pack's index and a stat of the loose object for each folder of every save
+    /// (docs/BENCHMARKS.md, "Saves: the pack's fsync beside its index's").
+    private func writeSplicedPackLocked(blobs: [ObjectID: [UInt8]], trees: [String: FolderBytes], parentTrees: Set<ObjectID>,
                                         commit: ObjectBytes) throws(GitError) {
         var objects: [PackObject] = []
-        func add(_ id: ObjectID, _ kind: PackObject.Kind, _ content: [UInt8]) {
+        for (id, bytes) in blobs {
             var oid = id.oid
-            if git_odb_exists_ext(repository.odb.pointer, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1 { return }
-            objects.append(PackObject(id: id, kind: kind, content: content))
+            if git_odb_exists_ext(repository.odb.pointer, &oid, GIT_ODB_LOOKUP_NO_REFRESH.rawValue) == 1 { continue }
+            objects.append(PackObject(id: id, kind: .blob, content: bytes))
         }
-        for (id, bytes) in blobs { add(id, .blob, bytes) }
-        for (_, tree) in trees { add(tree.id, .tree, tree.bytes) }
+        // Two folders changed to the same bytes are one object: in a pack once.
+        var treesWritten = parentTrees
+        for (_, tree) in trees where treesWritten.insert(tree.id).inserted {
+            objects.append(PackObject(id: tree.id, kind: .tree, content: tree.bytes))
+        }
         GitError.clearLast()
         objects.append(PackObject(id: commit.id, kind: .commit, content: commit.bytes))
         _ = try PackWriter.write(objects, into: repository.gitDirectory + "/objects/pack")
