@@ -369,12 +369,15 @@ struct ListingBuilder {
     /// within two bytes, and `stat` must be exact.
     private mutating func sidecarSize(_ entry: TreeEntry) -> Int? {
         objectReads += 1
-        guard let bytes = try? repository.objects.readBlob(entry.id) else { return nil }
-        // Text the length cannot speak for (wrapped into lines): decrypted whole, once.
-        if let size = Sidecar.plaintextSize(bytes, key: key) { return size }
-        do { return try Sidecar.decrypt(bytes, key: key).count } catch {
-            if let memory = exhaustedSecretMemory(error) { outOfSecretMemory = memory }
-            return nil
+        // Read where libgit2 holds it: no copy of the ciphertext.
+        guard let blob = try? repository.objects.blob(entry.id) else { return nil }
+        return blob.withUnsafeBytes { bytes in
+            // Text the length cannot speak for (wrapped into lines): decrypted whole, once.
+            if let size = Sidecar.plaintextSize(bytes, key: key) { return size }
+            do { return try Sidecar.decrypt(bytes, key: key).count } catch {
+                if let memory = exhaustedSecretMemory(error) { outOfSecretMemory = memory }
+                return nil
+            }
         }
     }
 
