@@ -155,12 +155,12 @@ public final class ControlServer: @unchecked Sendable {
         }
     }
 
-    /// Removes sockets in `runDirectory` left by mount daemons that died (their pid is gone).
+    /// Removes sockets in `runDirectory` left by mount daemons that died (their pid is gone or a zombie).
     public static func removeDeadSockets(runDirectory: String) {
         for name in (try? FileManager.default.contentsOfDirectory(atPath: runDirectory)) ?? [] {
             guard name.hasPrefix("mount-"), name.hasSuffix(".sock"),
                   let pid = Int32(name.dropFirst("mount-".count).dropLast(".sock".count)) else { continue }
-            if kill(pid, 0) != 0 && errno == ESRCH { unlink(runDirectory + "/" + name) }
+            if !ProcessLiveness.isRunning(pid) { unlink(runDirectory + "/" + name) }
         }
     }
 }
@@ -259,7 +259,7 @@ extension WriterLock {
     public static func mountPoints(gitDirectory: String) -> [String] {
         guard let holder = recordedHolder(gitDirectory: gitDirectory), holder.command == "mount", let mountpoint = holder.mountpoint,
               let entry = MountTable.entry(at: mountpoint), entry.fsType.hasPrefix("fuse") else { return [] }
-        let alive = holder.pid.map { kill($0, 0) == 0 } ?? false
+        let alive = holder.pid.map(ProcessLiveness.isRunning) ?? false
         return alive || MountTable.isDisconnected(mountpoint) ? [mountpoint] : []
     }
 
@@ -268,7 +268,7 @@ extension WriterLock {
     /// that starts meanwhile). A stale file's socket fails to connect, which callers report.
     public static func mountControl(gitDirectory: String) -> (holder: Holder, control: String)? {
         guard let holder = recordedHolder(gitDirectory: gitDirectory) else { return nil }
-        guard holder.command == "mount", let control = holder.control, let pid = holder.pid, kill(pid, 0) == 0 else { return nil }
+        guard holder.command == "mount", let control = holder.control, let pid = holder.pid, ProcessLiveness.isRunning(pid) else { return nil }
         return (holder, control)
     }
 }
