@@ -1,5 +1,6 @@
 import BinderCrypto
 import BinderFormat
+import BinderSystem
 import Foundation
 import XCTest
 
@@ -82,7 +83,7 @@ final class DurabilityTests: XCTestCase {
         waitUntil(timeout: 30) { ((try? String(contentsOfFile: acked, encoding: .utf8))?.split(separator: "\n").count ?? 0) >= 15 }
         kill(pid, SIGKILL)
         process.waitBounded(label: "process")
-        waitUntil { kill(pid, 0) != 0 }
+        waitUntil { !ProcessLiveness.isRunning(pid) }
         // The dead mount stays (ENOTCONN) until cleared: the mount at the end clears it.
 
         let saved = try String(contentsOfFile: acked, encoding: .utf8).split(separator: "\n").compactMap { Int($0) }

@@ -1,3 +1,4 @@
+import BinderSystem
 import Foundation
 import XCTest
 
@@ -47,8 +48,8 @@ final class EverydayMountTests: XCTestCase {
         let cmdline = try String(contentsOfFile: "/proc/\(daemon)/cmdline", encoding: .utf8).replacingOccurrences(of: "\0", with: " ")
         XCTAssertTrue(cmdline.contains("--idle 900s"), cmdline)
         XCTAssertEqual(try shell("umount '\(binder.mountpoint)'").status, 0)
-        waitUntil { kill(daemon, 0) != 0 }
-        XCTAssertNotEqual(kill(daemon, 0), 0)
+        waitUntil { !ProcessLiveness.isRunning(daemon) }
+        XCTAssertFalse(ProcessLiveness.isRunning(daemon))
 
         // An option binder does not know is refused by name, before anything is mounted.
         let bad = try shell("mount -t fuse.binder '\(binder.repository)' '\(binder.mountpoint)' -o colour=blue", environment: environment)
@@ -81,9 +82,9 @@ final class EverydayMountTests: XCTestCase {
         defer { binder.unmount() }
         try binder.mount(["--idle", "1s"])
         let daemon = try XCTUnwrap(daemonPID(binder.mountpoint))
-        waitUntil(timeout: 30) { mountEntry(binder.mountpoint) == nil && kill(daemon, 0) != 0 }
+        waitUntil(timeout: 30) { mountEntry(binder.mountpoint) == nil && !ProcessLiveness.isRunning(daemon) }
         XCTAssertNil(mountEntry(binder.mountpoint), "still mounted after idling")
-        XCTAssertNotEqual(kill(daemon, 0), 0, "the daemon, holding plaintext and the key, still runs")
+        XCTAssertFalse(ProcessLiveness.isRunning(daemon), "the daemon, holding plaintext and the key, still runs")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: binder.mountpoint), [])
         let log = try String(contentsOfFile: binder.sandbox.home.appendingPathComponent("logs/sample-binder.log").path, encoding: .utf8)
         XCTAssertTrue(log.contains("locked: plaintext and key dropped"), log)
@@ -94,7 +95,7 @@ final class EverydayMountTests: XCTestCase {
         try binder.mount()
         let second = try XCTUnwrap(daemonPID(binder.mountpoint))
         XCTAssertEqual(try shell("printf -- '---\\ntitle: Idle\\n---\\nbody\\n' > '\(binder.path("visits/idle.md"))'").status, 0)
-        waitUntil(timeout: 30) { mountEntry(binder.mountpoint) == nil && kill(second, 0) != 0 }
+        waitUntil(timeout: 30) { mountEntry(binder.mountpoint) == nil && !ProcessLiveness.isRunning(second) }
         XCTAssertNil(mountEntry(binder.mountpoint))
         XCTAssertTrue(try shell("git -C '\(binder.repository)' log --name-only --format=%s main").stdout.contains("visits/idle.json"))
     }
@@ -125,8 +126,8 @@ final class EverydayMountTests: XCTestCase {
         XCTAssertEqual(lock.status, 0, lock.stderr)
         XCTAssertTrue(lock.stdout.contains("Locked \(binder.mountpoint)"), lock.stdout)
         XCTAssertNil(mountEntry(binder.mountpoint))
-        waitUntil { kill(daemon, 0) != 0 }
-        XCTAssertNotEqual(kill(daemon, 0), 0)
+        waitUntil { !ProcessLiveness.isRunning(daemon) }
+        XCTAssertFalse(ProcessLiveness.isRunning(daemon))
 
         // --lazy: detached at once even while a file is open.
         try binder.mount()

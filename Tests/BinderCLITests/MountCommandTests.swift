@@ -1,5 +1,6 @@
 import BinderCrypto
 import BinderFormat
+import BinderSystem
 import Foundation
 import XCTest
 
@@ -49,7 +50,7 @@ final class MountCommandTests: XCTestCase {
         try binder.mount()
         let daemon = try XCTUnwrap(daemonPID(binder.mountpoint))
         kill(daemon, SIGKILL)
-        waitUntil { kill(daemon, 0) != 0 }
+        waitUntil { !ProcessLiveness.isRunning(daemon) }
         XCTAssertNotNil(mountEntry(binder.mountpoint), "expected a stale mount")
         XCTAssertTrue(try shell("ls '\(binder.mountpoint)' 2>&1").stdout.contains("not connected"))
         let stale = try binder.sandbox.run(["unmount", binder.mountpoint])
@@ -73,8 +74,8 @@ final class MountCommandTests: XCTestCase {
         kill(pid, SIGTERM)
         waitUntil { mountEntry(binder.mountpoint) == nil }
         XCTAssertNil(mountEntry(binder.mountpoint))
-        waitUntil { kill(pid, 0) != 0 }
-        XCTAssertNotEqual(kill(pid, 0), 0, "daemon still running after SIGTERM")
+        waitUntil { !ProcessLiveness.isRunning(pid) }
+        XCTAssertFalse(ProcessLiveness.isRunning(pid), "daemon still running after SIGTERM")
     }
 
     func testForegroundUnmountsOnSIGINT() throws {

@@ -1,4 +1,5 @@
 import BinderCrypto
+import BinderSystem
 import Foundation
 import XCTest
 
@@ -12,8 +13,8 @@ final class MountSafetyTests: XCTestCase {
         try binder.mount()
         let pid = try XCTUnwrap(daemonPID(binder.mountpoint))
         kill(pid, SIGKILL)
-        waitUntil { kill(pid, 0) != 0 }
-        XCTAssertNotEqual(kill(pid, 0), 0, "the daemon is still running")
+        waitUntil { !ProcessLiveness.isRunning(pid) }
+        XCTAssertFalse(ProcessLiveness.isRunning(pid), "the daemon is still running")
 
         // The mount is still there, answering ENOTCONN: a write fails and lands nowhere.
         XCTAssertNotNil(mountEntry(binder.mountpoint), "the dead mount must stay until cleared")
@@ -40,7 +41,7 @@ final class MountSafetyTests: XCTestCase {
         try binder.mount()
         let second = try XCTUnwrap(daemonPID(binder.mountpoint))
         kill(second, SIGKILL)
-        waitUntil { kill(second, 0) != 0 }
+        waitUntil { !ProcessLiveness.isRunning(second) }
         XCTAssertTrue(try shell("ls '\(binder.mountpoint)' 2>&1").stdout.contains("not connected"))
         let stale = try binder.sandbox.run(["unmount", binder.mountpoint])
         XCTAssertEqual(stale.status, 0, stale.stderr)
@@ -80,7 +81,7 @@ final class MountSafetyTests: XCTestCase {
         XCTAssertEqual(moved.status, 0, moved.stderr)
         let movedPID = try XCTUnwrap(daemonPID(other))
         kill(movedPID, SIGKILL)
-        waitUntil { kill(movedPID, 0) != 0 }
+        waitUntil { !ProcessLiveness.isRunning(movedPID) }
         // A daemon that died holds nothing: the binder mounts again at once.
         try binder.mount()
         XCTAssertTrue(FileManager.default.fileExists(atPath: binder.path("patient-info.md")))
