@@ -48,8 +48,10 @@ final class BinderSandbox {
                      environment: ["BINDER_HOME": home.path, "BINDER_RETRY_BASE": "0.05"].merging(extra) { $1 })
     }
 
+    /// `executable` run to its end, or killed with its descendants after `deadline` seconds
+    /// (status 124, and stderr says so).
     static func run(executable: String, _ arguments: [String], stdin: String? = nil,
-                    environment extra: [String: String] = [:]) throws -> BinderRun {
+                    environment extra: [String: String] = [:], deadline: Double = ChildDeadline.seconds) throws -> BinderRun {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -72,14 +74,14 @@ final class BinderSandbox {
         try process.run()
         if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
         try input.fileHandleForWriting.close()
-        let ended = ChildDeadline.wait(process, exited: exited, label: ([executable] + arguments).joined(separator: " "))
+        let ended = ChildDeadline.wait(process, exited: exited, seconds: deadline, label: ([executable] + arguments).joined(separator: " "))
         try out.close()
         try err.close()
         let outData = try Data(contentsOf: outURL), errData = try Data(contentsOf: errURL)
         return BinderRun(status: ended ? process.terminationStatus : 124,
                          stdout: String(decoding: outData, as: UTF8.self),
                          stderr: String(decoding: errData, as: UTF8.self)
-                            + (ended ? "" : "\n(test harness: killed after \(Int(ChildDeadline.seconds)) s without exiting)"))
+                            + (ended ? "" : "\n(test harness: killed after \(Int(deadline)) s without exiting)"))
     }
 }
 

@@ -146,13 +146,11 @@ final class ReplicaTests: XCTestCase {
         push.environment = ProcessInfo.processInfo.environment.merging(["GIT_TERMINAL_PROMPT": "0"]) { $1 }
         push.standardError = FileHandle.nullDevice
         let victim = replicas[0].pid, readBefore = Self.bytesRead(victim)
-        let pushEnded = DispatchSemaphore(value: 0)
-        push.terminationHandler = { _ in pushEnded.signal() }
         try push.run()
         defer { if push.isRunning { push.terminate() } }
         eventually(60, "replica A has read 16 MB of the push") { Self.bytesRead(victim) - readBefore > 16 << 20 }
         replicas[0].kill9()
-        XCTAssertTrue(ChildDeadline.wait(push, exited: pushEnded, seconds: 120, label: "the cut push"), "the cut push ends\n" + replicas.logs)
+        XCTAssertTrue(push.waitBounded(seconds: 120, label: "the cut push"), "the cut push ends\n" + replicas.logs)
         XCTAssertNotEqual(push.terminationStatus, 0, "a push cut by the replica's death is not acknowledged")
 
         let after = try replicas.refs("big", through: replicas[1], tokenFile: user.tokenFile)["refs/heads/main"]
@@ -208,8 +206,6 @@ final class ReplicaTests: XCTestCase {
             """]
         writer.environment = ProcessInfo.processInfo.environment.merging(
             ["TOKEN": try String(contentsOfFile: user.tokenFile, encoding: .utf8), "GIT_TERMINAL_PROMPT": "0"]) { $1 }
-        let writerEnded = DispatchSemaphore(value: 0)
-        writer.terminationHandler = { _ in writerEnded.signal() }
         try writer.run()
         defer { if writer.isRunning { writer.terminate() } }
         func ackedCount() -> Int { ((try? String(contentsOfFile: acked, encoding: .utf8)) ?? "").split(separator: "\n").count }
@@ -236,7 +232,7 @@ final class ReplicaTests: XCTestCase {
             XCTAssertEqual(try MgitClient.run(["login", replica.url, user.nsecFile]).status, 0)
             XCTAssertEqual(try Self.status(of: "'\(replica.url)/readyz'"), "200")
         }
-        XCTAssertTrue(ChildDeadline.wait(writer, exited: writerEnded, seconds: 240, label: "the writer"), "the writer ends\n" + replicas.logs)
+        XCTAssertTrue(writer.waitBounded(seconds: 240, label: "the writer"), "the writer ends\n" + replicas.logs)
         let final = replicas.sandbox.root.appendingPathComponent("final").path
         let cloned = try replicas.git("clone -q '\(urls[1])' '\(final)'", tokenFile: user.tokenFile)
         XCTAssertEqual(cloned.status, 0, cloned.stderr)

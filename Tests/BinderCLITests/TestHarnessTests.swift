@@ -10,22 +10,31 @@ final class TestHarnessTests: XCTestCase {
     }
 
     func testAChildThatNeverExitsIsKilledWithItsDescendantsAtTheDeadline() throws {
+        // A grandchild holding the inherited descriptors too: Foundation alone would wait for it.
+        func sleeper(_ marker: String) -> [String] { ["-c", "(exec -a \(marker) sleep 1000) & sleep 1000"] }
+        func left(_ marker: String) throws -> String {
+            try shell("pgrep -f '[\(marker.prefix(1))]\(marker.dropFirst())' || true").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+
+        // What every command of the suite goes through (`shell`, `binder …`).
         let marker = "harness-\(UUID().uuidString.prefix(8))"
+        let started = Date()
+        let run = try BinderSandbox.run(executable: "/bin/bash", sleeper(marker), deadline: 1)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 30)
+        XCTAssertEqual(run.status, 124)
+        XCTAssertTrue(run.stderr.contains("test harness: killed after 1 s"), run.stderr)
+        XCTAssertEqual(try left(marker), "", "the grandchild was killed too")
+        XCTAssertEqual(try BinderSandbox.run(executable: "/bin/true", []).status, 0)
+
+        // A test's own process.
+        let polled = "harness-\(UUID().uuidString.prefix(8))"
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        // A grandchild holding the inherited descriptors too: Foundation alone would wait for it.
-        process.arguments = ["-c", "(exec -a \(marker) sleep 1000) & sleep 1000"]
-        let started = Date()
-        XCTAssertFalse(try ChildDeadline.run(process, seconds: 1, label: "a sleeper"))
-        XCTAssertLessThan(Date().timeIntervalSince(started), 30)
+        process.arguments = sleeper(polled)
+        try process.run()
+        XCTAssertFalse(process.waitBounded(seconds: 1, label: "a sleeper"))
         XCTAssertFalse(process.isRunning)
-        let left = try shell("pgrep -f '[\(marker.prefix(1))]\(marker.dropFirst())' || true").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        XCTAssertEqual(left, "", "the grandchild was killed too")
-
-        let quick = Process()
-        quick.executableURL = URL(fileURLWithPath: "/bin/true")
-        XCTAssertTrue(try ChildDeadline.run(quick, seconds: 60, label: "true"))
-        XCTAssertEqual(quick.terminationStatus, 0)
+        XCTAssertEqual(try left(polled), "", "the grandchild was killed too")
     }
 
     func testTheWatchdogFollowsTheRunningTest() throws {

@@ -16,22 +16,19 @@ enum ChildDeadline {
     /// most `seconds`; past that kills it and all its descendants and returns false.
     static func wait(_ process: Process, exited: DispatchSemaphore, seconds: Double = seconds, label: String) -> Bool {
         if exited.wait(timeout: .now() + seconds) == .success { return true }
-        let pid = process.processIdentifier
-        let line = "test harness: '\(label)' (pid \(pid)) still running after \(Int(seconds)) s; killed with its descendants:\n"
-            + ProcessTree.describe(under: pid)
-        FileHandle.standardError.write(Data(line.utf8))
-        ProcessTree.kill(under: pid, includingRoot: true)
+        expire(process.processIdentifier, label: label, after: seconds)
         // Killed, it ends; Foundation learns of it once every holder of its descriptor is gone.
         _ = exited.wait(timeout: .now() + 30)
         return false
     }
 
-    /// `process` run and waited for, bounded: false when it was killed at the deadline.
-    static func run(_ process: Process, seconds: Double = seconds, label: String) throws -> Bool {
-        let exited = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in exited.signal() }
-        try process.run()
-        return wait(process, exited: exited, seconds: seconds, label: label)
+    /// Says that `label` (pid `pid`) outlived its `seconds`, with what it runs, and kills it
+    /// and all its descendants.
+    static func expire(_ pid: Int32, label: String, after seconds: Double) {
+        let line = "test harness: '\(label)' (pid \(pid)) still running after \(Int(seconds)) s; killed with its descendants:\n"
+            + ProcessTree.describe(under: pid)
+        FileHandle.standardError.write(Data(line.utf8))
+        ProcessTree.kill(under: pid, includingRoot: true)
     }
 }
 
@@ -44,9 +41,7 @@ extension Process {
         let deadline = Date().addingTimeInterval(seconds)
         while isRunning, Date() < deadline { usleep(10_000) }
         guard isRunning else { return true }
-        FileHandle.standardError.write(Data(("test harness: '\(label)' (pid \(processIdentifier)) still running after \(Int(seconds)) s; "
-            + "killed with its descendants:\n" + ProcessTree.describe(under: processIdentifier)).utf8))
-        ProcessTree.kill(under: processIdentifier, includingRoot: true)
+        ChildDeadline.expire(processIdentifier, label: label, after: seconds)
         let grace = Date().addingTimeInterval(30)
         while isRunning, Date() < grace { usleep(10_000) }
         return false
