@@ -11,7 +11,8 @@ import PackageDescription
 //   CSodium, CSecp256k1, CCrypto (OpenSSL's libcrypto: SHA-256, SHA-1, Poly1305) -> BinderCrypto; CGit2, CBinderZlib -> BinderGit;
 //   CFuse3 -> BinderFUSE; CLinux -> BinderSystem; CPangoCairo (Pango, Cairo, libjpeg; poppler-glib, which draws a PDF's pages
 //   onto Cairo) -> BinderExport;
-//   CQREncode (libqrencode) -> BinderCommands; CZBar (libzbar: reading a QR code in an image) -> BinderCommands.
+//   CQREncode (libqrencode) -> BinderCommands; CZBar (libzbar: reading a QR code in an image) -> BinderCommands;
+//   CLibXML2 (libxml2's reader: C-CDA documents) -> BinderImport.
 let package = Package(
     name: "binder",
     platforms: [.macOS(.v13)],
@@ -53,6 +54,7 @@ let package = Package(
         // Not named CZlib: ZIPFoundation's own zlib module is.
         .systemLibrary(name: "CBinderZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CFuse3", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
+        .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         .target(name: "CLinux"),
         // Opened with dlopen at their first use, not linked (each shim.h says why): their headers
         // are in /usr/include (libqrencode-dev, libzbar-dev, libcairo2-dev, libjpeg-dev; scripts/setup), poppler-glib's few
@@ -109,8 +111,8 @@ let package = Package(
             "CPangoCairo", "BinderCore", "BinderFormat", "BinderCrypto", "BinderSystem",
             .product(name: "Ink", package: "Ink"),
         ]),
-        // `binder import`: C-CDA (Foundation's XMLParser) and FHIR R4 JSON made records, committed through BinderWriter.
-        .target(name: "BinderImport", dependencies: ["BinderCore", "BinderCrypto", "BinderFormat", "BinderGit",
+        // `binder import`: C-CDA (libxml2's reader) and FHIR R4 JSON made records, committed through BinderWriter.
+        .target(name: "BinderImport", dependencies: ["CLibXML2", "BinderCore", "BinderCrypto", "BinderFormat", "BinderGit",
                                                      // Raw DEFLATE of SMART Health Cards, within a cap.
                                                      .product(name: "CompressNIO", package: "compress-nio"),
                                                      .product(name: "NIOCore", package: "swift-nio"),

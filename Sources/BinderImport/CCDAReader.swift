@@ -63,7 +63,10 @@ enum CCDAReader {
         func walk(_ node: XMLNode, depth: Int) {
             guard depth < ImportLimits.maximumDepth else { return }
             switch node.name {
-            case "paragraph", "caption", "content" where node.children.isEmpty:
+            // A paragraph or caption is one line whatever it holds; `content` only when it holds no elements.
+            case "paragraph", "caption":
+                if let line = CCDAValues.collapsed(node.allText) { lines.append(line) }
+            case "content" where node.children.isEmpty:
                 if let line = CCDAValues.collapsed(node.allText) { lines.append(line) }
             case "item":
                 if let line = CCDAValues.collapsed(node.allText) { lines.append("- " + line) }

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 
 /// One XML element as the mapping reads it: its local name and namespace, attributes (by
 /// qualified name, as written), children in order, its own text, and the line it starts on.
@@ -58,31 +55,42 @@ final class XMLNode: @unchecked Sendable {
     }
 }
 
-/// Parses XML with Foundation's `XMLParser` (libxml2) into `XMLNode`s, safely: a DOCTYPE or
+/// Parses XML with libxml2's pull reader (`XMLReader`) into `XMLNode`s, safely: a DOCTYPE or
 /// ENTITY declaration anywhere is refused before libxml2 sees the bytes (no entity of any kind
 /// is expanded, no external one fetched or read: an entity-expansion bomb is refused at once),
-/// external entities stay off, and nesting is bounded.
+/// the network stays off, and nesting is bounded.
 enum XMLTree {
     static func parse(_ bytes: [UInt8], file: String) throws(ImportError) -> XMLNode {
         if let line = declarationLine(bytes) { throw .declarationRefused(file: file, line: line) }
-        // Foundation's parser force-unwraps every name as UTF-8, and libxml2 (in recovery mode)
-        // passes on names that are not: such bytes would trap, so they are refused here.
+        // libxml2 would read a document in another encoding when it says so; binder reads
+        // UTF-8 (what C-CDA documents are written in) and says so at the byte that is not.
         if let line = firstNonUTF8Line(bytes) { throw .notUTF8(file: file, line: line) }
-        // Fed in chunks from a stream: given all at once, libxml2 refuses a document over 10 MB
-        // ("huge input lookup") as an internal error.
-        let parser = XMLParser(stream: InputStream(data: Data(bytes)))
-        parser.shouldResolveExternalEntities = false
-        parser.shouldProcessNamespaces = true
-        parser.shouldReportNamespacePrefixes = false
-        let builder = Builder(file: file)
-        parser.delegate = builder
-        let parsed = parser.parse()
-        if let failure = builder.failure { throw failure }
-        guard parsed, builder.firstError == nil, let root = builder.root else {
-            let reason = (parser.parserError as NSError?).map { "libxml2 error \($0.code)" } ?? "not well-formed"
-            let place = builder.firstError ?? (parser.lineNumber, parser.columnNumber)
-            throw .malformedXML(file: file, line: place.line, column: place.column, reason: reason)
+        guard let reader = XMLReader(bytes: bytes) else {
+            throw .malformedXML(file: file, line: 1, column: 1, reason: "libxml2 could not start reading it")
         }
+        var root: XMLNode?
+        var open: [XMLNode] = []
+        reading: while true {
+            switch reader.advance() {
+            case .start(let isEmpty):
+                guard open.count < ImportLimits.maximumDepth else { throw .tooDeep(file: file, line: reader.line) }
+                let node = XMLNode(name: reader.localName, namespace: reader.namespace, attributes: reader.attributes, line: reader.line)
+                if let parent = open.last { parent.children.append(node) } else if root == nil { root = node }
+                if !isEmpty { open.append(node) }
+            case .end:
+                _ = open.popLast()
+            case .text:
+                open.last?.text += reader.value
+            case .other:
+                continue
+            case .finished:
+                break reading
+            case .failed:
+                let failure = reader.failure
+                throw .malformedXML(file: file, line: failure.line, column: failure.column, reason: XMLFailureReason.describe(failure.code))
+            }
+        }
+        guard let root else { throw .malformedXML(file: file, line: 1, column: 1, reason: XMLFailureReason.describe(4)) }
         return root
     }
 
@@ -126,58 +134,5 @@ enum XMLTree {
             if byte != word[offset] { return false }
         }
         return true
-    }
-
-    /// The parser's delegate; used on the parsing thread only.
-    private final class Builder: NSObject, XMLParserDelegate {
-        let file: String
-        var root: XMLNode?
-        var stack: [XMLNode] = []
-        var failure: ImportError?
-        /// Where libxml2 first found the document broken (it recovers and reads on).
-        var firstError: (line: Int, column: Int)?
-
-        init(file: String) { self.file = file }
-
-        func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
-            if firstError == nil { firstError = (parser.lineNumber, parser.columnNumber) }
-        }
-
-        func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
-                    qualifiedName: String?, attributes: [String: String] = [:]) {
-            guard stack.count < ImportLimits.maximumDepth else {
-                failure = .tooDeep(file: file, line: parser.lineNumber)
-                parser.abortParsing()
-                return
-            }
-            let node = XMLNode(name: elementName, namespace: namespaceURI, attributes: attributes, line: parser.lineNumber)
-            if let parent = stack.last { parent.children.append(node) } else if root == nil { root = node }
-            stack.append(node)
-        }
-
-        func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName: String?) {
-            _ = stack.popLast()
-        }
-
-        func parser(_ parser: XMLParser, foundCharacters string: String) {
-            stack.last?.text += string
-        }
-
-        func parser(_ parser: XMLParser, foundCDATA CDATABlock: Data) {
-            stack.last?.text += String(decoding: CDATABlock, as: UTF8.self)
-        }
-
-        // Never reached after the declaration scan; refused all the same should one slip through.
-        func parser(_ parser: XMLParser, foundInternalEntityDeclarationWithName name: String, value: String?) { refuse(parser) }
-        func parser(_ parser: XMLParser, foundExternalEntityDeclarationWithName name: String, publicID: String?, systemID: String?) { refuse(parser) }
-        func parser(_ parser: XMLParser, resolveExternalEntityName name: String, systemID: String?) -> Data? {
-            refuse(parser)
-            return nil
-        }
-
-        private func refuse(_ parser: XMLParser) {
-            if failure == nil { failure = .declarationRefused(file: file, line: parser.lineNumber) }
-            parser.abortParsing()
-        }
     }
 }

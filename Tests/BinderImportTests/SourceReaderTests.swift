@@ -86,7 +86,55 @@ final class SourceReaderTests: XCTestCase {
         }
     }
 
-    /// Foundation's parser traps on a name that is not UTF-8 (libxml2 recovers and passes it on).
+    /// Hostile or broken XML that crashed a parser before (Foundation's XMLParser handed a
+    /// processing instruction's missing data to strlen; it trapped on names not UTF-8): each row
+    /// is refused as malformed, naming the line and saying why in words, and nothing traps.
+    func testBrokenXMLIsRefusedWithTheLineAndAReasonInWords() {
+        let open = "<ClinicalDocument xmlns=\"urn:hl7-org:v3\">"
+        let rows: [(text: String, line: Int, words: String)] = [
+            ("<?R?>!", 1, "the document does not end where it should"),
+            ("<?R?>", 1, "the document does not end where it should"),
+            (open + "\n<title>x</titel>\n</ClinicalDocument>", 2, "an end tag does not match its start tag"),
+            (open + "\n<title>x", 2, "the document does not end where it should"),
+            (open + "</ClinicalDocument>\n<extra/>", 2, "the document does not end where it should"),
+            (open + "\n<title>&nbsp;</title></ClinicalDocument>", 2, "an entity reference (&name;) that is not one of XML's five"),
+            (open + "\n<code code=\"1\" code=\"2\"/></ClinicalDocument>", 2, "an attribute written twice on one element"),
+            (open + "\n<code code=1/></ClinicalDocument>", 2, "an attribute's value is not in quotes"),
+            (open + "\n<x:code/></ClinicalDocument>", 2, "a namespace prefix that is not declared"),
+            (open + "\n<title>&#0;</title></ClinicalDocument>", 2, "a character XML does not allow"),
+            (open + "\n<!-- never closed", 2, "a comment that is not closed"),
+        ]
+        for row in rows {
+            XCTAssertThrowsError(try parse(row.text, file: "broken.xml"), row.text) { error in
+                guard case .malformedXML(let file, let line, _, let reason)? = error as? ImportError else { return XCTFail("\(row.text): \(error)") }
+                XCTAssertEqual(file, "broken.xml", row.text)
+                XCTAssertEqual(line, row.line, row.text)
+                XCTAssertTrue(reason.hasPrefix(row.words) && reason.hasSuffix(")") && reason.contains("libxml2 error "), "\(row.text): \(reason)")
+            }
+        }
+    }
+
+    /// Processing instructions, comments and CDATA around and inside a C-CDA document are read
+    /// past: a PI with no data (the input that crashed Foundation's parser) and a stylesheet's.
+    func testProcessingInstructionsCommentsAndCDATAAreReadPast() throws {
+        let text = """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <?xml-stylesheet type="text/xsl" href="CDA.xsl"?>
+        <?R?>
+        <!-- exported by a portal -->
+        <ClinicalDocument xmlns="urn:hl7-org:v3" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><?empty?>
+        <title>Summary <![CDATA[of <care>]]> &amp; more</title>
+        </ClinicalDocument>
+        """
+        let root = try XMLTree.parse(Array(text.utf8), file: "pi.xml")
+        XCTAssertEqual(root.name, "ClinicalDocument")
+        XCTAssertEqual(root.namespace, "urn:hl7-org:v3")
+        XCTAssertEqual(root.attributes, [:], "namespace declarations are not attributes")
+        XCTAssertEqual(root.child("title")?.text, "Summary of <care> & more")
+        XCTAssertEqual(root.child("title")?.line, 6)
+    }
+
+    /// Bytes that are not UTF-8 are refused at their line, before libxml2 reads them.
     func testBytesThatAreNotUTF8AreRefusedBeforeParsing() {
         let latin1 = Array("<ClinicalDocument xmlns=\"urn:hl7-org:v3\">\n<title va".utf8) + [0xE9] + Array("ue=\"x\"/>\n</ClinicalDocument>".utf8)
         XCTAssertThrowsError(try SourceReader.parse(latin1, file: "latin1.xml", importDate: "2026-12-06")) { error in

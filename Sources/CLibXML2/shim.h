@@ -1,0 +1,36 @@
+#ifndef BINDER_CLIBXML2_SHIM_H
+#define BINDER_CLIBXML2_SHIM_H
+/*
+ * libxml2's pull reader (xmlTextReader), for `binder import`'s C-CDA documents. BinderImport's
+ * XMLReader is its one user. Foundation's XMLParser sat here before; it trapped or crashed on
+ * hostile documents (a name not UTF-8; a processing instruction with no data, whose NULL it
+ * handed to strlen), so the reader is called directly and every string it returns is checked.
+ */
+#include <libxml/parser.h>
+#include <libxml/xmlreader.h>
+#include <libxml/xmlerror.h>
+
+/* The first error libxml2 reports while reading one document (warnings are dropped). */
+struct binder_xml_first_error {
+    int seen;
+    int code;    /* xmlParserErrors */
+    int line;
+    int column;
+};
+
+static inline void binder_xml_note_error(void *arg, xmlErrorPtr error) {
+    struct binder_xml_first_error *first = (struct binder_xml_first_error *)arg;
+    if (first == NULL || error == NULL || first->seen || error->level < XML_ERR_ERROR) return;
+    first->seen = 1;
+    first->code = error->code;
+    first->line = error->line;
+    first->column = error->int2;
+}
+
+/* Routes the reader's errors and warnings to `first` instead of stderr. `first` must outlive
+ * the reader. */
+static inline void binder_xml_route_errors(xmlTextReaderPtr reader, struct binder_xml_first_error *first) {
+    xmlTextReaderSetStructuredErrorHandler(reader, binder_xml_note_error, first);
+}
+
+#endif
