@@ -106,9 +106,14 @@ public struct GitCommits: Sendable {
             // A save or a merge into folders that exist is spliced (which also keeps a crafted
             // folder's other entries as they are); the rest goes through libgit2.
             var spliced: ObjectID? = nil
+            // The branch's lock file, written and flushed beside the spliced pack (nil: libgit2
+            // moves the branch once the pack is durable).
+            var branchUpdate: BranchUpdate? = nil
             if let parent {
                 spliced = try splicedCommitLocked(onto: parent, mergedParents: mergedParents, changes: changes, message: message,
-                                                  author: author, blobs: blobs)
+                                                  author: author, blobs: blobs) { commitID throws(GitError) in
+                    branchUpdate = try BranchUpdate.begin(repository, branch: branch, from: parent, to: commitID)
+                }
             }
             let newID: ObjectID
             if let spliced {
@@ -119,7 +124,12 @@ public struct GitCommits: Sendable {
                                            mergedParents: mergedParents, blobs: blobs)
                 }
             }
-            try moveBranchLocked(branch, from: parent, to: newID, message: message, author: author)
+            if let branchUpdate {
+                try branchUpdate.finish()
+                repository.branchUpdateCount += 1
+            } else {
+                try moveBranchLocked(branch, from: parent, to: newID, message: message, author: author)
+            }
             return newID
         }
     }

@@ -24,7 +24,7 @@ import Synchronization
 /// too, so that one file shows all of it.
 ///
 /// Thread safety: `lock` guards `repo`, `odb`, `commitStaging`, `recentTrees`, `lastCount`,
-/// `splicedCommitCount` and every libgit2 object derived from them (trees, commits, blobs,
+/// `splicedCommitCount`, `branchUpdateCount` and every libgit2 object derived from them (trees, commits, blobs,
 /// references, signatures): each is created, used and freed inside one `locked { }` call, and
 /// only Swift values leave it. `isBare`, `gitDirectory` and `workTree` are immutable after
 /// init. Hence `@unchecked Sendable`.
@@ -66,6 +66,9 @@ public final class GitRepository: @unchecked Sendable {
     var lastCount: CommitCount?
     /// How many commits took the spliced path (for tests). Use only inside `locked { }`.
     var splicedCommitCount = 0
+    /// How many branch moves went through `BranchUpdate`, not libgit2 (for tests). Use only
+    /// inside `locked { }`.
+    var branchUpdateCount = 0
     /// The most bytes a blob read here (`GitObjects.readBlob`, `blob`) may have, unless the
     /// caller asks for fewer: its size is read from its header first, and a larger blob is
     /// refused unread. A blob of a gigabyte of zeros is a few megabytes in git; read whole, it

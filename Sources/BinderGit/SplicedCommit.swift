@@ -37,9 +37,12 @@ extension GitCommits {
 
     /// Commits `changes` onto `parent` (and `mergedParents`, a merge) without moving the branch;
     /// returns the new commit's id once its pack is durable, or nil when the changes are not
-    /// for this path (nothing was written then). Lock held.
+    /// for this path (nothing was written then). `beforePack` is given the commit's id once it
+    /// is known, before the pack is written (the branch's lock file is written then, to be
+    /// flushed beside the pack: `BranchUpdate`). Lock held.
     func splicedCommitLocked(onto parent: ObjectID, mergedParents: [ObjectID] = [], changes: [TreeChange], message: String,
-                             author: Signature, blobs: [[UInt8]]) throws(GitError) -> ObjectID? {
+                             author: Signature, blobs: [[UInt8]],
+                             beforePack: (ObjectID) throws(GitError) -> Void = { _ in }) throws(GitError) -> ObjectID? {
         guard repository.splicedCommitsEnabled, let (writes, folders) = try Self.splicedWrites(changes),
               let stored = try storedBlobs(blobs, for: writes),
               var original = try parentTreesLocked(parent, folders: folders),
@@ -48,6 +51,7 @@ extension GitCommits {
               let root = written[""] else { return nil }
         let commitBytes = try commitObject(tree: root.id, parents: [parent] + mergedParents, message: message, author: author)
         let commitID = try GitObjects.objectID(of: commitBytes, type: GIT_OBJECT_COMMIT, "hash commit")
+        try beforePack(commitID)
         try writeSplicedPackLocked(blobs: stored, trees: written, parentTrees: parentTrees, commit: (commitID, commitBytes))
         repository.splicedCommitCount += 1
         return commitID
