@@ -2,7 +2,8 @@ internal import CLibXML2
 
 /// One document read through libxml2's pull reader (`xmlTextReader`): the owner of the reader,
 /// of the copy of the bytes it reads (libxml2 does not copy them) and of the place its errors go.
-/// Used by one thread, through `XMLTree.parse`.
+/// Made, used and freed on one thread, through `XMLTree.parse`: the error handlers it sets for
+/// its life are that thread's (libxml2 keeps them per thread).
 final class XMLReader {
     /// What the reader stands on after `advance()`.
     enum Step: Equatable {
@@ -30,10 +31,12 @@ final class XMLReader {
     private let firstErrorSlot: UnsafeMutablePointer<binder_xml_first_error>
 
     /// Not network, never an entity substituted (a DOCTYPE is refused before this is reached),
-    /// CDATA as text; HUGE lifts libxml2's own nesting limit (256) above `ImportLimits.maximumDepth`
+    /// CDATA as text, the document's own encoding declaration ignored (the bytes were checked as
+    /// UTF-8 and are read as such); HUGE lifts libxml2's own nesting limit (256) above `ImportLimits.maximumDepth`
     /// so that the mapping's limit is the one met (the reader reads ahead), and its 10 MB cap on one
     /// text: a file is already bounded by `ImportLimits`' size.
-    private static let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOCDATA.rawValue | XML_PARSE_HUGE.rawValue)
+    private static let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOCDATA.rawValue | XML_PARSE_IGNORE_ENC.rawValue
+                                       | XML_PARSE_HUGE.rawValue)
 
     /// libxml2's global set-up, done once before any reader (its documentation asks for it in a
     /// program with threads).
@@ -49,7 +52,10 @@ final class XMLReader {
         }
         let slot = UnsafeMutablePointer<binder_xml_first_error>.allocate(capacity: 1)
         slot.initialize(to: binder_xml_first_error())
+        // Before the reader is made: making it reads the first bytes (their encoding).
+        binder_xml_route_thread_errors(slot)
         guard let reader = xmlReaderForMemory(copy.baseAddress, Int32(source.count), nil, "UTF-8", XMLReader.options) else {
+            binder_xml_release_thread_errors()
             copy.deallocate()
             slot.deallocate()
             return nil
@@ -62,6 +68,7 @@ final class XMLReader {
 
     deinit {
         xmlFreeTextReader(reader)
+        binder_xml_release_thread_errors()
         bytes.deallocate()
         firstErrorSlot.deallocate()
     }

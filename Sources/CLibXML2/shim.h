@@ -33,4 +33,23 @@ static inline void binder_xml_route_errors(xmlTextReaderPtr reader, struct binde
     xmlTextReaderSetStructuredErrorHandler(reader, binder_xml_note_error, first);
 }
 
+static inline void binder_xml_ignore_message(void *context, const char *message, ...) {
+    (void)context;
+    (void)message;
+}
+
+/* libxml2 reports some errors outside any reader (an encoding it cannot convert: "input
+ * conversion failed due to input error, bytes 0x..", quoting four of the document's bytes)
+ * through its per-thread handlers, which print to stderr by default: to the terminal, or to a
+ * mount's log. While a document is read on this thread they go to `first` too, and the
+ * unstructured ones nowhere; `binder_xml_release_thread_errors` detaches `first` again. */
+static inline void binder_xml_route_thread_errors(struct binder_xml_first_error *first) {
+    xmlSetGenericErrorFunc(NULL, binder_xml_ignore_message);
+    xmlSetStructuredErrorFunc(first, binder_xml_note_error);
+}
+
+static inline void binder_xml_release_thread_errors(void) {
+    xmlSetStructuredErrorFunc(NULL, NULL);
+}
+
 #endif

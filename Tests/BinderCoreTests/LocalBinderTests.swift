@@ -33,7 +33,7 @@ final class LocalBinderTests: XCTestCase {
 
     func testWhatIsNotARepositoryIsRefused() throws {
         try FileManager.default.createDirectory(atPath: directory + "/empty", withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: directory + "/file", contents: Data("not a binder".utf8))
+        XCTAssertTrue(FileManager.default.createFile(atPath: directory + "/file", contents: Data("not a binder".utf8)))
         for path in [directory + "/empty", directory + "/file", directory + "/missing"] {
             XCTAssertThrowsError(try LocalBinder.open(path: path), path)
         }

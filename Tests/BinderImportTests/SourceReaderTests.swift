@@ -114,6 +114,47 @@ final class SourceReaderTests: XCTestCase {
         }
     }
 
+    /// Bytes libxml2 takes for another encoding (UCS-4 or UTF-16 by their first bytes, NULs
+    /// being valid UTF-8) fail its conversion, which it reports outside the reader, quoting four
+    /// of the document's bytes, to stderr by default: the terminal, or a mount's log. Nothing of
+    /// it reaches stderr; the document is refused as malformed.
+    func testEncodingFailuresPrintNothingOfTheDocument() throws {
+        let rows: [(bytes: [UInt8], what: String)] = [
+            ([0x3C, 0, 0, 0, 0x61, 0, 0, 0, 0x2F, 0, 0, 0, 0x3E, 0, 0, 0, 0x7E, 0x6F, 0x64, 0x65], "UCS-4, little-endian"),
+            ([0x3C, 0, 0x61, 0, 0x3E, 0, 0x0B, 0, 0, 0, 0, 0], "UTF-16, little-endian"),
+            (Array("<?xml version=\"1.0\" encoding=\"UTF-16\"?>\n<ClinicalDocument xmlns=\"urn:hl7-org:v3\"/>".utf8) + [0, 0, 0, 0x0B],
+             "a declaration naming another encoding"),
+        ]
+        for row in rows {
+            var outcome: Result<SourceDocument, ImportError>?
+            let printed = try capturingStandardError {
+                outcome = Result { () throws(ImportError) in try SourceReader.parse(row.bytes, file: "enc.xml", importDate: "2026-12-06") }
+            }
+            XCTAssertEqual(printed, "", row.what)
+            guard case .failure(let error)? = outcome else { return XCTFail("\(row.what): read") }
+            switch error {
+            case .malformedXML(let file, _, _, _), .notRecognised(let file): XCTAssertEqual(file, "enc.xml", row.what)
+            default: XCTFail("\(row.what): \(error)")
+            }
+        }
+    }
+
+    /// What `body` writes to file descriptor 2.
+    private func capturingStandardError(_ body: () -> Void) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("stderr-\(UUID().uuidString)").path
+        let file = open(path, O_RDWR | O_CREAT | O_TRUNC, 0o600)
+        XCTAssertGreaterThanOrEqual(file, 0)
+        defer { close(file); unlink(path) }
+        fflush(nil)
+        let saved = dup(2)
+        dup2(file, 2)
+        body()
+        fflush(nil)
+        dup2(saved, 2)
+        close(saved)
+        return try String(contentsOfFile: path, encoding: .utf8)
+    }
+
     /// Processing instructions, comments and CDATA around and inside a C-CDA document are read
     /// past: a PI with no data (the input that crashed Foundation's parser) and a stylesheet's.
     func testProcessingInstructionsCommentsAndCDATAAreReadPast() throws {
