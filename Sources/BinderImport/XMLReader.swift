@@ -124,7 +124,13 @@ final class XMLReader {
     /// The first error libxml2 reported, or where the parser stood should it have reported none.
     var failure: Failure {
         let first = firstErrorSlot.pointee
-        if first.seen != 0 { return Failure(code: Int(first.code), line: Int(first.line), column: Int(first.column)) }
+        // An error raised outside the parser (an encoding's conversion) has no place: where the
+        // parser stood then, at least line 1, column 1.
+        if first.seen != 0 && first.line > 0 { return Failure(code: Int(first.code), line: Int(first.line), column: max(1, Int(first.column))) }
+        if first.seen != 0 {
+            return Failure(code: Int(first.code), line: max(1, Int(xmlTextReaderGetParserLineNumber(reader))),
+                           column: max(1, Int(xmlTextReaderGetParserColumnNumber(reader))))
+        }
         return Failure(code: 1, line: Int(xmlTextReaderGetParserLineNumber(reader)), column: Int(xmlTextReaderGetParserColumnNumber(reader)))
     }
 
@@ -162,6 +168,10 @@ enum XMLFailureReason {
         Int(XML_ERR_TAG_NAME_MISMATCH.rawValue): "an end tag does not match its start tag",
         Int(XML_ERR_TAG_NOT_FINISHED.rawValue): "the document ends inside an element",
         Int(XML_NS_ERR_UNDEFINED_NAMESPACE.rawValue): "a namespace prefix that is not declared",
+        // libxml2 took the first bytes for UTF-16 or UCS-4 (NUL is valid UTF-8) and could not convert them.
+        Int(XML_ERR_INVALID_ENCODING.rawValue): "bytes that do not read as text in one encoding",
+        Int(XML_IO_ENCODER.rawValue): "bytes that do not read as text in one encoding",
+        Int(XML_I18N_CONV_FAILED.rawValue): "bytes that do not read as text in one encoding",
     ]
 
     static func describe(_ code: Int) -> String {

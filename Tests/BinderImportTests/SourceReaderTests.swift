@@ -133,7 +133,12 @@ final class SourceReaderTests: XCTestCase {
             XCTAssertEqual(printed, "", row.what)
             guard case .failure(let error)? = outcome else { return XCTFail("\(row.what): read") }
             switch error {
-            case .malformedXML(let file, _, _, _), .notRecognised(let file): XCTAssertEqual(file, "enc.xml", row.what)
+            case .malformedXML(let file, let line, let column, let reason):
+                XCTAssertEqual(file, "enc.xml", row.what)
+                XCTAssertGreaterThanOrEqual(line, 1, row.what)
+                XCTAssertGreaterThanOrEqual(column, 1, row.what)
+                XCTAssertFalse(reason.hasPrefix("libxml2 error"), "\(row.what): said in words: \(reason)")
+            case .notRecognised(let file): XCTAssertEqual(file, "enc.xml", row.what)
             default: XCTFail("\(row.what): \(error)")
             }
         }
