@@ -15,7 +15,7 @@ final class XMLReader {
         /// Anything the mapping does not read (comments, processing instructions).
         case other
         case finished
-        /// libxml2 found the document broken: `firstError` says where.
+        /// libxml2 found the document broken: `failure` says where.
         case failed
     }
 
@@ -124,14 +124,12 @@ final class XMLReader {
     /// The first error libxml2 reported, or where the parser stood should it have reported none.
     var failure: Failure {
         let first = firstErrorSlot.pointee
-        // An error raised outside the parser (an encoding's conversion) has no place: where the
-        // parser stood then, at least line 1, column 1.
-        if first.seen != 0 && first.line > 0 { return Failure(code: Int(first.code), line: Int(first.line), column: max(1, Int(first.column))) }
-        if first.seen != 0 {
-            return Failure(code: Int(first.code), line: max(1, Int(xmlTextReaderGetParserLineNumber(reader))),
-                           column: max(1, Int(xmlTextReaderGetParserColumnNumber(reader))))
-        }
-        return Failure(code: 1, line: Int(xmlTextReaderGetParserLineNumber(reader)), column: Int(xmlTextReaderGetParserColumnNumber(reader)))
+        let code = first.seen != 0 ? Int(first.code) : Int(XML_ERR_INTERNAL_ERROR.rawValue)
+        if first.seen != 0 && first.line > 0 { return Failure(code: code, line: Int(first.line), column: max(1, Int(first.column))) }
+        // None reported, or one raised outside the parser (an encoding's conversion), which has no
+        // place: where the parser stood, at least line 1, column 1.
+        return Failure(code: code, line: max(1, Int(xmlTextReaderGetParserLineNumber(reader))),
+                       column: max(1, Int(xmlTextReaderGetParserColumnNumber(reader))))
     }
 
     /// libxml2's strings are UTF-8 it has checked; decoded with repair all the same, and nil

@@ -50,7 +50,7 @@ final class MountCommandTests: XCTestCase {
         try binder.mount()
         let daemon = try XCTUnwrap(daemonPID(binder.mountpoint))
         kill(daemon, SIGKILL)
-        waitUntil { !ProcessLiveness.isRunning(daemon) }
+        waitUntil { !ProcessLiveness.isRunning(daemon) && answersNotConnected(binder.mountpoint) }
         XCTAssertNotNil(mountEntry(binder.mountpoint), "expected a stale mount")
         XCTAssertTrue(try shell("ls '\(binder.mountpoint)' 2>&1").stdout.contains("not connected"))
         let stale = try binder.sandbox.run(["unmount", binder.mountpoint])
@@ -191,6 +191,14 @@ func daemonPID(_ mountpoint: String) -> pid_t? {
 /// Polls `condition` until it holds or `timeout` passes (the callers assert afterwards). The
 /// default is generous: it costs nothing when the condition comes true, and a shared CI machine
 /// can take many seconds to end a daemon that is finishing a pack fold.
+/// Whether the kernel answers `ENOTCONN` at `mountpoint`: its daemon's connection is gone. While
+/// the kernel is still tearing the connection down (the daemon just died), a request gets
+/// `ECONNABORTED` instead; tests that look for "not connected" wait for this first.
+func answersNotConnected(_ mountpoint: String) -> Bool {
+    var info = statvfs()
+    return statvfs(mountpoint, &info) != 0 && errno == ENOTCONN
+}
+
 func waitUntil(timeout: TimeInterval = 60, _ condition: () -> Bool) {
     let deadline = Date().addingTimeInterval(timeout)
     while !condition() && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }

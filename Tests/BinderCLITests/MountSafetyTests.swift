@@ -13,8 +13,9 @@ final class MountSafetyTests: XCTestCase {
         try binder.mount()
         let pid = try XCTUnwrap(daemonPID(binder.mountpoint))
         kill(pid, SIGKILL)
-        waitUntil { !ProcessLiveness.isRunning(pid) }
+        waitUntil { !ProcessLiveness.isRunning(pid) && answersNotConnected(binder.mountpoint) }
         XCTAssertFalse(ProcessLiveness.isRunning(pid), "the daemon is still running")
+        XCTAssertTrue(answersNotConnected(binder.mountpoint), "the dead mount answers ENOTCONN")
 
         // The mount is still there, answering ENOTCONN: a write fails and lands nowhere.
         XCTAssertNotNil(mountEntry(binder.mountpoint), "the dead mount must stay until cleared")
@@ -41,7 +42,7 @@ final class MountSafetyTests: XCTestCase {
         try binder.mount()
         let second = try XCTUnwrap(daemonPID(binder.mountpoint))
         kill(second, SIGKILL)
-        waitUntil { !ProcessLiveness.isRunning(second) }
+        waitUntil { !ProcessLiveness.isRunning(second) && answersNotConnected(binder.mountpoint) }
         XCTAssertTrue(try shell("ls '\(binder.mountpoint)' 2>&1").stdout.contains("not connected"))
         let stale = try binder.sandbox.run(["unmount", binder.mountpoint])
         XCTAssertEqual(stale.status, 0, stale.stderr)
