@@ -35,12 +35,7 @@ final class BlobPackTests: XCTestCase {
 
     /// A repository with one commit, and its tip.
     private func repository(in tmp: TemporaryDirectory) throws -> (String, GitRepository, ObjectID) {
-        let path = tmp.sub("r.git")
-        let repo = try GitRepository.create(path: path, bare: true)
-        let first = Array("first\n".utf8)
-        let tip = try repo.commits.commitChanges(onto: nil, changes: [.write(path: "a.json", blob: try GitObjects.blobID(of: first))],
-                                                 message: "First", author: testAuthor, blobs: [first])
-        return (path, repo, tip)
+        try bareRepositoryWithOneCommit(in: tmp, file: "a.json", content: "first\n", message: "First")
     }
 
     func testAnImportsBlobsAreOnePackAndItsCommitAddsOnlyTreesAndNoLooseObjects() throws {

@@ -8,12 +8,8 @@ import XCTest
 /// when the commit fails, and repositories that keep reflogs keep getting them from libgit2.
 final class BranchUpdateTests: XCTestCase {
     private func bareRepository(_ tmp: TemporaryDirectory) throws -> (GitRepository, String, ObjectID) {
-        let path = tmp.sub("r.git")
-        let repo = try GitRepository.create(path: path, bare: true)
-        let first = Array("first".utf8)
-        let tip = try repo.commits.commitChanges(onto: nil, changes: [.write(path: "visits/first.json", blob: try GitObjects.blobID(of: first))],
-                                                 message: "Start", author: testAuthor, blobs: [first])
-        return (repo, path, tip)
+        let made = try bareRepositoryWithOneCommit(in: tmp, file: "visits/first.json", content: "first", message: "Start")
+        return (made.repo, made.path, made.tip)
     }
 
     private func save(_ repo: GitRepository, onto tip: ObjectID, _ text: String) throws -> ObjectID {

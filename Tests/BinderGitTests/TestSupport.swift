@@ -97,6 +97,18 @@ func cloneFixture(into directory: String, bare: Bool = false) throws {
 
 let testAuthor = Signature(name: "Limbo Health", email: "app@limbo.health")
 
+/// A bare repository at `tmp/r.git` whose one commit (`message`) holds `file` with `content`:
+/// its path, the repository and the commit.
+func bareRepositoryWithOneCommit(in tmp: TemporaryDirectory, file: String, content: String,
+                                 message: String) throws -> (path: String, repo: GitRepository, tip: ObjectID) {
+    let path = tmp.sub("r.git")
+    let repo = try GitRepository.create(path: path, bare: true)
+    let bytes = Array(content.utf8)
+    let tip = try repo.commits.commitChanges(onto: nil, changes: [.write(path: file, blob: try GitObjects.blobID(of: bytes))],
+                                             message: message, author: testAuthor, blobs: [bytes])
+    return (path, repo, tip)
+}
+
 func oid(_ hex: String, file: StaticString = #filePath, line: UInt = #line) throws -> ObjectID {
     try XCTUnwrap(ObjectID(hex: hex), "not an object id: \(hex)", file: file, line: line)
 }
