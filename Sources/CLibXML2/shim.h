@@ -6,6 +6,14 @@
  * hostile documents (a name not UTF-8; a processing instruction with no data, whose NULL it
  * handed to strlen), so the reader is called directly and every string it returns is checked.
  */
+/* Debian's libxml2 is built with ICU, so its encoding.h includes <unicode/ucnv.h> from
+ * libicu-dev, whose UErrorCode differs from the one in Foundation's own _FoundationICU module;
+ * a module importing both Foundation and this one then fails to compile ("'UErrorCode' has
+ * different definitions in different modules"; it failed so on CI's clean build). Only the
+ * layout of xmlCharEncodingHandler depends on the macro (two trailing ICU converter pointers),
+ * a struct nothing here allocates or reads; the reader's API takes it by pointer if at all. */
+#include <libxml/xmlversion.h>
+#undef LIBXML_ICU_ENABLED
 #include <libxml/parser.h>
 #include <libxml/xmlreader.h>
 #include <libxml/xmlerror.h>
