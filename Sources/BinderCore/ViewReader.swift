@@ -117,11 +117,15 @@ final class ViewReader: Sendable {
         let path = ViewPath.normalize(path)
         var coldRead = false
         let handle = try openFiles.register(path, writable: false) { () throws(ViewError) -> OpenContent in
-            if let node = largeStoredFile(path) {
+            guard case .stored(let node) = try contentSource(path) else {
+                return OpenContent(path: path, buffer: EditBuffer(content: try currentContent(path, coldRead: &coldRead)))
+            }
+            // A large attachment the cache does not keep: its open can wait for a read to decrypt it.
+            guard PlaintextCache.keeps(node.source, count: node.size) else {
                 let empty = try ViewError.needingSecretMemory(path) { () throws(SecureMemoryError) in try EditBuffer() }
                 return OpenContent(path: path, buffer: empty, deferred: DeferredContent(node: node, path: path))
             }
-            return OpenContent(path: path, buffer: EditBuffer(content: try currentContent(path, coldRead: &coldRead)))
+            return OpenContent(path: path, buffer: EditBuffer(content: try storedContent(node, path: path, coldRead: &coldRead)))
         }.handle
         // A warm reader (its file cached already, and not by read-ahead) needs no read-ahead:
         // the work of scheduling it on every open made warm reads 1.5x slower (BENCHMARKS).
@@ -129,12 +133,27 @@ final class ViewReader: Sendable {
         return handle
     }
 
-    /// The stored file at `path` when it is one the cache does not keep (a large attachment)
-    /// and nothing in memory lies over it: its open can wait for a read to decrypt it.
-    private func largeStoredFile(_ path: String) -> Node? {
-        guard !BinderView.isControlPath(path), scratch.file(path) == nil, openFiles.provisional(path) == nil,
-              !scratch.isHidden(path), let node = try? listings.node(path), !node.isDirectory,
-              !PlaintextCache.keeps(node.source, count: node.size) else { return nil }
+    /// Where the content of a (normalised) path comes from, in the order a read looks.
+    private enum ContentSource {
+        /// `.binder/`, a scratch file, or a file being written: held in memory.
+        case inMemory
+        /// A stored file, nothing in memory lying over it.
+        case stored(Node)
+    }
+
+    /// `path`'s source, looked up once for an open (it was looked up twice: about half of what a
+    /// warm open spent in binder's own code, by perf); throws as a read would for a hidden path,
+    /// a folder or nothing there.
+    private func contentSource(_ path: String) throws(ViewError) -> ContentSource {
+        if BinderView.isControlPath(path) || scratch.file(path) != nil || openFiles.provisional(path) != nil { return .inMemory }
+        return .stored(try storedNode(path))
+    }
+
+    /// The stored file at `path`, once nothing in memory lies over it.
+    private func storedNode(_ path: String) throws(ViewError) -> Node {
+        if scratch.isHidden(path) { throw .notFound(path) }
+        let node = try listings.node(path)
+        guard !node.isDirectory else { throw .isDirectory(path) }
         return node
     }
 
@@ -243,9 +262,11 @@ final class ViewReader: Sendable {
         if let provisional = openFiles.provisional(path) {
             return try ViewError.needingSecretMemory(path) { () throws(SecureMemoryError) in try provisional.edit.withLock { edit throws(SecureMemoryError) in try edit.buffer.snapshot() } }
         }
-        if scratch.isHidden(path) { throw .notFound(path) }
-        let node = try listings.node(path)
-        guard !node.isDirectory else { throw .isDirectory(path) }
+        return try storedContent(try storedNode(path), path: path, coldRead: &coldRead)
+    }
+
+    /// A stored file's content, from the cache or decrypted; `coldRead` as `currentContent`'s.
+    private func storedContent(_ node: Node, path: String, coldRead: inout Bool) throws(ViewError) -> SecureBytes {
         if let cached = plaintext.get(node.source) {
             coldRead = readAhead.takePrefetched(node.source)
             return cached
