@@ -117,15 +117,13 @@ final class ViewReader: Sendable {
         let path = ViewPath.normalize(path)
         var coldRead = false
         let handle = try openFiles.register(path, writable: false) { () throws(ViewError) -> OpenContent in
-            guard case .stored(let node) = try contentSource(path) else {
-                return OpenContent(path: path, buffer: EditBuffer(content: try currentContent(path, coldRead: &coldRead)))
-            }
+            let source = try contentSource(path)
             // A large attachment the cache does not keep: its open can wait for a read to decrypt it.
-            guard PlaintextCache.keeps(node.source, count: node.size) else {
+            if case .stored(let node) = source, !PlaintextCache.keeps(node.source, count: node.size) {
                 let empty = try ViewError.needingSecretMemory(path) { () throws(SecureMemoryError) in try EditBuffer() }
                 return OpenContent(path: path, buffer: empty, deferred: DeferredContent(node: node, path: path))
             }
-            return OpenContent(path: path, buffer: EditBuffer(content: try storedContent(node, path: path, coldRead: &coldRead)))
+            return OpenContent(path: path, buffer: EditBuffer(content: try content(from: source, path: path, coldRead: &coldRead)))
         }.handle
         // A warm reader (its file cached already, and not by read-ahead) needs no read-ahead:
         // the work of scheduling it on every open made warm reads 1.5x slower (BENCHMARKS).
@@ -135,26 +133,27 @@ final class ViewReader: Sendable {
 
     /// Where the content of a (normalised) path comes from, in the order a read looks.
     private enum ContentSource {
-        /// `.binder/`, a scratch file, or a file being written: held in memory.
-        case inMemory
+        /// A file of `.binder/`.
+        case control
+        /// A scratch file (an editor's temporary), held in memory only.
+        case scratch(SecureBytes)
+        /// A file being written and not stored yet: read as its writer has it now.
+        case provisional(OpenContent)
         /// A stored file, nothing in memory lying over it.
         case stored(Node)
     }
 
-    /// `path`'s source, looked up once for an open (it was looked up twice: about half of what a
-    /// warm open spent in binder's own code, by perf); throws as a read would for a hidden path,
-    /// a folder or nothing there.
+    /// `path`'s source, looked up once per open or read (an open asked all of it twice: about
+    /// half of what a warm open spent in binder's own code, by perf); throws as a read does for
+    /// a hidden path, a folder or nothing there.
     private func contentSource(_ path: String) throws(ViewError) -> ContentSource {
-        if BinderView.isControlPath(path) || scratch.file(path) != nil || openFiles.provisional(path) != nil { return .inMemory }
-        return .stored(try storedNode(path))
-    }
-
-    /// The stored file at `path`, once nothing in memory lies over it.
-    private func storedNode(_ path: String) throws(ViewError) -> Node {
+        if BinderView.isControlPath(path) { return .control }
+        if let file = scratch.file(path) { return .scratch(file.content) }
+        if let provisional = openFiles.provisional(path) { return .provisional(provisional) }
         if scratch.isHidden(path) { throw .notFound(path) }
         let node = try listings.node(path)
         guard !node.isDirectory else { throw .isDirectory(path) }
-        return node
+        return .stored(node)
     }
 
     /// Has the files after `path` in its folder decrypted ahead of a sequential reader.
@@ -257,16 +256,19 @@ final class ViewReader: Sendable {
     /// The content; `coldRead` says whether it is a stored file a sequential reader reads
     /// cold: not in the cache before, or put there by read-ahead (which then goes on).
     func currentContent(_ path: String, coldRead: inout Bool) throws(ViewError) -> SecureBytes {
-        if BinderView.isControlPath(path) { return try controlContent(path) }
-        if let file = scratch.file(path) { return file.content }
-        if let provisional = openFiles.provisional(path) {
-            return try ViewError.needingSecretMemory(path) { () throws(SecureMemoryError) in try provisional.edit.withLock { edit throws(SecureMemoryError) in try edit.buffer.snapshot() } }
-        }
-        return try storedContent(try storedNode(path), path: path, coldRead: &coldRead)
+        try content(from: try contentSource(path), path: path, coldRead: &coldRead)
     }
 
-    /// A stored file's content, from the cache or decrypted; `coldRead` as `currentContent`'s.
-    private func storedContent(_ node: Node, path: String, coldRead: inout Bool) throws(ViewError) -> SecureBytes {
+    /// The bytes `source` holds; `coldRead` as `currentContent`'s.
+    private func content(from source: ContentSource, path: String, coldRead: inout Bool) throws(ViewError) -> SecureBytes {
+        let node: Node
+        switch source {
+        case .control: return try controlContent(path)
+        case .scratch(let content): return content
+        case .provisional(let provisional):
+            return try ViewError.needingSecretMemory(path) { () throws(SecureMemoryError) in try provisional.edit.withLock { edit throws(SecureMemoryError) in try edit.buffer.snapshot() } }
+        case .stored(let stored): node = stored
+        }
         if let cached = plaintext.get(node.source) {
             coldRead = readAhead.takePrefetched(node.source)
             return cached
