@@ -188,9 +188,6 @@ func daemonPID(_ mountpoint: String) -> pid_t? {
     return run.flatMap { pid_t($0.stdout.split(separator: "\n").first ?? "") }
 }
 
-/// Polls `condition` until it holds or `timeout` passes (the callers assert afterwards). The
-/// default is generous: it costs nothing when the condition comes true, and a shared CI machine
-/// can take many seconds to end a daemon that is finishing a pack fold.
 /// Whether the kernel answers `ENOTCONN` at `mountpoint`: its daemon's connection is gone. While
 /// the kernel is still tearing the connection down (the daemon just died), a request gets
 /// `ECONNABORTED` instead; tests that look for "not connected" wait for this first.
@@ -199,6 +196,9 @@ func answersNotConnected(_ mountpoint: String) -> Bool {
     return statvfs(mountpoint, &info) != 0 && errno == ENOTCONN
 }
 
+/// Polls `condition` until it holds or `timeout` passes (the callers assert afterwards). The
+/// default is generous: it costs nothing when the condition comes true, and a shared CI machine
+/// can take many seconds to end a daemon that is finishing a pack fold.
 func waitUntil(timeout: TimeInterval = 60, _ condition: () -> Bool) {
     let deadline = Date().addingTimeInterval(timeout)
     while !condition() && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
