@@ -59,6 +59,9 @@ public final class GitRepository: @unchecked Sendable {
     /// The trees the last spliced commit wrote, by id, as bytes: the next save splices into
     /// them without reading them back (`splicedCommitLocked`). Use only inside `locked { }`.
     var recentTrees: [ObjectID: [UInt8]] = [:]
+    /// The files the spliced path's packs are written to, made ahead (`SparePackFiles`), from
+    /// this instance's first spliced commit on. Use only inside `locked { }`.
+    var sparePackFiles: SparePackFiles?
     /// Whether `commitChanges` may take the spliced path (tests turn it off to compare with
     /// the general one). Set before use, not while other threads commit.
     var splicedCommitsEnabled = true
@@ -108,6 +111,11 @@ public final class GitRepository: @unchecked Sendable {
         self.isBare = git_repository_is_bare(repo.pointer) == 1
         self.gitDirectory = gitDirectory
         self.workTree = git_repository_workdir(repo.pointer).map { Self.trimmedPath($0) }
+    }
+
+    deinit {
+        // Its thread holds the spares, not this instance: stopped here, or it would run on.
+        sparePackFiles?.close()
     }
 
     /// Opens the repository at `path`: a bare repository's directory, a `.git`

@@ -39,32 +39,106 @@ enum PackWriter {
         return header
     }
 
-    /// Writes the pack and its index into `directory` (`objects/pack`): each under a temporary
-    /// name, fsynced; then the pack renamed into place before the index (git finds a pack
-    /// by its index, so no reader meets an index without its pack), and the folder fsynced
-    /// once. On return both are durable under their final names. Three fsyncs, where libgit2's
-    /// pack builder makes four (it fsyncs the folder after each rename), and the pack's runs
-    /// beside the index's (`BackgroundFsync`): the save waits for two device flushes here, not
-    /// three. A kill before the end leaves at most temporary files (`tmp_pack_*`, which `git gc`
-    /// removes) or a pack nothing refers to yet. Returns the index's path.
-    static func write(_ objects: [PackObject], into directory: String) throws(GitError) -> String {
-        let pack = try writeUnsyncedPack(objects: objects.count, in: directory) { stream throws(GitError) in
-            var entries: [IndexedObject] = []
-            for object in objects {
-                let offset = stream.written
-                stream.beginEntry()
-                try appendEntry(object, to: &stream)
-                entries.append((object.id, offset, stream.endEntry()))
+    /// Writes the pack and its index into `directory` (`objects/pack`), each to a file of its
+    /// own: one `spares` made ahead, with no name yet, or else one made now under a temporary
+    /// name. Both are fsynced; then the pack is put in place under its final name before the
+    /// index (git finds a pack by its index, so no reader meets an index without its pack), and
+    /// the folder fsynced once. On return both are durable under their final names. Three
+    /// fsyncs, where libgit2's pack builder makes four (it fsyncs the folder after each
+    /// rename), and the pack's runs beside the index's (`BackgroundFsync`): the save waits for
+    /// two device flushes here, not three. A kill before the end leaves at most temporary
+    /// files (`tmp_pack_*`, which `git gc` removes), nothing (a file made ahead has no name),
+    /// or a pack nothing refers to yet. Returns the index's path.
+    static func write(_ objects: [PackObject], into directory: String, spares: SparePackFiles? = nil) throws(GitError) -> String {
+        let packFile = try file(.pack, from: spares, in: directory)
+        let pack: (entries: [IndexedObject], checksum: [UInt8])
+        do throws(GitError) {
+            pack = try writePack(objects: objects.count, to: packFile) { stream throws(GitError) in
+                var entries: [IndexedObject] = []
+                for object in objects {
+                    let offset = stream.written
+                    stream.beginEntry()
+                    try appendEntry(object, to: &stream)
+                    entries.append((object.id, offset, stream.endEntry()))
+                }
+                return entries
             }
-            return entries
+        } catch {
+            discard(packFile)
+            throw error
         }
-        let packSync = BackgroundFsync(pack.fd)
-        return try install(packTemporary: pack.path, index: index(of: pack.entries, packChecksum: pack.checksum),
-                           checksum: pack.checksum, in: directory) {
-            let synced = packSync.wait()
-            let closed = close(pack.fd) == 0 ? 0 : errno
-            return synced != 0 ? synced : closed
+        let packSync = BackgroundFsync(packFile.fd)
+        let indexBytes = index(of: pack.entries, packChecksum: pack.checksum)
+        let indexFile: PackFileInProgress
+        do throws(GitError) {
+            indexFile = try file(.index, from: spares, in: directory)
+        } catch {
+            _ = packSync.wait()
+            discard(packFile)
+            throw error
         }
+        let indexWritten = indexBytes.withUnsafeBytes { buffer in
+            // Packs and indexes are read-only, as git makes them.
+            writeAll(buffer, to: indexFile.fd) && fchmod(indexFile.fd, 0o444) == 0 && fsync(indexFile.fd) == 0
+        } ? 0 : errno
+        let packSynced = packSync.wait()
+        guard indexWritten == 0, packSynced == 0 else {
+            discard(packFile)
+            discard(indexFile)
+            throw packSynced != 0 ? failure("write the pack", code: packSynced) : failure("write the pack index", code: indexWritten)
+        }
+        guard let checksumID = ObjectID(bytes: pack.checksum) else {
+            discard(packFile)
+            discard(indexFile)
+            throw GitError.failed(operation: "install pack", code: .invalid, message: "pack checksum of \(pack.checksum.count) bytes")
+        }
+        let name = directory + "/pack-" + checksumID.hex
+        do throws(GitError) {
+            try place(packFile, at: name + ".pack", what: "the pack")
+        } catch {
+            discard(packFile)
+            discard(indexFile)
+            throw error
+        }
+        close(packFile.fd)
+        do throws(GitError) {
+            try place(indexFile, at: name + ".idx", what: "the pack index")
+        } catch {
+            discard(indexFile)
+            throw error
+        }
+        close(indexFile.fd)
+        try syncDirectory(directory)
+        return name + ".idx"
+    }
+
+    /// The spare of `kind` if one is ready, else a file made now under a temporary name
+    /// (`tmp_pack_*`, `tmp_idx_*`).
+    private static func file(_ kind: SparePackFiles.Kind, from spares: SparePackFiles?, in directory: String)
+        throws(GitError) -> PackFileInProgress {
+        if let spare = spares?.take(kind) { return spare }
+        let made = try makeTemporary(in: directory, prefix: kind == .pack ? "tmp_pack_" : "tmp_idx_")
+        return PackFileInProgress(fd: made.fd, path: made.path)
+    }
+
+    /// Puts a written, durable file in place at `final`: its temporary name renamed, or a file
+    /// with no name linked (through `/proc/self/fd`, which needs no privilege where
+    /// `AT_EMPTY_PATH` does). The same name means the same bytes (a pack's name is its
+    /// checksum, which covers it whole): replacing, or finding, an identical file is harmless.
+    private static func place(_ file: PackFileInProgress, at final: String, what: String) throws(GitError) {
+        if let path = file.path {
+            guard rename(path, final) == 0 else { throw failure("rename \(what) into place") }
+        } else {
+            guard linkat(AT_FDCWD, "/proc/self/fd/\(file.fd)", AT_FDCWD, final, AT_SYMLINK_FOLLOW) == 0 || errno == EEXIST else {
+                throw failure("link \(what) into place")
+            }
+        }
+    }
+
+    /// Closes a file that will not be put in place, and removes its temporary name if it has one.
+    private static func discard(_ file: PackFileInProgress) {
+        close(file.fd)
+        if let path = file.path { unlink(path) }
     }
 
     /// A pack of `objects` entries written under a temporary name in `directory`, read-only and
@@ -88,18 +162,27 @@ enum PackWriter {
         throws(GitError) -> (fd: Int32, path: String, entries: [IndexedObject], checksum: [UInt8]) {
         let (fd, path) = try makeTemporary(in: directory, prefix: "tmp_pack_")
         do throws(GitError) {
-            var stream = PackStream(fd: fd)
-            try stream.append(header(objects: objects))
-            let entries = try body(&stream)
-            let checksum = try stream.finish()
-            // Packs and indexes are read-only, as git makes them.
-            guard fchmod(fd, 0o444) == 0 else { throw failure("write '\(path)'") }
-            return (fd, path, entries, checksum)
+            let pack = try writePack(objects: objects, to: PackFileInProgress(fd: fd, path: path), body)
+            return (fd, path, pack.entries, pack.checksum)
         } catch {
             close(fd)
             unlink(path)
             throw error
         }
+    }
+
+    /// Writes a pack of `objects` entries to `file`: the header, what `body` appends (returning
+    /// the entries' offsets and CRCs), then the checksum; and makes it read-only. The file is
+    /// left open, not fsynced, and the caller's to discard on failure.
+    private static func writePack(objects: Int, to file: PackFileInProgress, _ body: (inout PackStream) throws(GitError) -> [IndexedObject])
+        throws(GitError) -> (entries: [IndexedObject], checksum: [UInt8]) {
+        var stream = PackStream(fd: file.fd)
+        try stream.append(header(objects: objects))
+        let entries = try body(&stream)
+        let checksum = try stream.finish()
+        // Packs and indexes are read-only, as git makes them.
+        guard fchmod(file.fd, 0o444) == 0 else { throw failure("write '\(file.path ?? "the pack")'") }
+        return (entries, checksum)
     }
 
     /// Writes the index of the pack written at `packTemporary`, then renames both into place

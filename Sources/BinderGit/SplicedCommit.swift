@@ -161,7 +161,9 @@ extension GitCommits {
         }
         GitError.clearLast()
         objects.append(PackObject(id: commit.id, kind: .commit, content: commit.bytes))
-        _ = try PackWriter.write(objects, into: repository.gitDirectory + "/objects/pack")
+        let packFolder = repository.gitDirectory + "/objects/pack"
+        if repository.sparePackFiles == nil { repository.sparePackFiles = SparePackFiles(directory: packFolder) }
+        _ = try PackWriter.write(objects, into: packFolder, spares: repository.sparePackFiles)
         // Both databases find the new pack without waiting for a lookup to miss.
         _ = git_odb_refresh(repository.odb.pointer)
         if let staging = repository.commitStaging { _ = git_odb_refresh(staging.odb.pointer) }
