@@ -67,6 +67,19 @@ enum PackWriter {
             discard(packFile)
             throw error
         }
+        // Folds take packs newest first by their modification time (`GitPacks.newestFirst`).
+        // The file system's own stamp is coarse (a tick of 4 ms here, in which two saves fit)
+        // and a file made ahead bears the time it was made, which can come before the last
+        // save's pack; the clock's nanoseconds, set here, order the saves' packs as they were
+        // written (one save at a time, under the repository's lock).
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let times = [now, now]
+        guard futimens(packFile.fd, times) == 0 else {
+            let error = failure("write the pack")
+            discard(packFile)
+            throw error
+        }
         let packSync = BackgroundFsync(packFile.fd)
         let indexBytes = index(of: pack.entries, packChecksum: pack.checksum)
         let indexFile: PackFileInProgress

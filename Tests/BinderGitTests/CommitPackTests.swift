@@ -166,12 +166,14 @@ final class CommitPackTests: XCTestCase {
             XCTAssertEqual(try reader.objects.readBlob(try GitObjects.blobID(of: Array("entries \(i)\n".utf8))), Array("entries \(i)\n".utf8))
             if i % 32 == 31 { XCTAssertGreaterThan(try GitRepository.open(path: path).packs.foldPacks().packsRemoved, 0) }
         }
+        // Removed packs only (`objects/pack/pack-*`): a save's next pack files, made ahead with
+        // no name, show as `objects/pack/#<inode> (deleted)` (`SparePackFiles`).
         func removedPacksHeld() throws -> Int {
             try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").filter { fd in
                 guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + fd) else { return false }
-                return target.hasPrefix(path) && target.hasSuffix("(deleted)")
+                return target.hasPrefix(path + "/objects/pack/pack-") && target.hasSuffix("(deleted)")
             }.count + String(decoding: try Data(contentsOf: URL(fileURLWithPath: "/proc/self/maps")), as: UTF8.self)
-                .split(separator: "\n").filter { $0.contains(path) && $0.hasSuffix("(deleted)") }.count
+                .split(separator: "\n").filter { $0.contains(path + "/objects/pack/pack-") && $0.hasSuffix("(deleted)") }.count
         }
         // Both instances read and write on after the folds, and hold no removed pack once the
         // databases they replaced are freed (on a queue of their own).
