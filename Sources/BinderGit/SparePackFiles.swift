@@ -30,7 +30,7 @@ final class SparePackFiles: @unchecked Sendable {  // state guarded by `conditio
 
     private let directory: String
     private let owner = getpid()
-    /// Guards `spares`, `wanted` and `closed`; signalled when a file is taken or at `close`.
+    /// Guards `spares`, `wanted`, `closed` and `taken`; signalled when a file is taken or at `close`.
     private let condition = NSCondition()
     /// The descriptor of the spare of each kind, when made.
     private var spares: [Kind: Int32] = [:]
