@@ -21,8 +21,9 @@ struct PackFileInProgress {
 /// it is linked into place, and which the kernel frees when its last descriptor closes. So no
 /// spare is ever left in the folder, whether the process exits, is killed, or forks (a child
 /// inherits the descriptors but not the thread, and `take` serves only the process that made
-/// them, so two processes never write one file). Where the file system cannot make one, `take`
-/// answers nil and the save makes a named file, as before.
+/// them, so two processes never write one file). Where the file system cannot make one, or
+/// /proc is not mounted to link one through, `take` answers nil and the save makes a named
+/// file, as before.
 final class SparePackFiles: @unchecked Sendable {  // state guarded by `condition`
     enum Kind: CaseIterable {
         case pack, index
@@ -91,6 +92,9 @@ final class SparePackFiles: @unchecked Sendable {  // state guarded by `conditio
     /// The thread: makes the missing spares whenever asked, until `close`.
     private func refill() {
         condition.lock()
+        // A spare is linked into place through `/proc/self/fd` (`PackWriter.place`): without
+        // /proc mounted, none is made, and the saves name their own files.
+        if access("/proc/self/fd", X_OK) != 0 { closed = true }
         while true {
             while !wanted && !closed { condition.wait() }
             if closed { break }
