@@ -79,7 +79,10 @@ final class SparePackFiles: @unchecked Sendable {  // state guarded by `conditio
     }
 
     /// Stops the thread and closes the spares not taken (freeing them: they have no name).
+    /// In a process forked from the one that made them, nothing: the thread is not there, and
+    /// may have held the lock when the process was forked.
     func close() {
+        guard getpid() == owner else { return }
         condition.lock()
         closed = true
         let left = spares
