@@ -81,48 +81,8 @@ enum PackWriter {
             throw error
         }
         let packSync = BackgroundFsync(packFile.fd)
-        let indexBytes = index(of: pack.entries, packChecksum: pack.checksum)
-        let indexFile: PackFileInProgress
-        do throws(GitError) {
-            indexFile = try file(.index, from: spares, in: directory)
-        } catch {
-            _ = packSync.wait()
-            discard(packFile)
-            throw error
-        }
-        let indexWritten = indexBytes.withUnsafeBytes { buffer in
-            // Packs and indexes are read-only, as git makes them.
-            writeAll(buffer, to: indexFile.fd) && fchmod(indexFile.fd, 0o444) == 0 && fsync(indexFile.fd) == 0
-        } ? 0 : errno
-        let packSynced = packSync.wait()
-        guard indexWritten == 0, packSynced == 0 else {
-            discard(packFile)
-            discard(indexFile)
-            throw packSynced != 0 ? failure("write the pack", code: packSynced) : failure("write the pack index", code: indexWritten)
-        }
-        guard let checksumID = ObjectID(bytes: pack.checksum) else {
-            discard(packFile)
-            discard(indexFile)
-            throw GitError.failed(operation: "install pack", code: .invalid, message: "pack checksum of \(pack.checksum.count) bytes")
-        }
-        let name = directory + "/pack-" + checksumID.hex
-        do throws(GitError) {
-            try place(packFile, at: name + ".pack", what: "the pack")
-        } catch {
-            discard(packFile)
-            discard(indexFile)
-            throw error
-        }
-        close(packFile.fd)
-        do throws(GitError) {
-            try place(indexFile, at: name + ".idx", what: "the pack index")
-        } catch {
-            discard(indexFile)
-            throw error
-        }
-        close(indexFile.fd)
-        try syncDirectory(directory)
-        return name + ".idx"
+        return try install(pack: packFile, index: index(of: pack.entries, packChecksum: pack.checksum), checksum: pack.checksum,
+                           in: directory, spares: spares) { packSync.wait() }
     }
 
     /// The spare of `kind` if one is ready, else a file made now under a temporary name
@@ -150,8 +110,12 @@ enum PackWriter {
 
     /// Closes a file that will not be put in place, and removes its temporary name if it has one.
     private static func discard(_ file: PackFileInProgress) {
-        close(file.fd)
+        closeIfOpen(file)
         if let path = file.path { unlink(path) }
+    }
+
+    private static func closeIfOpen(_ file: PackFileInProgress) {
+        if file.fd >= 0 { close(file.fd) }
     }
 
     /// A pack of `objects` entries written under a temporary name in `directory`, read-only and
@@ -198,48 +162,60 @@ enum PackWriter {
         return (entries, checksum)
     }
 
-    /// Writes the index of the pack written at `packTemporary`, then renames both into place
-    /// and fsyncs the folder (see `write`). `packSynced` waits for the pack to be durable, if
-    /// its fsync runs meanwhile, and returns its errno (0: durable); it is called once the
-    /// index is written and fsynced (or failed), before anything is renamed. Returns the
-    /// index's path. On failure neither temporary file is left.
+    /// Writes the index of the pack written, fsynced and closed at `packTemporary`, then puts
+    /// both in place (see `install(pack:…)`). Returns the index's path. On failure neither
+    /// temporary file is left.
     static func install(packTemporary: String, index: [UInt8], checksum: [UInt8], in directory: String,
                         packSynced: () -> Int32 = { 0 }) throws(GitError) -> String {
+        try install(pack: PackFileInProgress(fd: -1, path: packTemporary), index: index, checksum: checksum, in: directory,
+                    packSynced: packSynced)
+    }
+
+    /// Writes the index of the pack written to `pack` into a file of its own (a spare, or one
+    /// made now), fsynced; then waits for the pack to be durable (`packSynced`, called once
+    /// the index is written and fsynced, or failed: its errno, 0 when durable), puts the pack
+    /// in place under its final name before the index (see `write`), and fsyncs the folder.
+    /// Returns the index's path. On failure neither file is left.
+    private static func install(pack: PackFileInProgress, index: [UInt8], checksum: [UInt8], in directory: String,
+                                spares: SparePackFiles? = nil, packSynced: () -> Int32) throws(GitError) -> String {
+        let indexFile: PackFileInProgress
+        do throws(GitError) {
+            indexFile = try file(.index, from: spares, in: directory)
+        } catch {
+            _ = packSynced()
+            discard(pack)
+            throw error
+        }
+        let indexWritten = index.withUnsafeBytes { buffer in
+            // Packs and indexes are read-only, as git makes them.
+            writeAll(buffer, to: indexFile.fd) && fchmod(indexFile.fd, 0o444) == 0 && fsync(indexFile.fd) == 0
+        } ? 0 : errno
+        let packCode = packSynced()
         // A pack is named by its SHA-1 checksum, in hex as an object id is written.
         // (`String(format:)` per byte went through Foundation's formatter on every save.)
-        guard let checksumID = ObjectID(bytes: checksum) else {
-            _ = packSynced()
-            unlink(packTemporary)
+        guard indexWritten == 0, packCode == 0, let checksumID = ObjectID(bytes: checksum) else {
+            discard(pack)
+            discard(indexFile)
+            if packCode != 0 { throw failure("write the pack", code: packCode) }
+            if indexWritten != 0 { throw failure("write the pack index", code: indexWritten) }
             throw GitError.failed(operation: "install pack", code: .invalid, message: "pack checksum of \(checksum.count) bytes")
         }
         let name = directory + "/pack-" + checksumID.hex
-        let indexTemporary: String
-        do {
-            indexTemporary = try writeTemporary(index, in: directory, prefix: "tmp_idx_")
+        do throws(GitError) {
+            try place(pack, at: name + ".pack", what: "the pack")
         } catch {
-            _ = packSynced()
-            unlink(packTemporary)
+            discard(pack)
+            discard(indexFile)
             throw error
         }
-        let packCode = packSynced()
-        guard packCode == 0 else {
-            unlink(packTemporary)
-            unlink(indexTemporary)
-            throw failure("write '\(packTemporary)'", code: packCode)
-        }
-        // The same name means the same bytes (the checksum covers the whole pack): replacing an
-        // identical pack is harmless.
-        guard rename(packTemporary, name + ".pack") == 0 else {
-            let error = failure("rename the pack into place")
-            unlink(packTemporary)
-            unlink(indexTemporary)
+        closeIfOpen(pack)
+        do throws(GitError) {
+            try place(indexFile, at: name + ".idx", what: "the pack index")
+        } catch {
+            discard(indexFile)
             throw error
         }
-        guard rename(indexTemporary, name + ".idx") == 0 else {
-            let error = failure("rename the pack index into place")
-            unlink(indexTemporary)
-            throw error
-        }
+        closeIfOpen(indexFile)
         try syncDirectory(directory)
         return name + ".idx"
     }
@@ -342,25 +318,6 @@ enum PackWriter {
     }
 
     // MARK: - Files
-
-    /// Writes `bytes` to a new read-only file `<prefix>XXXXXX` in `directory`, fsynced; returns its path.
-    static func writeTemporary(_ bytes: [UInt8], in directory: String, prefix: String) throws(GitError) -> String {
-        let (fd, path) = try makeTemporary(in: directory, prefix: prefix)
-        let ok = bytes.withUnsafeBytes { buffer -> Bool in
-            // Packs and indexes are read-only, as git makes them.
-            writeAll(buffer, to: fd) && fchmod(fd, 0o444) == 0 && fsync(fd) == 0
-        }
-        let error = ok ? nil : failure("write '\(path)'")
-        if close(fd) != 0, ok {
-            unlink(path)
-            throw failure("write '\(path)'")
-        }
-        if let error {
-            unlink(path)
-            throw error
-        }
-        return path
-    }
 
     /// A new empty file `<prefix>XXXXXX` in `directory`, open for writing: its descriptor and path.
     static func makeTemporary(in directory: String, prefix: String) throws(GitError) -> (fd: Int32, path: String) {

@@ -6,6 +6,7 @@ import Glibc
 /// (`path` nil: `O_TMPFILE`, `SparePackFiles`), which `PackWriter.place` links under its final
 /// name once it is durable.
 struct PackFileInProgress {
+    /// -1 for a named file its writer closed already (a fold's or an import's pack, fsynced).
     let fd: Int32
     let path: String?
 }
